@@ -1,0 +1,324 @@
+"""The trusted side of a worker: start it, talk to it, watch it, and clean up after it.
+
+    worker = Worker(submission_file, isolation, limits, stage_dir)
+    worker.start()                                   # Python + torch, under the sandbox
+    reply = worker.request({"op": "load", ...}, timeout=limits.import_seconds)
+    reply = worker.request({"op": "probe", "probe": {...}}, timeout=limits.call_seconds)
+    worker.stop()                                    # kills every process it left behind
+
+`request` raises a WorkerFailure (timeout, crash, memory, garbled reply) with a reason a
+student can read; after one, the worker is gone and a new Worker must be started.
+"""
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from . import isolation as isolation_mod
+from .runtime import protocol
+
+RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+_LIVE_WORKERS = set()  # pids of workers started by this process and not yet stopped
+
+
+class WorkerFailure(Exception):
+    """The submission's process failed in a way that costs the call that was running."""
+
+    def __init__(self, reason, kind):
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind  # 'timeout' | 'memory' | 'crash' | 'protocol' | 'start'
+
+
+def become_subreaper():
+    """Make this process adopt orphaned descendants (a submission's daemonised children)
+    and refuse ptrace or /proc/PID/mem from same-uid processes."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _proc_table():
+    """{pid: (ppid, uid, rss_kb)} for every process we can read."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            table[int(entry)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]),
+                                 int(fields.get("VmRSS", "0 kB").split()[0]))
+        except (OSError, KeyError, ValueError):
+            continue
+    return table
+
+
+def descendants(root, table=None, uid=None):
+    """Pids below `root`, plus every process of `uid` when the worker has its own uid."""
+    table = table if table is not None else _proc_table()
+    children = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    if uid is not None:
+        found.update(pid for pid, (_, owner, _) in table.items() if owner == uid)
+    found.discard(os.getpid())
+    return found
+
+
+class _CappedReader(threading.Thread):
+    """Reads a pipe to its end, keeping only the first `limit` bytes."""
+
+    def __init__(self, stream, limit):
+        super().__init__(daemon=True)
+        self.stream, self.limit = stream, limit
+        self.kept, self.total = bytearray(), 0
+
+    def run(self):
+        try:
+            while True:
+                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                room = self.limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        text = self.kept.decode("utf-8", "replace")
+        if self.total > len(self.kept):
+            text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
+        return text
+
+
+class Worker:
+    def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False):
+        self.submission_file = submission_file
+        self.isolation = isolation.fresh()
+        self.limits = limits
+        self.gpu = gpu
+        self.stage_dir = stage_dir
+        self.proc = None
+        self.info = {}
+        self.failure = None
+        self._over_memory = False
+        self._stop_watch = threading.Event()
+
+    # -- starting -------------------------------------------------------------------
+    def start(self):
+        become_subreaper()
+        runtime = os.path.join(self.stage_dir, "runtime")
+        if not os.path.isdir(runtime):
+            shutil.copytree(RUNTIME_DIR, runtime, ignore=shutil.ignore_patterns("__pycache__"))
+            for folder, dirs, files in os.walk(runtime):
+                os.chmod(folder, 0o755)
+                for name in files:
+                    os.chmod(os.path.join(folder, name), 0o644)
+        home = os.path.join(self.stage_dir, f"w{os.getpid()}-{time.monotonic_ns()}")
+        self.view = isolation_mod.View(home, runtime, isolation_mod.python_paths(),
+                                       disk_mb=self.limits.disk_mb, gpu=self.gpu)
+        source_dir = os.path.dirname(self.submission_file)
+        shutil.copytree(source_dir, self.view.work_dir, symlinks=False, dirs_exist_ok=True)
+        isolation_mod.prepare_home(self.view, self.isolation)
+
+        work, runtime_inside = self.isolation.paths(self.view)
+        read_fd, write_fd = os.pipe()
+        processes_base = 0 if self.isolation.uid is not None else _process_count(os.getuid())
+        rlimits = self.limits.rlimits(gpu=self.gpu, processes_base=processes_base)
+        import json
+        argv = [sys.executable, "-I", os.path.join(runtime_inside, "worker.py"), str(write_fd),
+                json.dumps(rlimits), os.path.join(work, os.path.basename(self.submission_file))]
+        env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+        try:
+            self.proc = subprocess.Popen(
+                self.isolation.wrap(argv, self.view), cwd=self.view.work_dir, env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), start_new_session=True, **self.isolation.popen_user())
+        except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
+            raise WorkerFailure(f"the grader could not start a worker: {exc}", "start") from None
+        os.close(write_fd)
+        _LIVE_WORKERS.add(self.proc.pid)
+        self.reply_fd = read_fd
+        self.stdout = _CappedReader(self.proc.stdout, self.limits.output_kb * 1024)
+        self.stderr = _CappedReader(self.proc.stderr, self.limits.output_kb * 1024)
+        self.stdout.start()
+        self.stderr.start()
+        self._watch = threading.Thread(target=self._watch_memory, daemon=True)
+        self._watch.start()
+        self.info = self._receive(self.limits.startup_seconds, "starting Python and torch")
+        return self.info
+
+    # -- talking --------------------------------------------------------------------
+    def request(self, message, timeout):
+        if self.proc is None or self.failure is not None:
+            raise WorkerFailure("the worker is not running", "crash")
+        try:
+            protocol.write_frame(self.proc.stdin.fileno(), message)
+        except OSError:
+            raise self._failed(self._death_reason("while receiving a request"), "crash") from None
+        return self._receive(timeout, None)
+
+    def _receive(self, timeout, doing):
+        try:
+            reply = protocol.read_frame(self.reply_fd, timeout=timeout)
+        except protocol.FrameTimeout:
+            if self._over_memory:
+                raise self._failed(self._memory_reason(), "memory") from None
+            what = doing or "the call"
+            raise self._failed(f"{what} did not finish within {timeout:g} s "
+                               f"(an endless loop, or far too slow)", "timeout") from None
+        except protocol.ProtocolError as exc:
+            if self._over_memory:
+                raise self._failed(self._memory_reason(), "memory") from None
+            if "closed" in str(exc):
+                raise self._failed(self._death_reason(doing and f"while {doing}"), "crash") from None
+            raise self._failed(f"the submission's process sent a garbled reply ({exc})",
+                               "protocol") from None
+        if not isinstance(reply, dict):
+            raise self._failed("the submission's process sent a reply that is not a dict", "protocol")
+        return reply
+
+    def _failed(self, reason, kind):
+        self.failure = WorkerFailure(reason, kind)
+        self.stop()
+        return self.failure
+
+    def _death_reason(self, when=None):
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        when = f" {when}" if when else ""
+        if code is None:
+            return f"the submission's process closed its channel{when}"
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
+            if -code == signal.SIGXCPU:
+                return f"the process used more than {self.limits.cpu_seconds} s of CPU time{when}"
+            return f"the process was killed by signal {name}{when}"
+        return (f"the process exited with status {code}{when} "
+                f"(os._exit() or sys.exit() in the submission, or a crash)")
+
+    def _memory_reason(self):
+        return f"the process used more than {self.limits.memory_mb} MB of memory and was stopped"
+
+    def _watch_memory(self):
+        limit_kb = self.limits.memory_mb * 1024
+        while not self._stop_watch.wait(0.1):
+            if self.proc is None or self.proc.poll() is not None:
+                return
+            table = _proc_table()
+            tree = descendants(self.proc.pid, table, self.isolation.uid) | {self.proc.pid}
+            if sum(table.get(pid, (0, 0, 0))[2] for pid in tree) > limit_kb:
+                self._over_memory = True
+                self._kill_tree()
+                return
+
+    # -- stopping -------------------------------------------------------------------
+    def output(self):
+        """What the submission printed: (stdout, stderr), capped."""
+        if self.proc is None:
+            return "", ""
+        return self.stdout.text(), self.stderr.text()
+
+    def stop(self):
+        """End the worker and every process it started; safe to call more than once."""
+        if self.proc is None:
+            return
+        self._stop_watch.set()
+        if self.proc.poll() is None and self.failure is None:
+            try:
+                protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"})
+                self.proc.wait(timeout=1)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill_tree()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        _LIVE_WORKERS.discard(self.proc.pid)
+        for stream in (self.proc.stdin,):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.stdout.join(timeout=2)
+        self.stderr.join(timeout=2)
+        try:
+            os.close(self.reply_fd)
+        except OSError:
+            pass
+        self.reply_fd = -1
+        shutil.rmtree(self.view.home, ignore_errors=True)
+
+    def _kill_tree(self):
+        """SIGKILL the worker's process group, its descendants (orphans come to us: we are a
+        subreaper) and, with a throwaway uid, every process of that uid; reap our children."""
+        for attempt in range(50):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            left = descendants(self.proc.pid, uid=self.isolation.uid)
+            left |= _orphans_of_ours(exclude={self.proc.pid})
+            if self.proc.poll() is None:
+                left.add(self.proc.pid)
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            _reap(left - {self.proc.pid})
+            time.sleep(0.02)
+
+
+def _process_count(uid):
+    """Processes and threads of `uid` now: RLIMIT_NPROC counts all of them."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
+def _orphans_of_ours(exclude):
+    """Children of this process that are not live workers (orphans it adopted)."""
+    me = os.getpid()
+    known = _LIVE_WORKERS | set(exclude)
+    return {pid for pid, (ppid, _, _) in _proc_table().items() if ppid == me and pid not in known}
+
+
+def _reap(pids):
+    """Collect the exit status of adopted orphans we killed, so no zombie stays."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass

@@ -1,0 +1,308 @@
+"""What a worker can see and reach, and how that is enforced.
+
+Three levels, best first; `auto` takes the best one that works on this machine:
+
+- `bwrap`: bubblewrap builds a new root from scratch: read-only system folders and Python
+  installation, the submission's private folder (a size-limited tmpfs) at /submission, a
+  private /tmp, a fresh /proc and /dev, no network, its own PID, IPC and UTS namespaces.
+  The kit (solutions/, tests_hidden/, the grader), other submissions and the grade
+  output are simply not in that root.
+- `unshare`: the same view built by util-linux `unshare` (user, mount, network, PID, IPC
+  and UTS namespaces) with a few `mount` calls and `chroot`, for machines without bwrap.
+- `none`: no namespaces (Docker's default seccomp profile, as on Gradescope, forbids them).
+  The worker still runs with `python -I`, in a fresh private folder, with resource limits,
+  in its own session, and, when the grader runs as root, under a throwaway user id, so it
+  cannot write the kit's files or signal the grader; it can read what that user id may read.
+
+Every level also gets a throwaway uid when the grader runs as root: RLIMIT_NPROC only
+binds non-root users, and a uid of its own lets the grader find and kill every process a
+submission left behind.
+"""
+import dataclasses
+import functools
+import glob
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+LEVELS = ("bwrap", "unshare", "none")
+CHOICES = ("auto", "strict") + LEVELS
+FIRST_UID = 200_000
+UID_SPAN = 100_000
+
+SYSTEM_READONLY = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+                   "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+                   "/etc/alternatives")
+MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+SANDBOX_WORK = "/submission"
+SANDBOX_STAGED = "/staged"
+SANDBOX_RUNTIME = "/runtime"
+
+
+def tool(name):
+    """Absolute path of a system tool (sbin included), or None."""
+    search = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"
+    return shutil.which(name, path=search)
+
+
+class IsolationUnavailable(Exception):
+    """The instructor asked for a level this machine cannot provide."""
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """The folders a worker needs, as paths on the host."""
+    home: str                # private to this worker (owned by its uid): holds submission/ and root/
+    runtime_dir: str         # grader/sandbox/runtime, copied; read-only
+    python_paths: tuple      # the Python installation and its site-packages; read-only
+    disk_mb: int = 64        # size of the writable tmpfs folders (bwrap, unshare)
+    gpu: bool = False        # also expose /dev/nvidia* and /sys
+
+    @property
+    def work_dir(self):
+        """The submission's private copy; the worker's working folder at level `none`."""
+        return os.path.join(self.home, "submission")
+
+    @property
+    def root_dir(self):
+        """Mount point of the private root built at level `unshare`."""
+        return os.path.join(self.home, "root")
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    level: str
+    uid: int | None = None   # throwaway uid (and gid) when the grader runs as root
+
+    def describe(self):
+        """What results.json records about how the code was run."""
+        namespaces = self.level in ("bwrap", "unshare")
+        return {
+            "level": self.level,
+            "network": "none" if namespaces else "host",
+            "filesystem": "private root: system and Python read-only, kit not visible"
+            if namespaces else "host filesystem, as the worker's user may read it",
+            "user": "throwaway uid" if self.uid is not None else "the grader's own user",
+        }
+
+    def fresh(self):
+        """The same level for one more worker, with a throwaway uid of its own."""
+        return dataclasses.replace(self, uid=throwaway_uid()) if self.uid is not None else self
+
+    def paths(self, view):
+        """(work dir, runtime dir) as the worker sees them."""
+        if self.level == "none":
+            return view.work_dir, view.runtime_dir
+        return SANDBOX_WORK, SANDBOX_RUNTIME
+
+    def wrap(self, argv, view):
+        """The command line that runs `argv` (paths as the worker sees them) at this level."""
+        privileged = os.geteuid() == 0
+        if self.level == "bwrap":
+            return bwrap_command(argv, view, self.uid, privileged)
+        if self.level == "unshare":
+            return unshare_command(argv, view, self.uid, privileged)
+        return list(argv)
+
+    def popen_user(self):
+        """subprocess.Popen arguments: at level `none` the uid changes before exec;
+        inside namespaces setpriv changes it once the private root is built."""
+        if self.uid is None or self.level != "none":
+            return {}
+        return {"user": self.uid, "group": self.uid, "extra_groups": []}
+
+
+def python_paths():
+    """Folders the worker's Python needs: the installation, the venv and site-packages."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        candidates.add(sysconfig.get_paths()[key])
+    import torch
+    candidates.add(os.path.dirname(os.path.dirname(torch.__file__)))
+    resolved = set()
+    for path in candidates:
+        if path and os.path.isdir(path):
+            resolved.add(path)
+            resolved.add(os.path.realpath(path))
+    # drop folders already inside another one in the set
+    kept = sorted(resolved)
+    return tuple(p for p in kept if not any(p != q and p.startswith(q + os.sep) for q in kept))
+
+
+def _mounts(view):
+    """The private root, as a list of (kind, host_path, sandbox_path) for both renderers."""
+    plan = []
+    for path in SYSTEM_READONLY:
+        if os.path.exists(path):
+            plan.append(("ro", path, path))
+    for link in MERGED_USR_LINKS:
+        if os.path.islink(link):
+            plan.append(("symlink", os.readlink(link), link))
+        elif os.path.isdir(link):
+            plan.append(("ro", link, link))
+    for path in view.python_paths:
+        if not path.startswith("/usr/"):
+            plan.append(("ro", path, path))
+    plan.append(("ro", view.runtime_dir, SANDBOX_RUNTIME))
+    plan.append(("ro", view.work_dir, SANDBOX_STAGED))
+    plan.append(("tmpfs", None, "/tmp"))
+    plan.append(("tmpfs", None, SANDBOX_WORK))
+    if view.gpu:
+        for device in sorted(glob.glob("/dev/nvidia*")):
+            plan.append(("dev", device, device))
+        plan.append(("ro", "/sys", "/sys"))
+    return plan
+
+
+def _enter(argv, uid):
+    """Inside the new root: drop to the throwaway uid, copy the submission into the writable
+    /submission and start the worker there."""
+    drop = []
+    if uid is not None:
+        drop = [tool("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={SANDBOX_WORK}", "LANG=C.UTF-8",
+           "OMP_NUM_THREADS=1"]
+    script = f'cp -R {SANDBOX_STAGED}/. {SANDBOX_WORK} && cd {SANDBOX_WORK} && exec "$@"'
+    return drop + env + ["/bin/sh", "-c", script, "sh"] + list(argv)
+
+
+def bwrap_command(argv, view, uid, privileged):
+    namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                  "--unshare-cgroup-try"]
+    if privileged:
+        # as root, bwrap drops every capability; setpriv needs these two to change uid
+        namespaces += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        namespaces += ["--unshare-user"]
+    cmd = [tool("bwrap") or "bwrap", *namespaces, "--die-with-parent", "--new-session",
+           "--proc", "/proc", "--dev", "/dev", "--hostname", "sandbox"]
+    made = {"/", "/proc", "/dev"}
+    for kind, host, inside in _mounts(view):
+        # bwrap would create missing parents with mode 0700, closed to the throwaway uid
+        parents = []
+        parent = os.path.dirname(inside)
+        while parent not in made:
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+        for parent in reversed(parents):
+            cmd += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
+        made.add(inside)
+        if kind == "ro":
+            cmd += ["--ro-bind", host, inside]
+        elif kind == "symlink":
+            cmd += ["--symlink", host, inside]
+        elif kind == "tmpfs":
+            cmd += ["--perms", "1777", "--size", str(view.disk_mb * 1024 * 1024), "--tmpfs", inside]
+        elif kind == "dev":
+            cmd += ["--dev-bind", host, inside]
+    return cmd + ["--chdir", "/", "--"] + _enter(argv, uid if privileged else None)
+
+
+def unshare_command(argv, view, uid, privileged):
+    """util-linux unshare plus a short mount script that builds the same root as bwrap."""
+    lines = ["set -e", f"R={shlex.quote(view.root_dir)}",
+             'mount -t tmpfs -o size=16m,mode=755 tmpfs "$R"']
+    for kind, host, inside in _mounts(view):
+        target = '"$R"' + shlex.quote(inside)
+        if kind == "ro":
+            if os.path.isdir(host):
+                lines.append(f"mkdir -p {target}")
+            else:
+                lines.append(f'mkdir -p "$(dirname {target})" && touch {target}')
+            lines.append(f"mount --rbind {shlex.quote(host)} {target}")
+            lines.append(f"mount -o remount,bind,ro {target}")
+        elif kind == "symlink":
+            lines.append(f"ln -s {shlex.quote(host)} {target}")
+        elif kind == "tmpfs":
+            lines.append(f"mkdir -p {target}")
+            lines.append(f"mount -t tmpfs -o size={view.disk_mb}m,mode=1777 tmpfs {target}")
+        elif kind == "dev":
+            lines.append(f"touch {target} && mount --bind {shlex.quote(host)} {target}")
+    lines.append('mkdir -p "$R/proc" "$R/dev"')
+    lines.append('mount -t proc proc "$R/proc"')
+    for device in DEVICES:
+        if os.path.exists(f"/dev/{device}"):
+            lines.append(f'touch "$R/dev/{device}" && mount --bind /dev/{device} "$R/dev/{device}"')
+    lines.append('mount -o remount,ro "$R"')
+    inner = " ".join(shlex.quote(a) for a in _enter(argv, uid if privileged else None))
+    lines.append(f'cd "$R" && exec {tool("chroot") or "chroot"} "$R" {inner}')
+    user = [] if privileged else ["--user", "--map-root-user"]
+    return [tool("unshare") or "unshare", *user, "--mount", "--propagation", "private", "--net", "--pid",
+            "--ipc", "--uts", "--fork", "--kill-child=SIGKILL", "--",
+            "/bin/sh", "-c", "\n".join(lines)]
+
+
+def prepare_home(view, isolation):
+    """Create the worker's private folders, owned by its uid, closed to everyone else."""
+    for path in (view.home, view.work_dir, view.root_dir):
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, 0o700)
+    if isolation.uid is not None:
+        for folder, _, files in os.walk(view.home):
+            for path in [folder] + [os.path.join(folder, f) for f in files]:
+                os.lchown(path, isolation.uid, isolation.uid)
+
+
+def throwaway_uid():
+    """A uid no real user has, or None when the grader does not run as root."""
+    if os.geteuid() != 0:
+        return None
+    return FIRST_UID + random.randrange(UID_SPAN)
+
+
+@functools.lru_cache(maxsize=None)
+def works(level, as_uid):
+    """Run a trivial Python under `level` to see whether this machine allows it."""
+    import tempfile
+    if level == "bwrap" and not tool("bwrap"):
+        return False
+    if level == "unshare" and not (tool("unshare") and tool("chroot")):
+        return False
+    if as_uid and level != "none" and not tool("setpriv"):
+        return False
+    with tempfile.TemporaryDirectory(prefix="attnkit-probe-") as tmp:
+        os.chmod(tmp, 0o711)
+        view = View(os.path.join(tmp, "home"), os.path.join(tmp, "runtime"), python_paths())
+        iso = Isolation(level, FIRST_UID if as_uid else None)
+        prepare_home(view, iso)
+        os.makedirs(view.runtime_dir)
+        cmd = iso.wrap([sys.executable, "-I", "-c", "import os; os.listdir('.')"], view)
+        try:
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=30, **iso.popen_user())
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
+
+
+def choose(requested="auto"):
+    """The Isolation to use, given the instructor's --isolation choice.
+
+    Each level is tried with a throwaway uid first (when the grader runs as root), then
+    without one: at level `none` a Python installed under a private home (say /root/.pyenv)
+    cannot be run by another uid, while inside namespaces it is mounted where it can.
+    """
+    if requested not in CHOICES:
+        raise ValueError(f"--isolation must be one of {', '.join(CHOICES)}")
+    wanted = [requested] if requested in LEVELS else ["bwrap", "unshare"]
+    if requested == "auto":
+        wanted.append("none")
+    uid = throwaway_uid()
+    for level in wanted:
+        if uid is not None and works(level, True):
+            return Isolation(level, uid)
+        if works(level, False):
+            return Isolation(level, None)
+    if requested == "strict":
+        raise IsolationUnavailable(
+            "--isolation strict needs Linux namespaces (bubblewrap or unshare) and neither works "
+            "here; install bubblewrap, or run with --isolation none to accept weaker isolation")
+    raise IsolationUnavailable(f"isolation level {requested!r} does not work on this machine")

@@ -1,0 +1,217 @@
+"""Run one probe: call a function or a module of an attention implementation and record what came back.
+
+A probe is plain data (it crosses the process boundary as a frame), for example:
+
+    {"target": "MultiHeadAttention",
+     "init": {"key_size": 6, ..., "num_heads": 2, "dropout": 0.0},   # absent for functions
+     "state": {"W_q.weight": tensor, ...},                             # loaded with load_state_dict
+     "args": [queries, keys, values, valid_lens], "kwargs": {},
+     "mode": "eval", "calls": 1, "device": "cpu", "module_dtype": None,
+     "capture": ["attention.attention_weights"],
+     "grad_args": [0, 1, 2], "grad_params": True, "seed": 0, "guard": False}
+
+The same `run_probe` runs the instructor's solution in the trusted process and the
+student's module in the worker, so both sides are treated alike: inputs are cloned before
+every call (the book's code writes into its inputs), moved to the probe's device, and the
+results are brought back to the CPU as plain tensors together with the device and dtype
+they came back on.
+"""
+import os
+import time
+import traceback
+
+import torch
+
+from . import guards
+
+DTYPES = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64,
+}
+
+
+class ProbeFailed(Exception):
+    """The code under test raised; carries the stage where it happened."""
+
+    def __init__(self, stage, exc, user_files):
+        super().__init__(stage)
+        self.stage = stage
+        self.error = describe_exception(exc, user_files)
+
+
+def describe_exception(exc, user_files=()):
+    """A plain-data description of an exception, keeping only the frames in `user_files`."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    user_files = {os.path.realpath(path) for path in user_files}
+    kept = [f for f in frames if os.path.realpath(f.filename) in user_files]
+    where = [
+        {"file": os.path.basename(f.filename), "line": f.lineno, "function": f.name,
+         "code": (f.line or "").strip()}
+        for f in kept[-6:]
+    ]
+    if isinstance(exc, SyntaxError):
+        where.append({"file": os.path.basename(exc.filename or "?"), "line": exc.lineno or 0,
+                      "function": "<module>", "code": (exc.text or "").strip()})
+    message = _safe_str(exc)
+    return {"type": type(exc).__name__, "message": message[:2000], "where": where}
+
+
+def _safe_str(obj):
+    try:
+        return str(obj)
+    except BaseException:  # a hostile __str__
+        return f"<{type(obj).__name__} whose str() failed>"
+
+
+def _safe_repr(obj, limit=300):
+    try:
+        text = repr(obj)
+    except BaseException:
+        text = f"<{type(obj).__name__} whose repr() failed>"
+    return text[:limit]
+
+
+def describe_value(value):
+    """Turn whatever the code returned into plain data: a CPU tensor, or a note of what it was."""
+    if isinstance(value, torch.Tensor):
+        try:
+            device = str(value.device)
+            plain = value.detach().as_subclass(torch.Tensor)
+            if plain.is_meta:
+                return {"kind": "tensor-on-meta", "device": device, "dtype": str(plain.dtype),
+                        "shape": list(plain.shape)}
+            plain = plain.to("cpu", copy=True).contiguous()
+            return {"kind": "tensor", "tensor": plain, "device": device,
+                    "dtype": str(plain.dtype).replace("torch.", "")}
+        except Exception as exc:
+            return {"kind": "other", "type": type(value).__name__,
+                    "repr": f"a tensor that could not be read back: {_safe_str(exc)[:200]}"}
+    return {"kind": "other", "type": type(value).__name__, "repr": _safe_repr(value)}
+
+
+def _to_device(value, device):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value)
+    return value
+
+
+def _read_attribute(obj, path):
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+def _grad_output(shape, dtype, device, seed):
+    """The upstream gradient used for backward: seeded, so both sides use the same one."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype).to(device)
+
+
+def run_probe(namespace, probe, user_files=()):
+    """Run `probe` against the attention implementation `namespace` (a module object)."""
+    started = time.perf_counter()
+    result = {"ok": True, "calls": [], "grads": {}, "state_keys": None,
+              "device_violations": [], "stage": None, "error": None}
+    try:
+        _run(namespace, probe, result, tuple(user_files))
+    except ProbeFailed as failure:
+        result.update(ok=False, stage=failure.stage, error=failure.error)
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _stage(stage, user_files, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise ProbeFailed(stage, exc, user_files) from None
+
+
+def _run(namespace, probe, result, user_files):
+    device = probe.get("device", "cpu")
+    target_name = probe["target"]
+    target = _stage("lookup", user_files, getattr, namespace, target_name)
+    seed = int(probe.get("seed", 0))
+    torch.manual_seed(seed)
+
+    if "init" in probe:
+        # Modules are always built on the CPU, outside any device guard, then moved.
+        module = _stage("init", user_files, lambda: target(**probe["init"]))
+        if not isinstance(module, torch.nn.Module):
+            raise ProbeFailed("init", TypeError(
+                f"{target_name}(...) gave a {type(module).__name__}, not an nn.Module"), user_files)
+        state = probe.get("state")
+        result["state_keys"] = _stage("state_dict", user_files, lambda: [
+            [name, list(t.shape)] for name, t in module.state_dict().items()])
+        if state is not None:
+            _stage("load_state_dict", user_files, module.load_state_dict, state, strict=True)
+        module_dtype = probe.get("module_dtype")
+        if module_dtype:
+            _stage("to", user_files, module.to, dtype=DTYPES[module_dtype])
+        _stage("to", user_files, module.to, device)
+        _stage("mode", user_files, module.train, probe.get("mode", "eval") == "train")
+        call = module
+        owner = module
+    else:
+        call = target
+        owner = None
+
+    grad_args = list(probe.get("grad_args", []))
+    grad_params = bool(probe.get("grad_params", False))
+    captures = list(probe.get("capture", []))
+    for index in range(int(probe.get("calls", 1))):
+        args = _to_device(probe.get("args", []), device)
+        kwargs = _to_device(probe.get("kwargs", {}), device)
+        leaves = {}
+        for i in grad_args:
+            leaves[i] = args[i].requires_grad_(True)
+            # a non-leaf copy: the book's code writes into its input in place
+            args[i] = leaves[i].clone()
+        torch.manual_seed(seed + 1 + index)
+        with guards.device_guard(enabled=probe.get("guard", False)) as violations:
+            output = _stage("call", user_files, call, *args, **kwargs)
+        if probe.get("guard", False) and guards.output_is_marked(output):
+            violations.append(
+                f"the output was built from {guards.origin(output)}, so it stays on the CPU "
+                f"when the inputs are on a GPU. Create tensors with device=X.device.")
+        result["device_violations"].extend(violations)
+        record = {"output": describe_value(output), "captured": {}}
+        for path in captures:
+            try:
+                value = _read_attribute(owner, path)
+            except Exception as exc:
+                record["captured"][path] = {"kind": "missing", "repr": _safe_str(exc)[:300]}
+                continue
+            record["captured"][path] = describe_value(value)
+        result["calls"].append(record)
+
+        if index == 0 and (grad_args or grad_params):
+            if not isinstance(output, torch.Tensor) or not output.requires_grad:
+                raise ProbeFailed("backward", RuntimeError(
+                    "the output does not depend on the inputs through autograd "
+                    "(was it detached, or built from .item()/.tolist()/numpy values?)"), user_files)
+            upstream = _grad_output(output.shape, output.dtype, output.device, seed + 7919)
+            _stage("backward", user_files, lambda: (output * upstream).sum().backward())
+            result["grads"]["args"] = {
+                str(i): describe_value(leaf.grad) for i, leaf in leaves.items()}
+            if grad_params and owner is not None:
+                result["grads"]["params"] = {
+                    name: describe_value(p.grad) for name, p in owner.named_parameters()}
+
+
+def describe_api(namespace, names):
+    """Which of the expected names the module defines, and as what."""
+    found = {}
+    for name in names:
+        value = getattr(namespace, name, None)
+        if value is None:
+            found[name] = "missing"
+        elif isinstance(value, type):
+            found[name] = "class"
+        elif callable(value):
+            found[name] = "function"
+        else:
+            found[name] = type(value).__name__
+    return found

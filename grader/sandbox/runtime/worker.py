@@ -1,0 +1,111 @@
+"""The worker: the only process that runs a submission's code.
+
+Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE` inside the
+submission's private folder, with requests arriving as frames on stdin and replies
+leaving as frames on REPLY_FD (stdout and stderr are the student's, captured by the
+trusted side). Before it reads a line of the submission it lowers its own resource limits
+(soft and hard, so the submission cannot raise them again) and says it is ready.
+
+Requests:  {"op": "load", "names": [...]}        import the submission
+           {"op": "probe", "probe": {...}}        run one probe (see probes.py)
+           {"op": "bye"}                          exit
+Every reply is {"ok": bool, ...}. The worker holds neither the reference solution nor the
+hidden tests; whatever it replies is only the submission's claim, compared by the trusted side.
+"""
+import json
+import os
+import resource
+import sys
+
+RLIMITS = {"cpu_seconds": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
+           "file_size_bytes": resource.RLIMIT_FSIZE, "processes": resource.RLIMIT_NPROC,
+           "open_files": resource.RLIMIT_NOFILE}
+
+
+def apply_limits(limits):
+    for name, value in limits.items():
+        if value is None or name not in RLIMITS:
+            continue
+        kind = RLIMITS[name]
+        _, hard = resource.getrlimit(kind)
+        value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+        resource.setrlimit(kind, (value, value))
+
+
+def main():
+    runtime_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, runtime_parent)
+    import torch
+    from runtime import probes, protocol
+    sys.path.remove(runtime_parent)
+    torch.set_num_threads(1)
+
+    # The request channel moves off fd 0 so that input() in student code reads nothing.
+    request_fd = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    reply_fd = int(sys.argv[1])
+    cuda = torch.cuda.is_available()  # before the address-space limit, which CUDA cannot live under
+    apply_limits(json.loads(sys.argv[2]))
+    protocol.write_frame(reply_fd, {
+        "ok": True, "ready": True, "pid": os.getpid(), "uid": os.getuid(),
+        "torch": str(torch.__version__), "cuda": cuda})
+
+    submission = os.path.abspath(sys.argv[3])
+    # The submission's own folder comes last, so it cannot shadow torch or the standard library.
+    sys.path.append(os.path.dirname(submission))
+    namespace = None
+
+    while True:
+        try:
+            request = protocol.read_frame(request_fd)
+        except protocol.ProtocolError:
+            return 0
+        op = request.get("op")
+        if op == "bye":
+            return 0
+        try:
+            if op == "load":
+                namespace, reply = _load(submission, request.get("names", []), probes)
+            elif op == "probe":
+                if namespace is None:
+                    reply = {"ok": False, "error": {"type": "NotLoaded", "message": "no module"}}
+                else:
+                    result = probes.run_probe(namespace, request["probe"], user_files=[submission])
+                    reply = {"ok": True, "result": result}
+            else:
+                reply = {"ok": False, "error": {"type": "BadRequest", "message": str(op)}}
+        except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by student code
+            reply = {"ok": False, "error": probes.describe_exception(exc, [submission])}
+        _flush()
+        protocol.write_frame(reply_fd, reply)
+
+
+def _load(path, names, probes):
+    import importlib.util
+    import time
+
+    started = time.perf_counter()
+    spec = importlib.util.spec_from_file_location("attention", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attention"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        return None, {"ok": False, "error": probes.describe_exception(exc, [path]),
+                      "seconds": time.perf_counter() - started}
+    return module, {"ok": True, "api": probes.describe_api(module, names),
+                    "seconds": time.perf_counter() - started}
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
