@@ -1,10 +1,17 @@
 """Attention in PyTorch: masking, additive and scaled dot-product attention, multi-head attention.
 
+### BEGIN INSTRUCTOR ONLY
 This is the instructor's solution and the only place the answers live.
 `grader release` turns it into the student skeleton `assignments/attention/attention.py`:
 every region between `### BEGIN SOLUTION` and `### END SOLUTION` becomes a stub that
-raises NotImplementedError; everything else (signatures, docstrings, `# Hint:` lines) is
-copied as it is, so write nothing outside a region that gives an answer away.
+raises NotImplementedError, these instructor-only lines are dropped, and everything else
+(signatures, docstrings, `# Hint:` lines) is copied as it is, so write nothing outside a
+region that gives an answer away.
+
+### END INSTRUCTOR ONLY
+Replace every `raise NotImplementedError(...)` below with your code, keeping the names,
+signatures and parameter names as they are: the grader calls them exactly so. Run
+`pytest` in this folder to check yourself; README.md explains each part.
 
 Shapes use these names:
     B  batch size            Q  number of queries       K  number of key-value pairs
@@ -82,11 +89,12 @@ class AdditiveAttention(nn.Module):
         """queries (B, Q, query_size), keys (B, K, key_size), values (B, K, V),
         valid_lens None, (B,) or (B, Q). Returns (B, Q, V) and stores
         self.attention_weights (B, Q, K), taken before dropout."""
-        # Hint: queries.unsqueeze(2) is (B, Q, 1, h) and keys.unsqueeze(1) is (B, 1, K, h);
-        # their sum broadcasts to (B, Q, K, h). Drop only the last axis of w_v's output.
+        # Hint: after W_q and W_k, queries.unsqueeze(2) is (B, Q, 1, num_hiddens) and
+        # keys.unsqueeze(1) is (B, 1, K, num_hiddens); their sum broadcasts to
+        # (B, Q, K, num_hiddens). Drop only the last axis of w_v's output.
         ### BEGIN SOLUTION
-        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, h), (B, K, h)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, K, h)
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, K, hidden)
         scores = self.w_v(features).squeeze(-1)  # (B, Q, K, 1) -> (B, Q, K)
         self.attention_weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)
@@ -143,7 +151,8 @@ class MultiHeadAttention(nn.Module):
 
     Parameters: W_q (query_size -> num_hiddens), W_k (key_size -> num_hiddens),
     W_v (value_size -> num_hiddens), W_o (num_hiddens -> num_hiddens), all nn.Linear with
-    the given `bias`; self.attention is a DotProductAttention(dropout).
+    the given `bias`; self.attention is a DotProductAttention(dropout) and
+    self.num_heads the number of heads.
     """
 
     def __init__(self, key_size, query_size, value_size, num_hiddens,

@@ -1,7 +1,8 @@
 """The trusted side of a worker: start it, talk to it, watch it, and clean up after it.
 
     worker = Worker(submission_file, isolation, limits, stage_dir)
-    worker.start()                                   # Python + torch, under the sandbox
+    worker.start()                                   # spawns Python + torch, under the sandbox
+    worker.wait_ready()                              # optional: the first request waits too
     reply = worker.request({"op": "load", ...}, timeout=limits.import_seconds)
     reply = worker.request({"op": "probe", "probe": {...}}, timeout=limits.call_seconds)
     worker.stop()                                    # kills every process it left behind
@@ -165,13 +166,18 @@ class Worker:
         self.stderr.start()
         self._watch = threading.Thread(target=self._watch_memory, daemon=True)
         self._watch.start()
-        self.info = self._receive(self.limits.startup_seconds, "starting Python and torch")
+
+    def wait_ready(self):
+        """Wait for the worker's hello (Python and torch imported, limits applied)."""
+        if not self.info:
+            self.info = self._receive(self.limits.startup_seconds, "starting Python and torch")
         return self.info
 
     # -- talking --------------------------------------------------------------------
     def request(self, message, timeout):
         if self.proc is None or self.failure is not None:
             raise WorkerFailure("the worker is not running", "crash")
+        self.wait_ready()
         try:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:

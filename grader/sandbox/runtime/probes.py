@@ -17,6 +17,7 @@ results are brought back to the CPU as plain tensors together with the device an
 they came back on.
 """
 import os
+import sys
 import time
 import traceback
 
@@ -33,19 +34,32 @@ DTYPES = {
 class ProbeFailed(Exception):
     """The code under test raised; carries the stage where it happened."""
 
-    def __init__(self, stage, exc, user_files):
+    def __init__(self, stage, exc):
         super().__init__(stage)
         self.stage = stage
-        self.error = describe_exception(exc, user_files)
+        self.error = describe_exception(exc)
 
 
-def describe_exception(exc, user_files=()):
-    """A plain-data description of an exception, keeping only the frames in `user_files`."""
+RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+SYSTEM_PREFIXES = tuple({os.path.realpath(p) for p in (
+    sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, RUNTIME_DIR)})
+
+
+def _is_user_frame(filename):
+    """Frames of the code under test: not Python's, not torch's, not this runtime's."""
+    if filename.startswith("<frozen"):
+        return False
+    path = os.path.realpath(filename) if os.path.isabs(filename) else filename
+    return not path.startswith(SYSTEM_PREFIXES)
+
+
+def describe_exception(exc):
+    """A plain-data description of an exception, keeping only the frames of the code under test."""
     frames = traceback.extract_tb(exc.__traceback__)
-    user_files = {os.path.realpath(path) for path in user_files}
-    kept = [f for f in frames if os.path.realpath(f.filename) in user_files]
+    kept = [f for f in frames if _is_user_frame(f.filename)]
     where = [
-        {"file": os.path.basename(f.filename), "line": f.lineno, "function": f.name,
+        {"file": f.filename if not os.path.isabs(f.filename) else os.path.basename(f.filename),
+         "line": f.lineno, "function": f.name,
          "code": (f.line or "").strip()}
         for f in kept[-6:]
     ]
@@ -109,49 +123,49 @@ def _grad_output(shape, dtype, device, seed):
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype).to(device)
 
 
-def run_probe(namespace, probe, user_files=()):
+def run_probe(namespace, probe):
     """Run `probe` against the attention implementation `namespace` (a module object)."""
     started = time.perf_counter()
     result = {"ok": True, "calls": [], "grads": {}, "state_keys": None,
               "device_violations": [], "stage": None, "error": None}
     try:
-        _run(namespace, probe, result, tuple(user_files))
+        _run(namespace, probe, result)
     except ProbeFailed as failure:
         result.update(ok=False, stage=failure.stage, error=failure.error)
     result["seconds"] = time.perf_counter() - started
     return result
 
 
-def _stage(stage, user_files, fn, *args, **kwargs):
+def _stage(stage, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        raise ProbeFailed(stage, exc, user_files) from None
+        raise ProbeFailed(stage, exc) from None
 
 
-def _run(namespace, probe, result, user_files):
+def _run(namespace, probe, result):
     device = probe.get("device", "cpu")
     target_name = probe["target"]
-    target = _stage("lookup", user_files, getattr, namespace, target_name)
+    target = _stage("lookup", getattr, namespace, target_name)
     seed = int(probe.get("seed", 0))
     torch.manual_seed(seed)
 
     if "init" in probe:
         # Modules are always built on the CPU, outside any device guard, then moved.
-        module = _stage("init", user_files, lambda: target(**probe["init"]))
+        module = _stage("init", lambda: target(**probe["init"]))
         if not isinstance(module, torch.nn.Module):
             raise ProbeFailed("init", TypeError(
-                f"{target_name}(...) gave a {type(module).__name__}, not an nn.Module"), user_files)
+                f"{target_name}(...) gave a {type(module).__name__}, not an nn.Module"))
         state = probe.get("state")
-        result["state_keys"] = _stage("state_dict", user_files, lambda: [
+        result["state_keys"] = _stage("state_dict", lambda: [
             [name, list(t.shape)] for name, t in module.state_dict().items()])
         if state is not None:
-            _stage("load_state_dict", user_files, module.load_state_dict, state, strict=True)
+            _stage("load_state_dict", module.load_state_dict, state, strict=True)
         module_dtype = probe.get("module_dtype")
         if module_dtype:
-            _stage("to", user_files, module.to, dtype=DTYPES[module_dtype])
-        _stage("to", user_files, module.to, device)
-        _stage("mode", user_files, module.train, probe.get("mode", "eval") == "train")
+            _stage("to", module.to, dtype=DTYPES[module_dtype])
+        _stage("to", module.to, device)
+        _stage("mode", module.train, probe.get("mode", "eval") == "train")
         call = module
         owner = module
     else:
@@ -171,7 +185,7 @@ def _run(namespace, probe, result, user_files):
             args[i] = leaves[i].clone()
         torch.manual_seed(seed + 1 + index)
         with guards.device_guard(enabled=probe.get("guard", False)) as violations:
-            output = _stage("call", user_files, call, *args, **kwargs)
+            output = _stage("call", call, *args, **kwargs)
         if probe.get("guard", False) and guards.output_is_marked(output):
             violations.append(
                 f"the output was built from {guards.origin(output)}, so it stays on the CPU "
@@ -191,9 +205,9 @@ def _run(namespace, probe, result, user_files):
             if not isinstance(output, torch.Tensor) or not output.requires_grad:
                 raise ProbeFailed("backward", RuntimeError(
                     "the output does not depend on the inputs through autograd "
-                    "(was it detached, or built from .item()/.tolist()/numpy values?)"), user_files)
+                    "(was it detached, or built from .item()/.tolist()/numpy values?)"))
             upstream = _grad_output(output.shape, output.dtype, output.device, seed + 7919)
-            _stage("backward", user_files, lambda: (output * upstream).sum().backward())
+            _stage("backward", lambda: (output * upstream).sum().backward())
             result["grads"]["args"] = {
                 str(i): describe_value(leaf.grad) for i, leaf in leaves.items()}
             if grad_params and owner is not None:

@@ -72,12 +72,12 @@ def main():
                 if namespace is None:
                     reply = {"ok": False, "error": {"type": "NotLoaded", "message": "no module"}}
                 else:
-                    result = probes.run_probe(namespace, request["probe"], user_files=[submission])
+                    result = probes.run_probe(namespace, request["probe"])
                     reply = {"ok": True, "result": result}
             else:
                 reply = {"ok": False, "error": {"type": "BadRequest", "message": str(op)}}
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by student code
-            reply = {"ok": False, "error": probes.describe_exception(exc, [submission])}
+            reply = {"ok": False, "error": probes.describe_exception(exc)}
         _flush()
         protocol.write_frame(reply_fd, reply)
 
@@ -93,9 +93,11 @@ def _load(path, names, probes):
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:
-        return None, {"ok": False, "error": probes.describe_exception(exc, [path]),
+        return None, {"ok": False, "error": probes.describe_exception(exc),
                       "seconds": time.perf_counter() - started}
+    cell_errors = getattr(module, "__attnkit_cell_errors__", [])  # notebooks: see intake/notebook.py
     return module, {"ok": True, "api": probes.describe_api(module, names),
+                    "cell_errors": [[int(n), str(t), str(m)] for n, t, m in cell_errors][:50],
                     "seconds": time.perf_counter() - started}
 
 

@@ -1,0 +1,843 @@
+"""Self-check tests for attention.py.
+
+Run `pytest` in this folder (see README.md). These checks are a small public sample:
+the grader's hidden suite runs many more (random shapes and lengths, other dtypes,
+gradients, dropout, a GPU), so passing here does not yet mean full marks.
+
+Every check says what it expected, what came back and where to look. The tests pass
+copies of their inputs to your code, so writing into an input (as the book's code does)
+is allowed and changes nothing here.
+"""
+import math
+
+import pytest
+import torch
+
+
+def _import_problem(exc):
+    """One short message for an attention.py that cannot be imported."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "attention":
+        return ("attention.py was not found next to test_attention.py: put your attention.py "
+                "in this folder and run `pytest` from here.")
+    msg = f"attention.py could not be imported: {type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.text:
+        msg += f"\n    line {exc.lineno}: {exc.text.strip()}"
+    where, tb = "", exc.__traceback__
+    while tb is not None:  # the innermost line of attention.py that ran
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/")[-1] == "attention.py":
+            where = f"\n    attention.py line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return msg + where
+
+
+try:
+    import attention
+except Exception as exc:  # a missing file, a syntax error, an error while attention.py runs
+    raise ImportError(_import_problem(exc)) from None
+
+
+# ---------------------------------------------------------------------------
+# Helpers: they turn every failure into a short message in plain words.
+# ---------------------------------------------------------------------------
+
+ATOL, RTOL = 1e-5, 1e-4
+NAN_HINT = ("the result contains NaN: masking with -inf gives exp(-inf - -inf) = NaN in a row "
+            "whose keys are all masked; replace masked scores with -1e6 instead.")
+
+
+def _num(x):
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _fmt(t):
+    """A small tensor as a nested list with short numbers."""
+    def rec(v):
+        if isinstance(v, list):
+            return "[" + ", ".join(rec(u) for u in v) + "]"
+        return _num(v)
+    return rec(t.tolist())
+
+
+def _describe(x):
+    if isinstance(x, torch.Tensor):
+        where = "" if x.device.type == "cpu" else f", on {x.device}"
+        return f"a tensor of shape {tuple(x.shape)} ({str(x.dtype).replace('torch.', '')}{where})"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)} items"
+    return repr(x) if x is None or isinstance(x, (int, float, bool)) else f"a {type(x).__name__}"
+
+
+def fail(message, hint=None):
+    if hint:
+        message += "\n  Where to look: " + hint
+    message += _earlier_parts_note()
+    pytest.fail(message, pytrace=False)
+
+
+def check_close(name, got, expected, hint=None, mistakes=(), atol=ATOL, rtol=RTOL):
+    """Compare `got` with `expected` and fail with a readable message.
+
+    mistakes: pairs (what a known wrong implementation returns, what that mistake is);
+    when `got` matches one of them, the message names the mistake.
+    """
+    expected = torch.as_tensor(expected)
+    if not isinstance(got, torch.Tensor):
+        fail(f"{name}: expected a tensor of shape {tuple(expected.shape)}, got {_describe(got)}.", hint)
+    if tuple(got.shape) != tuple(expected.shape):
+        fail(f"{name}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}.", hint)
+    g = got.detach().cpu().double()
+    e = expected.detach().cpu().double()
+    bad = ~torch.isclose(g, e, rtol=rtol, atol=atol)
+    if not bad.any():
+        return
+    first = tuple(bad.nonzero()[0].tolist())
+    msg = (f"{name}: {int(bad.sum())} of {e.numel()} entries are wrong; the first is at index "
+           f"{list(first)}: expected {_num(e[first].item())}, got {_num(g[first].item())}.")
+    if e.numel() <= 16:
+        msg += f"\n  expected {_fmt(e)}\n  got      {_fmt(g)}"
+    elif e.dim() >= 2:  # show the row (last axis) that holds the first wrong entry
+        row = first[:-1]
+        msg += (f"\n  in row {list(row)}: expected {_fmt(e[row])}"
+                f"\n  {' ' * len(f'in row {list(row)}:')} got      {_fmt(g[row])}")
+    for wrong, why in mistakes:
+        wrong = torch.as_tensor(wrong).detach().cpu().double()
+        if wrong.shape == g.shape and torch.allclose(g, wrong, rtol=rtol, atol=atol):
+            msg += "\n  Likely cause: " + why
+            break
+    else:
+        if torch.isnan(g).any() and not torch.isnan(e).any():
+            msg += "\n  Likely cause: " + NAN_HINT
+    fail(msg, hint)
+
+
+# Each part builds on the earlier ones; when a check fails, say which earlier part does not
+# pass its own tiny example yet (a bug there shows up here as well).
+_USES = {
+    "test_masked_softmax": ["sequence_mask"],
+    "test_additive_attention": ["sequence_mask", "masked_softmax"],
+    "test_dot_product_attention": ["sequence_mask", "masked_softmax"],
+    "test_multihead_attention": ["sequence_mask", "masked_softmax", "DotProductAttention",
+                                 "transpose_qkv", "transpose_output"],
+    "test_runs_on_the_gpu": ["sequence_mask", "masked_softmax", "DotProductAttention",
+                             "transpose_qkv", "transpose_output"],
+}
+_CURRENT_TEST = {"name": ""}
+_PROBED = {}
+
+
+@pytest.fixture(autouse=True)
+def _remember_current_test(request):
+    _CURRENT_TEST["name"] = request.node.name
+    yield
+    _CURRENT_TEST["name"] = ""
+
+
+def _probe(name):
+    """True when attention.<name> gets a tiny known example right; None when it is not written."""
+    X16 = torch.arange(16.0).reshape(2, 2, 4)
+    heads = torch.tensor([[[0.0, 1], [4, 5]], [[2, 3], [6, 7]], [[8, 9], [12, 13]], [[10, 11], [14, 15]]])
+    try:
+        if name == "sequence_mask":
+            got = attention.sequence_mask(torch.tensor([[1.0, 2, 3], [4, 5, 6]]), torch.tensor([1, 0]), value=-1)
+            return torch.equal(got, torch.tensor([[1.0, -1, -1], [-1, -1, -1]]))
+        if name == "masked_softmax":
+            got = attention.masked_softmax(torch.tensor([[[0.0, math.log(3.0), 9.0]], [[1.0, 2.0, 3.0]]]),
+                                           torch.tensor([2, 0]))
+            return torch.allclose(got, torch.tensor([[[0.25, 0.75, 0.0]], [[1 / 3] * 3]]), atol=1e-6)
+        if name == "DotProductAttention":
+            m = attention.DotProductAttention(0).eval()
+            got = m(torch.tensor([[[1.0, -1.0, 2.0, 0.5]]]),
+                    torch.tensor([[[0.0, 0, 0, 0], [0, 0, math.log(3.0), 0], [5, 0, 5, 0]]]),
+                    torch.tensor([[[1.0, 0], [0, 1], [50, 50]]]), torch.tensor([2]))
+            return torch.allclose(got, torch.tensor([[[0.25, 0.75]]]), atol=1e-5)
+        if name == "transpose_qkv":
+            return torch.equal(attention.transpose_qkv(X16.clone(), 2), heads)
+        if name == "transpose_output":
+            return torch.equal(attention.transpose_output(heads.clone(), 2), X16)
+    except NotImplementedError:
+        return None
+    except Exception:
+        return False
+    return True
+
+
+def _earlier_parts_note():
+    test = _CURRENT_TEST["name"]
+    uses = next((v for k, v in _USES.items() if test.startswith(k)), [])
+    broken = []
+    for name in uses:
+        if name not in _PROBED:
+            _PROBED[name] = _probe(name)
+        if _PROBED[name] is False:  # written, but wrong (not written yet is reported by call())
+            broken.append(name)
+    if not broken:
+        return ""
+    names = ", ".join(f"attention.{n}" for n in broken)
+    verb, it = ("does", "it") if len(broken) == 1 else ("do", "them")
+    return (f"\n  Note: {names} {verb} not pass {'its' if len(broken) == 1 else 'their'} own tests yet; "
+            f"if this part uses {it}, fix that first (start with the earliest failing part).")
+
+
+def _frame_name(frame):
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", None)  # Python 3.11+
+    if qualname:
+        return qualname
+    owner = frame.f_locals.get("self")
+    return f"{type(owner).__name__}.{code.co_name}" if owner is not None else code.co_name
+
+
+_SOURCE = {}
+
+
+def _source_line(lineno):
+    if "lines" not in _SOURCE:
+        try:
+            with open(attention.__file__, encoding="utf-8") as f:
+                _SOURCE["lines"] = f.read().splitlines()
+        except OSError:
+            _SOURCE["lines"] = []
+    lines = _SOURCE["lines"]
+    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+
+def _student_frames(tb):
+    """(function name, line number) of every frame of attention.py in a traceback, innermost last."""
+    frames = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == attention.__file__:
+            frames.append((_frame_name(tb.tb_frame), tb.tb_lineno))
+        tb = tb.tb_next
+    return frames
+
+
+def _copy(x):
+    return x.clone() if isinstance(x, torch.Tensor) else x
+
+
+def call(label, fn, *args, hint=None, **kwargs):
+    """Call the student's fn on copies of the arguments; turn exceptions into short messages.
+
+    label is what the message calls fn, e.g. "masked_softmax" or "AdditiveAttention.forward";
+    hint is added to the message when fn raises something other than NotImplementedError.
+    """
+    args = [_copy(a) for a in args]
+    kwargs = {k: _copy(v) for k, v in kwargs.items()}
+    where = None
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        frames = _student_frames(exc.__traceback__)
+        raiser = frames[-1][0] if frames else label
+        if raiser == label.split(" ")[0]:
+            problem = f"attention.{label} is not written yet (it raises NotImplementedError)."
+        else:
+            problem = (f"attention.{label} calls attention.{raiser}, which is not written yet "
+                       f"(it raises NotImplementedError); write that part first.")
+    except Exception as exc:  # anything else the student's code raised
+        text = str(exc).strip().splitlines()
+        problem = f"attention.{label} raised {type(exc).__name__}: {text[0] if text else ''}"
+        shown = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
+        problem += "\n  called with: " + ", ".join(shown)
+        for name, lineno in _student_frames(exc.__traceback__):
+            problem += f"\n  attention.py line {lineno}, in {name}: {_source_line(lineno)}"
+        where = hint
+    fail(problem, where)  # outside the except block, so that pytest shows only our message
+
+
+def api(name):
+    """attention.<name>, or a clear failure when it is missing."""
+    if not hasattr(attention, name):
+        fail(f"attention.py defines no `{name}`: the grader imports it by exactly this name.")
+    return getattr(attention, name)
+
+
+def build(cls_name, *args, **kwargs):
+    return call(f"{cls_name}.__init__", api(cls_name), *args, **kwargs)
+
+
+def stored_weights(owner, label, expected_shape):
+    weights = getattr(owner, "attention_weights", None)
+    if weights is None:
+        fail(f"{label} did not store self.attention_weights (expected a tensor of shape "
+             f"{expected_shape}, the weights after the masked softmax and before dropout).")
+    return weights
+
+
+def mha_weights(m, expected_shape):
+    inner = getattr(m, "attention", None)
+    if inner is None:
+        fail("MultiHeadAttention has no self.attention (expected a DotProductAttention).",
+             "create it in __init__: self.attention = DotProductAttention(dropout).")
+    return stored_weights(inner, "MultiHeadAttention.forward (through self.attention)", expected_shape)
+
+
+def check_parameters(label, module, expected):
+    """expected: {state_dict key: shape}."""
+    found = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    if missing or extra:
+        msg = f"{label}: the parameters are not the expected ones."
+        msg += f"\n  expected {sorted(expected)}\n  found    {sorted(found)}"
+        if any(k.endswith(".bias") for k in extra):
+            msg += "\n  Likely cause: a layer has a bias it should not have (pass bias=... to nn.Linear)."
+        elif any(k.endswith(".bias") for k in missing):
+            msg += "\n  Likely cause: the layers should have a bias here (pass bias=bias to nn.Linear)."
+        fail(msg, "the names and bias settings are part of the interface: the grader loads its "
+                  "own weights into your module with load_state_dict.")
+    for key, shape in expected.items():
+        if found[key] != tuple(shape):
+            fail(f"{label}: parameter {key} has shape {found[key]}, expected {tuple(shape)}.",
+                 "nn.Linear(in_features, out_features) stores a weight of shape (out_features, in_features).")
+
+
+def load_random(label, module, shapes, gen):
+    """Give the module known random weights, the way the grader does (load_state_dict)."""
+    check_parameters(label, module, shapes)
+    state = {k: torch.randn(s, generator=gen) * 0.5 for k, s in shapes.items()}
+    module.load_state_dict(state)
+    return state
+
+
+def randn(*shape, gen):
+    return torch.randn(*shape, generator=gen)
+
+
+def check_shape(name, got, shape, hint=None):
+    if not isinstance(got, torch.Tensor):
+        fail(f"{name}: expected a tensor of shape {tuple(shape)}, got {_describe(got)}.", hint)
+    if tuple(got.shape) != tuple(shape):
+        fail(f"{name}: expected shape {tuple(shape)}, got shape {tuple(got.shape)}.", hint)
+
+
+def kept_keys(weights):
+    """How many keys get a nonzero weight in each row."""
+    return (weights.detach() != 0).sum(-1)
+
+
+# ---------------------------------------------------------------------------
+# Independent reference computations (plain loops, float64), used for random inputs.
+# ---------------------------------------------------------------------------
+
+def ref_masked_softmax(X, valid_lens):
+    X = X.detach().double()
+    B, Q, K = X.shape
+    out = torch.zeros(B, Q, K, dtype=torch.float64)
+    for b in range(B):
+        for q in range(Q):
+            if valid_lens is None:
+                n = K
+            else:
+                n = valid_lens[b] if valid_lens.dim() == 1 else valid_lens[b, q]
+                n = min(K, math.ceil(float(n)))
+            if n <= 0:
+                out[b, q] = 1.0 / K  # every score is -1e6: a uniform row
+            else:
+                out[b, q, :n] = torch.softmax(X[b, q, :n], dim=0)
+    return out
+
+
+def ref_additive(p, queries, keys, values, valid_lens):
+    q = queries.double() @ p["W_q.weight"].double().T  # (B, Q, H)
+    k = keys.double() @ p["W_k.weight"].double().T  # (B, K, H)
+    w = p["w_v.weight"].double()[0]  # (H,)
+    B, Q, K = q.shape[0], q.shape[1], k.shape[1]
+    scores = torch.zeros(B, Q, K, dtype=torch.float64)
+    for b in range(B):
+        for i in range(Q):
+            for j in range(K):
+                scores[b, i, j] = (w * torch.tanh(q[b, i] + k[b, j])).sum()
+    weights = ref_masked_softmax(scores, valid_lens)
+    return weights @ values.double(), weights
+
+
+def ref_dot(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries.double() @ keys.double().transpose(1, 2) / math.sqrt(d)
+    weights = ref_masked_softmax(scores, valid_lens)
+    return weights @ values.double(), weights
+
+
+def ref_mha(p, queries, keys, values, valid_lens, num_heads):
+    def linear(x, name):
+        y = x.double() @ p[name + ".weight"].double().T
+        return y + p[name + ".bias"].double() if name + ".bias" in p else y
+    q, k, v = linear(queries, "W_q"), linear(keys, "W_k"), linear(values, "W_v")
+    B, Q, H = q.shape
+    K, d = k.shape[1], H // num_heads
+    heads = torch.zeros(B, Q, H, dtype=torch.float64)
+    weights = torch.zeros(B * num_heads, Q, K, dtype=torch.float64)
+    for b in range(B):
+        lens = None if valid_lens is None else valid_lens[b:b + 1]  # this example's length(s)
+        for i in range(num_heads):
+            cols = slice(i * d, (i + 1) * d)
+            out, w = ref_dot(q[b:b + 1, :, cols], k[b:b + 1, :, cols], v[b:b + 1, :, cols], lens)
+            heads[b, :, cols] = out[0]
+            weights[b * num_heads + i] = w[0]
+    return linear(heads, "W_o"), weights
+
+
+# ---------------------------------------------------------------------------
+# Part 1: sequence_mask
+# ---------------------------------------------------------------------------
+
+def test_sequence_mask_book_example():
+    X = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([1, 2]))
+    check_close("sequence_mask(X, valid_len=[1, 2])", got, [[1, 0, 0], [4, 5, 0]],
+                hint="position t of row i is kept when t < valid_len[i]; sequence_mask must return the result.",
+                mistakes=[([[1, 2, 0], [4, 5, 6]],
+                           "positions with t <= valid_len were kept; keep a position only when "
+                           "t < valid_len (valid length 1 keeps just position 0)."),
+                          ([[0, 2, 3], [0, 0, 6]],
+                           "the mask is the wrong way round: the entries *past* the valid length "
+                           "must be replaced (X[~mask] = value)."),
+                          ([[1, 0, 0], [4, 0, 0]],
+                           "every row used the first valid length: compare the positions with "
+                           "valid_len as a column, valid_len[:, None], shape (B, 1).")])
+
+
+def test_sequence_mask_value_length_zero_and_full():
+    X = torch.tensor([[0.5, -1.5, 2.0, 3.0],
+                      [1.0, 2.0, -3.0, 4.0],
+                      [7.0, 8.0, 9.0, -0.5]])
+    got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([2, 0, 4]), value=-1)
+    check_close("sequence_mask(X, valid_len=[2, 0, 4], value=-1)", got,
+                [[0.5, -1.5, -1.0, -1.0],
+                 [-1.0, -1.0, -1.0, -1.0],
+                 [7.0, 8.0, 9.0, -0.5]],
+                hint="masked entries take `value`; length 0 masks the whole row, length T masks nothing.")
+
+
+def test_sequence_mask_float_lengths_and_lengths_past_the_end():
+    X = torch.tensor([[1.5, 2.5, 3.5], [4.0, 5.0, 6.0]])
+    got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([2.0, 1.0]))
+    check_close("sequence_mask(X, valid_len=[2.0, 1.0]) (float lengths)", got,
+                [[1.5, 2.5, 0.0], [4.0, 0.0, 0.0]],
+                hint="valid lengths may be a float tensor of whole numbers; compare positions with them directly.")
+    got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([5, 3]))
+    check_close("sequence_mask(X, valid_len=[5, 3]) (lengths >= T)", got, X,
+                hint="a valid length of T or more masks nothing.")
+
+
+def test_sequence_mask_with_feature_axis():
+    # X (2, 3, 2): row i, position t holds the feature vector X[i, t, :]
+    X = torch.tensor([[[1.0, -1.0], [2.0, -2.0], [3.0, -3.0]],
+                      [[4.0, -4.0], [5.0, -5.0], [6.0, -6.0]]])
+    got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([2, 1]))
+    check_close("sequence_mask(X of shape (2, 3, 2), valid_len=[2, 1])", got,
+                [[[1.0, -1.0], [2.0, -2.0], [0.0, 0.0]],
+                 [[4.0, -4.0], [0.0, 0.0], [0.0, 0.0]]],
+                hint="with trailing feature axes a masked position replaces its whole feature vector "
+                     "X[i, t, :]: build a (B, T) mask and index X[~mask] = value.")
+
+
+# ---------------------------------------------------------------------------
+# Part 2: masked_softmax
+# ---------------------------------------------------------------------------
+
+def test_masked_softmax_hand_example():
+    # row 0: scores [0, ln 3, 9, 9], length 2 -> softmax of [0, ln 3] = [1/4, 3/4], then zeros
+    # row 1: scores [0, 0, 0, 5], length 3 -> [1/3, 1/3, 1/3, 0]
+    X = torch.tensor([[[0.0, math.log(3.0), 9.0, 9.0]],
+                      [[0.0, 0.0, 0.0, 5.0]]])
+    got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([2, 3]))
+    check_close("masked_softmax(X, valid_lens=[2, 3])", got,
+                [[[0.25, 0.75, 0.0, 0.0]], [[1 / 3, 1 / 3, 1 / 3, 0.0]]],
+                hint="replace the scores past the valid length by -1e6, then take the softmax over the last axis.",
+                mistakes=[([[[0.0, 0.0, 0.5, 0.5]], [[0.0, 0.0, 0.0, 1.0]]],
+                           "the mask is the wrong way round: it is the keys past the valid length "
+                           "that get -1e6.")])
+
+
+def test_masked_softmax_none_is_plain_softmax():
+    gen = torch.Generator().manual_seed(1)
+    X = randn(2, 3, 5, gen=gen)
+    got = call("masked_softmax", api("masked_softmax"), X, None)
+    check_close("masked_softmax(X, None)", got, torch.softmax(X, dim=-1),
+                hint="valid_lens=None means no masking: a plain softmax over the last axis.")
+
+
+def test_masked_softmax_rows_sum_to_one_and_masked_weights_are_zero():
+    gen = torch.Generator().manual_seed(2)
+    X = randn(2, 3, 5, gen=gen)
+    lens = torch.tensor([2, 4])
+    got = call("masked_softmax", api("masked_softmax"), X, lens)
+    check_shape("masked_softmax(X (2, 3, 5), [2, 4])", got, (2, 3, 5),
+                hint="the result has the shape of X, (B, Q, K).")
+    check_close("masked_softmax(X (2, 3, 5), [2, 4]): the sum of each row", got.sum(-1), torch.ones(2, 3),
+                hint="the softmax must run over the last axis (dim=-1), the keys.")
+    expected = ref_masked_softmax(X, lens)
+    check_close("masked_softmax(X (2, 3, 5), [2, 4]): number of keys with nonzero weight per row",
+                kept_keys(got), torch.tensor([[2, 2, 2], [4, 4, 4]]),
+                hint="masked keys must get a weight of exactly 0: replace their scores by -1e6 before the softmax.")
+    check_close("masked_softmax(X (2, 3, 5), valid_lens=[2, 4])", got, expected)
+
+
+def test_masked_softmax_1d_lengths_apply_to_every_query_of_their_example():
+    gen = torch.Generator().manual_seed(3)
+    X = randn(2, 3, 4, gen=gen)
+    got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([1, 3]))
+    check_shape("masked_softmax(X (2, 3, 4), [1, 3])", got, (2, 3, 4))
+    check_close("masked_softmax(X (2, 3, 4), [1, 3]): number of keys with nonzero weight per row",
+                kept_keys(got), torch.tensor([[1, 1, 1], [3, 3, 3]]),
+                hint="a (B,) valid_lens gives one length per example, the same for all of its Q queries.",
+                mistakes=[(torch.tensor([[1, 3, 1], [3, 1, 3]]),
+                           "looks like valid_lens was repeated with .repeat, which copies the whole "
+                           "tensor one copy after another ([1, 3, 1, 3, 1, 3]); use "
+                           "torch.repeat_interleave(valid_lens, Q), which repeats each entry in place "
+                           "([1, 1, 1, 3, 3, 3]).")])
+    check_close("masked_softmax(X (2, 3, 4), valid_lens=[1, 3])", got, ref_masked_softmax(X, torch.tensor([1, 3])))
+
+
+def test_masked_softmax_length_zero_gives_a_uniform_row():
+    gen = torch.Generator().manual_seed(4)
+    X = randn(2, 2, 4, gen=gen)
+    got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([0, 2]))
+    expected = ref_masked_softmax(X, torch.tensor([0, 2]))
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.isnan(got[0]).any():
+        fail("masked_softmax(X, [0, 2]): rows of valid length 0 came out NaN: masking with -inf gives "
+             "exp(-inf - -inf) = NaN; use -1e6, which makes such a row uniform (1/K everywhere).")
+    check_close("masked_softmax(X (2, 2, 4), valid_lens=[0, 2])", got, expected,
+                hint="a row of valid length 0 has every score replaced by -1e6, so it comes out uniform: "
+                     "1/K = 0.25 everywhere.")
+
+
+def test_masked_softmax_length_larger_than_K_masks_nothing():
+    gen = torch.Generator().manual_seed(5)
+    X = randn(2, 2, 3, gen=gen)
+    got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([7, 3]))
+    check_close("masked_softmax(X (2, 2, 3), valid_lens=[7, 3])", got, torch.softmax(X, dim=-1),
+                hint="a valid length of K or more masks nothing: the result is the plain softmax.")
+
+
+def test_masked_softmax_2d_lengths_one_per_query():
+    gen = torch.Generator().manual_seed(6)
+    X = randn(2, 3, 4, gen=gen)
+    lens = torch.tensor([[1, 2, 4], [3, 0, 2]])
+    got = call("masked_softmax", api("masked_softmax"), X, lens)
+    check_shape("masked_softmax(X (2, 3, 4), (2, 3) valid_lens)", got, (2, 3, 4))
+    check_close("masked_softmax(X (2, 3, 4), (2, 3) valid_lens): number of keys with nonzero weight per row",
+                kept_keys(got), torch.tensor([[1, 2, 4], [3, 4, 2]]),
+                hint="a (B, Q) valid_lens gives every query its own length: flatten it with reshape(-1) "
+                     "to match X reshaped to (B*Q, K); a length of 0 gives a uniform row (all K keys).")
+    check_close("masked_softmax(X (2, 3, 4), valid_lens=[[1, 2, 4], [3, 0, 2]])", got, ref_masked_softmax(X, lens))
+
+
+def test_masked_softmax_float_lengths():
+    gen = torch.Generator().manual_seed(7)
+    X = randn(2, 2, 4, gen=gen)
+    got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([3.0, 1.0]))
+    check_close("masked_softmax(X (2, 2, 4), valid_lens=[3.0, 1.0]) (float lengths)", got,
+                ref_masked_softmax(X, torch.tensor([3, 1])),
+                hint="valid lengths may be floats holding whole numbers; they must act like the integers.")
+
+
+# ---------------------------------------------------------------------------
+# Part 3: AdditiveAttention
+# ---------------------------------------------------------------------------
+
+ADDITIVE_STEPS = ("check the shape after each step (H = num_hiddens): W_q(queries) (B, Q, H) and "
+                  "W_k(keys) (B, K, H); queries.unsqueeze(2) + keys.unsqueeze(1) (B, Q, K, H); "
+                  "w_v(...).squeeze(-1) (B, Q, K); torch.bmm(weights, values) (B, Q, V).")
+ADDITIVE_SHAPES = {"W_k.weight": (8, 2), "W_q.weight": (8, 20), "w_v.weight": (1, 8)}
+
+
+def test_additive_attention_parameters():
+    m = build("AdditiveAttention", key_size=2, query_size=20, num_hiddens=8, dropout=0.1)
+    check_parameters("AdditiveAttention(key_size=2, query_size=20, num_hiddens=8)", m, ADDITIVE_SHAPES)
+    if not isinstance(getattr(m, "dropout", None), torch.nn.Dropout):
+        fail("AdditiveAttention has no self.dropout of type nn.Dropout.",
+             "create it in __init__ with nn.Dropout(dropout) and apply it to the attention weights in forward.")
+
+
+def test_additive_attention_equal_keys_average_the_valid_values():
+    # All keys equal -> all scores of a query are equal -> the weights are uniform over the
+    # valid keys, and the output is the mean of the valid values (checkable by hand).
+    gen = torch.Generator().manual_seed(8)
+    m = build("AdditiveAttention", key_size=2, query_size=3, num_hiddens=4, dropout=0)
+    load_random("AdditiveAttention(key_size=2, query_size=3, num_hiddens=4)", m,
+                {"W_k.weight": (4, 2), "W_q.weight": (4, 3), "w_v.weight": (1, 4)}, gen)
+    m.eval()
+    queries = randn(2, 2, 3, gen=gen)
+    keys = torch.tensor([0.3, -0.7]).repeat(2, 4, 1)  # (2, 4, 2), the same key everywhere
+    values = torch.tensor([[1.0, 2.0], [3.0, 0.0], [5.0, 4.0], [100.0, 100.0]]).repeat(2, 1, 1)
+    out = call("AdditiveAttention.forward", m, queries, keys, values, torch.tensor([3, 0]), hint=ADDITIVE_STEPS)
+    # example 0: mean of the first 3 values = [3, 2]; example 1 (length 0): mean of all 4 = [27.25, 26.5]
+    check_close("AdditiveAttention output with equal keys, valid_lens=[3, 0]", out,
+                [[[3.0, 2.0], [3.0, 2.0]], [[27.25, 26.5], [27.25, 26.5]]],
+                hint="the weights must be uniform over the valid keys (all of them for length 0); "
+                     "the output is torch.bmm(weights, values), shape (B, Q, V).")
+    weights = stored_weights(m, "AdditiveAttention.forward", (2, 2, 4))
+    check_close("AdditiveAttention.attention_weights with equal keys, valid_lens=[3, 0]", weights,
+                [[[1 / 3, 1 / 3, 1 / 3, 0.0]] * 2, [[0.25] * 4] * 2])
+
+
+def test_additive_attention_book_shapes_and_values():
+    gen = torch.Generator().manual_seed(9)
+    m = build("AdditiveAttention", key_size=2, query_size=20, num_hiddens=8, dropout=0.1)
+    p = load_random("AdditiveAttention(key_size=2, query_size=20, num_hiddens=8)", m, ADDITIVE_SHAPES, gen)
+    m.eval()
+    queries, keys, values = randn(2, 1, 20, gen=gen), randn(2, 10, 2, gen=gen), randn(2, 10, 4, gen=gen)
+    lens = torch.tensor([2, 6])
+    out = call("AdditiveAttention.forward", m, queries, keys, values, lens, hint=ADDITIVE_STEPS)
+    ref_out, ref_w = ref_additive(p, queries, keys, values, lens)
+    check_close("AdditiveAttention output (queries (2, 1, 20), keys (2, 10, 2), values (2, 10, 4))",
+                out, ref_out, hint="the output is (B, Q, V): torch.bmm of the (B, Q, K) weights with the values.")
+    check_close("AdditiveAttention.attention_weights", stored_weights(m, "AdditiveAttention.forward", (2, 1, 10)),
+                ref_w, hint="score(q, k) = w_v . tanh(W_q q + W_k k): queries.unsqueeze(2) + keys.unsqueeze(1) "
+                            "is (B, Q, K, num_hiddens); w_v gives (B, Q, K, 1); squeeze only the last axis.")
+
+
+def test_additive_attention_several_queries_2d_lengths():
+    gen = torch.Generator().manual_seed(10)
+    m = build("AdditiveAttention", key_size=3, query_size=2, num_hiddens=5, dropout=0)
+    p = load_random("AdditiveAttention(key_size=3, query_size=2, num_hiddens=5)", m,
+                    {"W_k.weight": (5, 3), "W_q.weight": (5, 2), "w_v.weight": (1, 5)}, gen)
+    m.eval()
+    queries, keys, values = randn(2, 3, 2, gen=gen), randn(2, 4, 3, gen=gen), randn(2, 4, 2, gen=gen)
+    lens = torch.tensor([[1, 4, 2], [3, 2, 5]])
+    out = call("AdditiveAttention.forward", m, queries, keys, values, lens, hint=ADDITIVE_STEPS)
+    ref_out, ref_w = ref_additive(p, queries, keys, values, lens)
+    check_close("AdditiveAttention.attention_weights (Q=3 queries, K=4 keys, (B, Q) valid_lens)",
+                stored_weights(m, "AdditiveAttention.forward", (2, 3, 4)), ref_w,
+                hint="entry [b, q, k] must pair query q with key k: queries.unsqueeze(2) is (B, Q, 1, H), "
+                     "keys.unsqueeze(1) is (B, 1, K, H), H = num_hiddens.")
+    check_close("AdditiveAttention output (Q=3, K=4, (B, Q) valid_lens)", out, ref_out)
+
+
+# ---------------------------------------------------------------------------
+# Part 4: DotProductAttention
+# ---------------------------------------------------------------------------
+
+DOT_STEPS = ("check the shapes: torch.bmm(queries (B, Q, d), keys.transpose(1, 2) (B, d, K)) is (B, Q, K); "
+             "torch.bmm(weights (B, Q, K), values (B, K, V)) is (B, Q, V).")
+
+
+def test_dot_product_attention_hand_example():
+    # d = 4, so scores are q.k / 2: key 0 -> 0, key 1 -> ln 3, key 2 -> 15/2 (masked by valid length 2).
+    # Weights [1/4, 3/4, 0]; output 1/4 * [1, 0] + 3/4 * [0, 1] = [0.25, 0.75].
+    queries = torch.tensor([[[1.0, -1.0, 2.0, 0.5]]])
+    keys = torch.tensor([[[0.0, 0.0, 0.0, 0.0],
+                          [0.0, 0.0, math.log(3.0), 0.0],
+                          [5.0, 0.0, 5.0, 0.0]]])
+    values = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [50.0, 50.0]]])
+    m = build("DotProductAttention", dropout=0)
+    m.eval()
+    out = call("DotProductAttention.forward", m, queries, keys, values, torch.tensor([2]), hint=DOT_STEPS)
+    sqrt3 = math.sqrt(3.0)
+    check_close("DotProductAttention.attention_weights (d=4, valid_lens=[2])",
+                stored_weights(m, "DotProductAttention.forward", (1, 1, 3)), [[[0.25, 0.75, 0.0]]],
+                hint="scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d), then masked_softmax.",
+                mistakes=[([[[0.1, 0.9, 0.0]]], "the scores were not divided by sqrt(d) (here sqrt(4) = 2)."),
+                          ([[[1 / (1 + sqrt3), sqrt3 / (1 + sqrt3), 0.0]]],
+                           "the scores were divided by d instead of sqrt(d).")])
+    check_close("DotProductAttention output (d=4, valid_lens=[2])", out, [[[0.25, 0.75]]],
+                hint="the output is torch.bmm(weights, values).")
+
+
+def test_dot_product_attention_shapes_values_and_no_parameters():
+    gen = torch.Generator().manual_seed(11)
+    m = build("DotProductAttention", dropout=0.5)
+    check_parameters("DotProductAttention(dropout=0.5)", m, {})
+    m.eval()
+    queries, keys, values = randn(2, 3, 6, gen=gen), randn(2, 5, 6, gen=gen), randn(2, 5, 4, gen=gen)
+    lens = torch.tensor([[2, 5, 1], [4, 0, 3]])
+    out = call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
+    ref_out, ref_w = ref_dot(queries, keys, values, lens)
+    check_close("DotProductAttention.attention_weights (B=2, Q=3, K=5, d=6)",
+                stored_weights(m, "DotProductAttention.forward", (2, 3, 5)), ref_w)
+    check_close("DotProductAttention output (B=2, Q=3, K=5, V=4), eval mode", out, ref_out)
+    again = call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
+    check_close("DotProductAttention output, second call in eval mode", again, out,
+                hint="in eval mode dropout does nothing, so two calls must give the same result.")
+
+
+def test_dot_product_attention_weights_are_stored_before_dropout():
+    gen = torch.Generator().manual_seed(12)
+    m = build("DotProductAttention", dropout=0.5)
+    queries, keys, values = randn(2, 3, 4, gen=gen), randn(2, 6, 4, gen=gen), randn(2, 6, 3, gen=gen)
+    lens = torch.tensor([3, 5])
+    m.eval()
+    call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
+    eval_weights = stored_weights(m, "DotProductAttention.forward", (2, 3, 6))
+    check_shape("DotProductAttention.attention_weights", eval_weights, (2, 3, 6))
+    eval_weights = eval_weights.detach().clone()
+    m.train()
+    torch.manual_seed(0)  # for the dropout mask
+    call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
+    train_weights = stored_weights(m, "DotProductAttention.forward", (2, 3, 6))
+    check_shape("DotProductAttention.attention_weights", train_weights, (2, 3, 6))
+    hint = ("store self.attention_weights = masked_softmax(...) before dropout; dropout acts only on what "
+            "is multiplied with the values: torch.bmm(self.dropout(self.attention_weights), values).")
+    check_close("DotProductAttention.attention_weights in training mode (dropout=0.5): the sum of each row",
+                train_weights.sum(-1), torch.ones(2, 3), hint=hint)
+    check_close("DotProductAttention.attention_weights in training mode vs. eval mode (dropout=0.5)",
+                train_weights, eval_weights, hint=hint)
+
+
+# ---------------------------------------------------------------------------
+# Part 5: transpose_qkv and transpose_output
+# ---------------------------------------------------------------------------
+
+def test_transpose_qkv_hand_example():
+    X = torch.arange(16.0).reshape(2, 2, 4)  # B=2, n=2, num_hiddens=4
+    got = call("transpose_qkv", api("transpose_qkv"), X, 2)
+    # row b*num_heads + i holds head i of example b: columns 2i, 2i+1 of X[b]
+    check_close("transpose_qkv(arange(16).reshape(2, 2, 4), num_heads=2)", got,
+                [[[0, 1], [4, 5]], [[2, 3], [6, 7]], [[8, 9], [12, 13]], [[10, 11], [14, 15]]],
+                hint="(B, n, hidden) -> reshape (B, n, heads, hidden/heads) -> permute(0, 2, 1, 3) -> "
+                     "reshape (B*heads, n, hidden/heads).",
+                mistakes=[(X.reshape(4, 2, 2),
+                           "a plain reshape/view without the permute mixes positions and heads; permute "
+                           "so that the head axis comes right after the batch axis."),
+                          (X.reshape(2, 2, 2, 2).permute(2, 0, 1, 3).reshape(4, 2, 2),
+                           "the heads came first and the examples second (head i of example b at row "
+                           "i*B + b); it must be row b*num_heads + i: permute(0, 2, 1, 3).")])
+
+
+def test_transpose_qkv_head_i_of_example_b_is_row_b_times_heads_plus_i():
+    gen = torch.Generator().manual_seed(13)
+    X = randn(3, 5, 12, gen=gen)
+    got = call("transpose_qkv", api("transpose_qkv"), X, 4)
+    expected = torch.stack([X[b, :, 3 * i:3 * (i + 1)] for b in range(3) for i in range(4)])
+    check_close("transpose_qkv(X (3, 5, 12), num_heads=4)", got, expected,
+                hint="the result is (B*num_heads, n, num_hiddens/num_heads) = (12, 5, 3); row b*num_heads + i "
+                     "is X[b, :, i*3:(i+1)*3].")
+
+
+def test_transpose_output_undoes_transpose_qkv():
+    gen = torch.Generator().manual_seed(14)
+    Y = randn(6, 4, 5, gen=gen)  # B=2, num_heads=3, n=4, hidden/heads=5
+    got = call("transpose_output", api("transpose_output"), Y, 3)
+    expected = torch.cat([Y[0:3][i] for i in range(3)], dim=-1)[None]
+    expected = torch.cat([expected, torch.cat([Y[3:6][i] for i in range(3)], dim=-1)[None]])
+    check_close("transpose_output(Y (6, 4, 5), num_heads=3)", got, expected,
+                hint="(B*heads, n, d) -> reshape (B, heads, n, d) -> permute(0, 2, 1, 3) -> reshape (B, n, heads*d); "
+                     "the heads of one example are concatenated along the last axis in order.")
+    X = randn(2, 3, 8, gen=gen)
+    split = call("transpose_qkv", api("transpose_qkv"), X, 2)
+    back = call("transpose_output", api("transpose_output"), split, 2)
+    check_close("transpose_output(transpose_qkv(X, 2), 2) for X (2, 3, 8)", back, X,
+                hint="transpose_output must undo transpose_qkv exactly.")
+
+
+# ---------------------------------------------------------------------------
+# Part 6: MultiHeadAttention
+# ---------------------------------------------------------------------------
+
+MHA_STEPS = ("check the shapes: transpose_qkv(W_q(queries), num_heads) is (B*num_heads, Q, num_hiddens/num_heads); "
+             "valid_lens (B,) or (B, Q) becomes (B*num_heads,) or (B*num_heads, Q) with "
+             "torch.repeat_interleave(..., dim=0); transpose_output gives (B, Q, num_hiddens) before W_o.")
+
+
+def mha_shapes(key_size, query_size, value_size, num_hiddens, bias):
+    shapes = {"W_q.weight": (num_hiddens, query_size), "W_k.weight": (num_hiddens, key_size),
+              "W_v.weight": (num_hiddens, value_size), "W_o.weight": (num_hiddens, num_hiddens)}
+    if bias:
+        shapes.update({k.replace("weight", "bias"): (num_hiddens,) for k in list(shapes)})
+    return shapes
+
+
+def test_multihead_attention_parameters_follow_bias():
+    for bias in (False, True):
+        m = build("MultiHeadAttention", key_size=3, query_size=5, value_size=4, num_hiddens=8,
+                  num_heads=2, dropout=0.1, bias=bias)
+        check_parameters(f"MultiHeadAttention(key_size=3, query_size=5, value_size=4, num_hiddens=8, bias={bias})",
+                         m, mha_shapes(3, 5, 4, 8, bias))
+    m = build("MultiHeadAttention", 3, 5, 4, 8, 2, 0.1)
+    check_parameters("MultiHeadAttention(...) with the default bias (False)", m, mha_shapes(3, 5, 4, 8, False))
+    if not isinstance(getattr(m, "attention", None), api("DotProductAttention")):
+        fail("MultiHeadAttention has no self.attention of type DotProductAttention.",
+             "create it in __init__: self.attention = DotProductAttention(dropout).")
+
+
+def test_multihead_attention_book_shapes():
+    gen = torch.Generator().manual_seed(15)
+    m = build("MultiHeadAttention", 100, 100, 100, 100, 5, 0.5)
+    m.eval()
+    X, Y = randn(2, 4, 100, gen=gen), randn(2, 6, 100, gen=gen)
+    out = call("MultiHeadAttention.forward", m, X, Y, Y, torch.tensor([3, 2]), hint=MHA_STEPS)
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, 4, 100):
+        fail(f"MultiHeadAttention output: expected shape (2, 4, 100) = (B, Q, num_hiddens), got {_describe(out)}.",
+             "transpose_output brings (B*heads, Q, hidden/heads) back to (B, Q, hidden) before W_o.")
+    w = mha_weights(m, (10, 4, 6))
+    if tuple(w.shape) != (10, 4, 6):
+        fail(f"MultiHeadAttention: self.attention.attention_weights should have shape (B*num_heads, Q, K) "
+             f"= (10, 4, 6), got {tuple(w.shape)}.",
+             "split queries, keys and values into heads with transpose_qkv before calling self.attention.")
+
+
+def test_multihead_attention_every_head_uses_its_own_example_length():
+    gen = torch.Generator().manual_seed(16)
+    m = build("MultiHeadAttention", 4, 4, 4, 8, 2, 0)
+    load_random("MultiHeadAttention(4, 4, 4, num_hiddens=8, num_heads=2)", m, mha_shapes(4, 4, 4, 8, False), gen)
+    m.eval()
+    queries, keys = randn(2, 3, 4, gen=gen), randn(2, 5, 4, gen=gen)
+    call("MultiHeadAttention.forward", m, queries, keys, keys, torch.tensor([1, 4]), hint=MHA_STEPS)
+    w = mha_weights(m, (4, 3, 5))
+    check_shape("MultiHeadAttention attention.attention_weights", w, (4, 3, 5),
+                hint="(B*num_heads, Q, K): split into heads with transpose_qkv before self.attention.")
+    # rows 0, 1 are the two heads of example 0 (length 1); rows 2, 3 those of example 1 (length 4)
+    check_close("MultiHeadAttention, valid_lens=[1, 4], 2 heads: keys with nonzero weight per row of "
+                "attention.attention_weights", kept_keys(w), torch.tensor([[1] * 3, [1] * 3, [4] * 3, [4] * 3]),
+                hint="every head of example b needs example b's length: "
+                     "torch.repeat_interleave(valid_lens, repeats=num_heads, dim=0) turns [1, 4] into [1, 1, 4, 4].",
+                mistakes=[(torch.tensor([[1] * 3, [4] * 3, [1] * 3, [4] * 3]),
+                           "looks like valid_lens was repeated with .repeat instead of repeat_interleave: "
+                           ".repeat(2) gives [1, 4, 1, 4] (whole copies), but head i of example b sits at "
+                           "row b*num_heads + i, so it must be [1, 1, 4, 4].")])
+
+
+def test_multihead_attention_matches_the_formula():
+    gen = torch.Generator().manual_seed(17)
+    m = build("MultiHeadAttention", key_size=3, query_size=5, value_size=4, num_hiddens=6,
+              num_heads=3, dropout=0.5, bias=True)
+    p = load_random("MultiHeadAttention(3, 5, 4, num_hiddens=6, num_heads=3, bias=True)", m,
+                    mha_shapes(3, 5, 4, 6, True), gen)
+    m.eval()
+    queries, keys, values = randn(2, 4, 5, gen=gen), randn(2, 3, 3, gen=gen), randn(2, 3, 4, gen=gen)
+    for lens in (torch.tensor([2, 3]), torch.tensor([[1, 3, 2, 0], [3, 1, 2, 5]]), None):
+        shown = "None" if lens is None else _fmt(lens)
+        out = call("MultiHeadAttention.forward", m, queries, keys, values, lens, hint=MHA_STEPS)
+        ref_out, ref_w = ref_mha(p, queries, keys, values, lens, 3)
+        check_close(f"MultiHeadAttention attention.attention_weights, valid_lens={shown}",
+                    mha_weights(m, (6, 4, 3)),
+                    ref_w, hint="each head is scaled dot-product attention on its own slice of "
+                                "num_hiddens/num_heads features, divided by sqrt(num_hiddens/num_heads).")
+        check_close(f"MultiHeadAttention output (eval mode), valid_lens={shown}", out, ref_out,
+                    hint="output = W_o(transpose_output(attention(...), num_heads)).")
+    again = call("MultiHeadAttention.forward", m, queries, keys, values, None, hint=MHA_STEPS)
+    check_close("MultiHeadAttention output, second call in eval mode", again, out,
+                hint="in eval mode dropout does nothing, so two calls must give the same result.")
+
+
+# ---------------------------------------------------------------------------
+# Only where a GPU is available: the hidden suite always runs this kind of check.
+# ---------------------------------------------------------------------------
+
+DEVICE_HINT = ("create every new tensor on the input's device, e.g. torch.arange(T, device=X.device); "
+               "never hard-code 'cpu' or move inputs with .cpu().")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here; the hidden suite checks on one")
+def test_runs_on_the_gpu():
+    gen = torch.Generator().manual_seed(18)
+    X = randn(2, 3, 4, gen=gen)
+    lens = torch.tensor([[1, 0, 4], [2, 3, 9]])
+    got = call("masked_softmax (on cuda)", api("masked_softmax"), X.cuda(), lens.cuda(), hint=DEVICE_HINT)
+    if not isinstance(got, torch.Tensor) or got.device.type != "cuda":
+        fail(f"masked_softmax on CUDA inputs returned {_describe(got)}; expected a tensor on the GPU.",
+             DEVICE_HINT)
+    check_close("masked_softmax on the GPU", got, ref_masked_softmax(X, lens),
+                hint=DEVICE_HINT)
+    m = build("MultiHeadAttention", 4, 4, 4, 8, 2, 0).cuda().eval()
+    Y = randn(2, 5, 4, gen=gen).cuda()
+    out = call("MultiHeadAttention.forward (on cuda)", m, Y[:, :3], Y, Y, torch.tensor([2, 5]).cuda(),
+               hint=DEVICE_HINT)
+    if not isinstance(out, torch.Tensor) or out.device.type != "cuda":
+        fail(f"MultiHeadAttention on CUDA inputs returned {_describe(out)}; expected a tensor on the GPU.",
+             DEVICE_HINT)

@@ -1,0 +1,182 @@
+"""Compare a submission's tensor with the reference's and explain any difference.
+
+`torch.testing.assert_close` decides; when it says no, the message is rebuilt for a student:
+the shapes, how many entries differ and by how much, the first differing position with
+both values, and hints: symptoms read off the tensors (NaN, rows that do not sum to 1,
+masked positions that got weight) and known misconceptions whose result the submission's
+output reproduces exactly.
+"""
+import torch
+
+from .failures import StudentFailure
+
+# (rtol, atol) per dtype: loose enough for any correct way of computing the result
+# (loops, einsum, torch.where, another order of operations), tight enough for any mistake.
+TOLERANCES = {
+    torch.float64: (1e-7, 1e-9),
+    torch.float32: (1e-4, 1e-5),
+    torch.bfloat16: (4e-2, 2e-2),
+    torch.float16: (5e-3, 1e-3),
+}
+
+
+def tolerance(dtype, scale=1.0):
+    rtol, atol = TOLERANCES.get(dtype, (0.0, 0.0))
+    return rtol * scale, atol * scale
+
+
+def same(a, b, scale=1.0, equal_nan=False):
+    """True when two tensors agree within the tolerance of b's dtype."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    rtol, atol = tolerance(b.dtype, scale)
+    try:
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    except AssertionError:
+        return False
+    return True
+
+
+def fmt_index(index):
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def fmt_value(value):
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        return f"{value:.6g}"
+    return str(value)
+
+
+def show(tensor, limit=24):
+    """The whole tensor, 4 significant digits, when it is small enough to read; else None."""
+    if tensor.numel() > limit:
+        return None
+
+    def fmt(values):
+        if isinstance(values, list):
+            return "[" + ", ".join(fmt(v) for v in values) + "]"
+        return f"{values:.4g}" if isinstance(values, float) else str(values)
+
+    values = tensor.to(torch.float64) if tensor.is_floating_point() else tensor
+    text = fmt(values.tolist())
+    return text if len(text) < 400 else None
+
+
+def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1.0,
+                 weights=False):
+    """Fail with a teaching message unless `got` matches `expected`.
+
+    what:     'the output of masked_softmax(...)', used as the subject of the message
+    context:  lines describing the inputs
+    hints:    extra lines to add whenever the values differ
+    suspects: (description, tensor) pairs: results of known mistakes on the same inputs
+    weights:  the tensor holds attention weights (rows sum to 1, masked entries are 0)
+    """
+    lines = []
+    if got.shape != expected.shape:
+        lines.append(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}.")
+        lines += _shape_hints(got, expected)
+        _raise(lines, context, hints)
+    if got.dtype != expected.dtype:
+        lines.append(f"{what}: expected dtype {_dtype(expected)}, got {_dtype(got)}.")
+        lines.append("  The result should keep the dtype of the inputs: avoid .float(), "
+                     "torch.tensor(...) of Python numbers, or dtype= arguments that force float32.")
+        _raise(lines, context, hints)
+    rtol, atol = tolerance(expected.dtype, scale)
+    try:
+        torch.testing.assert_close(got, expected, rtol=rtol, atol=atol, equal_nan=False)
+        return
+    except AssertionError:
+        pass
+    lines.append(f"{what}: wrong values.")
+    lines += _difference_lines(got, expected, rtol, atol)
+    lines += _symptoms(got, expected, weights)
+    for description, suspect in suspects:
+        if suspect is not None and same(got, suspect, scale, equal_nan=True):
+            lines.append(f"  Your result is exactly what you get if {description}.")
+            break
+    _raise(lines, context, hints)
+
+
+def _dtype(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+def _raise(lines, context, hints):
+    lines = list(lines) + [f"  {h}" for h in hints if h]
+    if context:
+        lines.append("  Inputs: " + "; ".join(context))
+    raise StudentFailure("\n".join(lines))
+
+
+def _shape_hints(got, expected):
+    hints = []
+    if got.numel() == expected.numel() and got.numel() > 0:
+        if sorted(got.shape) == sorted(expected.shape):
+            hints.append("  Same sizes in another order: two axes look swapped "
+                         "(check permute/transpose and the unsqueeze positions).")
+        else:
+            hints.append("  Same number of entries, arranged differently: check the reshape "
+                         "(a reshape cannot move the head axis; that needs permute).")
+    elif got.dim() < expected.dim():
+        hints.append("  Your result has fewer axes: a squeeze() without an axis removes every "
+                     "axis of size 1 (batch, queries or keys of size 1 too); use squeeze(-1).")
+    elif got.dim() > expected.dim():
+        hints.append("  Your result has an extra axis: an unsqueeze, or a squeeze that is missing.")
+    return hints
+
+
+def _difference_lines(got, expected, rtol, atol):
+    g = got.detach().to(torch.float64)
+    e = expected.detach().to(torch.float64)
+    bad = ~torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=False)
+    count = int(bad.sum())
+    lines = []
+    finite = torch.isfinite(g) & torch.isfinite(e)
+    diff = (g - e).abs()[finite & bad]
+    largest = f", largest difference {fmt_value(float(diff.max()))}" if diff.numel() else ""
+    lines.append(f"  {count} of {got.numel()} entries differ{largest}.")
+    first = bad.nonzero()
+    if first.numel():
+        index = tuple(first[0].tolist())
+        lines.append(f"  First difference at {fmt_index(index)}: expected "
+                     f"{fmt_value(e[index].item())}, got {fmt_value(g[index].item())}.")
+    shown_e, shown_g = show(expected), show(got)
+    if shown_e and shown_g:
+        lines.append(f"  Expected: {shown_e}")
+        lines.append(f"  Got:      {shown_g}")
+    return lines
+
+
+def _symptoms(got, expected, weights):
+    g = got.detach().to(torch.float64)
+    e = expected.detach().to(torch.float64)
+    hints = []
+    nan = torch.isnan(g) & ~torch.isnan(e)
+    if nan.any():
+        where = fmt_index(nan.nonzero()[0].tolist())
+        hints.append(f"  Your result has NaN (first at {where}) where a number was expected. A row "
+                     f"whose keys are all masked gives NaN when masked scores are -inf "
+                     f"(exp(-inf - -inf)); the book replaces them by -1e6, which makes the row "
+                     f"uniform instead.")
+    if weights and g.dim() >= 1 and g.shape[-1] > 0 and not nan.any():
+        sums = g.sum(-1)
+        off = (sums - 1).abs() > 1e-3
+        if off.any():
+            where = fmt_index(off.nonzero()[0].tolist())
+            hints.append(f"  Each row of attention weights should sum to 1; row {where} sums to "
+                         f"{fmt_value(float(sums[tuple(off.nonzero()[0].tolist())]))}. Mask the "
+                         f"scores before the softmax (not the probabilities after it).")
+        leaked = (e == 0) & (g.abs() > 1e-6)
+        if leaked.any():
+            where = fmt_index(leaked.nonzero()[0].tolist())
+            hints.append(f"  Masked keys (at or past the valid length) must get weight 0; "
+                         f"position {where} got {fmt_value(g[tuple(leaked.nonzero()[0].tolist())].item())}.")
+    return hints
+
+
+def expect_true(condition, message, context=()):
+    if not condition:
+        _raise([message], context, ())

@@ -1,0 +1,169 @@
+"""The two implementations a hidden test compares: the reference here, the submission over there."""
+import importlib.util
+import os
+import time
+
+from ..sandbox.client import Worker, WorkerFailure
+from ..sandbox.runtime.probes import run_probe
+from .failures import GraderError, StudentFailure
+from .results import ProbeResult, format_error
+
+API_NAMES = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
+             "transpose_qkv", "transpose_output", "MultiHeadAttention")
+
+
+def load_module_from(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Reference:
+    """The instructor's solution, imported into this trusted process."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        try:
+            self.module = load_module_from(self.path, "attention_reference")
+        except Exception as exc:
+            raise GraderError(f"cannot import the reference solution {self.path}: {exc}") from exc
+
+    def run(self, probe, call_text):
+        raw = run_probe(self.module, probe)
+        return ProbeResult(raw, probe, "reference", call_text).check_ran()
+
+    def fresh_state(self, target, init, seed):
+        """The weights of a freshly built reference module: what the student's module loads."""
+        import torch
+        torch.manual_seed(seed)
+        module = getattr(self.module, target)(**init)
+        return {name: t.detach().clone() for name, t in module.state_dict().items()}
+
+
+def explain_import_error(error):
+    """Turn the exception raised while importing the submission into advice."""
+    kind = str(error.get("type", "")) if isinstance(error, dict) else ""
+    message = str(error.get("message", "")) if isinstance(error, dict) else ""
+    text = format_error(error)
+    if kind in ("ModuleNotFoundError", "ImportError") and "No module named" in message:
+        missing = message.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
+        return (f"importing attention.py failed: it imports `{missing}`, which the grading machine "
+                f"does not have (it has Python's standard library and torch). Copy what you "
+                f"need from it into attention.py instead of importing it.\n{text}")
+    if kind == "SyntaxError" or kind == "IndentationError":
+        return f"attention.py is not valid Python, so nothing in it could be graded.\n{text}"
+    if kind == "SystemExit":
+        return (f"attention.py called sys.exit() while being imported, so nothing in it could be "
+                f"graded. Remove top-level code that exits (put demos under "
+                f"`if __name__ == '__main__':`).\n{text}")
+    return (f"importing attention.py raised an error, so nothing in it could be graded. Code at "
+            f"the top level of the file runs on import: put tests and demos under "
+            f"`if __name__ == '__main__':`.\n{text}")
+
+
+class Submission:
+    """The student's attention.py, reached only through a sandboxed worker process.
+
+    A call that hangs, crashes or runs out of memory costs that call, marks its target as
+    broken (later calls to it fail at once with the same reason) and the next call gets a
+    fresh worker, so the other parts are still graded.
+    """
+
+    def __init__(self, path, isolation, limits, stage_dir, gpu=False):
+        self.path, self.isolation, self.limits = path, isolation, limits
+        self.stage_dir, self.gpu = stage_dir, gpu
+        self.worker = None
+        self.loaded = False
+        self.load_error = None
+        self.api = {}
+        self.broken = {}
+        self.printed = []
+        self.workers_started = 0
+        self.deadline = time.monotonic() + limits.submission_seconds
+
+    def start(self):
+        """Start the worker early: Python and torch import while pytest collects."""
+        self._new_worker()
+
+    def _new_worker(self):
+        self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu)
+        self.workers_started += 1
+        self.loaded = False
+        try:
+            self.worker.start()
+        except WorkerFailure as failure:
+            raise GraderError(failure.reason) from None
+
+    def _remaining(self):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StudentFailure(
+                f"Not run: the submission used up its total time limit of "
+                f"{self.limits.submission_seconds:g} s on earlier tests.")
+        return left
+
+    def _ensure_loaded(self):
+        if self.load_error:
+            raise StudentFailure(self.load_error)
+        if self.worker is None or self.worker.failure is not None:
+            self._collect_output()
+            self._new_worker()
+        if self.loaded:
+            return
+        try:
+            self.worker.wait_ready()
+        except WorkerFailure as failure:
+            if failure.kind == "timeout":
+                raise GraderError(f"the worker did not start: {failure.reason}") from None
+            raise GraderError(f"the worker died while starting: {failure.reason}") from None
+        timeout = min(self.limits.import_seconds, self._remaining())
+        try:
+            reply = self.worker.request({"op": "load", "names": list(API_NAMES)}, timeout)
+        except WorkerFailure as failure:
+            self.load_error = (f"importing attention.py failed: {failure.reason}. Code at the top "
+                               f"level of the file runs on import; an endless loop or exit there "
+                               f"stops everything.")
+            raise StudentFailure(self.load_error) from None
+        if reply.get("ok") is not True:
+            self.load_error = explain_import_error(reply.get("error"))
+            raise StudentFailure(self.load_error)
+        api = reply.get("api")
+        self.api = {str(k): str(v) for k, v in api.items()} if isinstance(api, dict) else {}
+        self.loaded = True
+
+    def run(self, probe, call_text):
+        target = probe["target"]
+        if target in self.broken:
+            raise StudentFailure(f"Not run: {self.broken[target]}")
+        self._remaining()
+        self._ensure_loaded()
+        timeout = min(self.limits.call_seconds, self._remaining())
+        try:
+            reply = self.worker.request({"op": "probe", "probe": probe}, timeout)
+        except WorkerFailure as failure:
+            self.broken[target] = f"an earlier call to {target} failed: {failure.reason}."
+            if timeout < self.limits.call_seconds and failure.kind == "timeout":
+                raise StudentFailure(
+                    f"{call_text}: the submission's total time limit of "
+                    f"{self.limits.submission_seconds:g} s ran out during this call.") from None
+            raise StudentFailure(f"{call_text}: {failure.reason}.") from None
+        if reply.get("ok") is not True:
+            raise StudentFailure(f"{call_text} raised {format_error(reply.get('error'))}")
+        return ProbeResult(reply.get("result"), probe, "submission", call_text).check_ran()
+
+    def _collect_output(self):
+        if self.worker is not None:
+            self.printed.append(self.worker.output())
+
+    def stop(self):
+        if self.worker is not None:
+            self.worker.stop()
+            self._collect_output()
+            self.worker = None
+
+    def output(self):
+        """Everything the submission printed, across all its workers."""
+        out = "".join(o for o, _ in self.printed)
+        err = "".join(e for _, e in self.printed)
+        return out, err

@@ -1,0 +1,106 @@
+"""Unpack a submitted zip without trusting it.
+
+Nothing is written outside the extraction folder: entries with absolute paths, drive
+letters or `..` components are refused, symlinks are skipped, and the sizes are capped
+both as declared and as actually read (a zip bomb declares small sizes and inflates).
+Archive junk (`__MACOSX/`, `.DS_Store`, `__pycache__`) is dropped. Names stored in GBK
+by Chinese Windows zip tools are decoded.
+"""
+import os
+import stat
+import zipfile
+
+from .errors import IntakeError
+
+MAX_ENTRIES = 2000
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+JUNK = ("__MACOSX/", ".DS_Store", "__pycache__/", ".ipynb_checkpoints/", ".git/", "Thumbs.db")
+
+
+def _entry_name(info):
+    name = info.filename
+    if not info.flag_bits & 0x800:  # not flagged UTF-8: stored as cp437, often really GBK
+        try:
+            name = name.encode("cp437").decode("gbk")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            pass
+    return name.replace("\\", "/")
+
+
+def _is_junk(name):
+    parts = name.split("/")
+    return any(("/".join(parts[i:]) + ("/" if i < len(parts) - 1 else "")).startswith(JUNK)
+               or part in (".DS_Store", "Thumbs.db") or part.startswith("._")
+               for i, part in enumerate(parts))
+
+
+def _safe_parts(name):
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if name.startswith("/") or (parts and len(parts[0]) == 2 and parts[0][1] == ":"):
+        return None
+    if any(p == ".." for p in parts):
+        return None
+    return parts
+
+
+def extract(zip_path, dest, label):
+    """Extract `zip_path` into `dest`; returns notes for the student."""
+    notes = []
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise IntakeError(f"{label} is not a readable zip archive ({error}).") from None
+    with archive:
+        entries = archive.infolist()
+        if len(entries) > MAX_ENTRIES:
+            raise IntakeError(f"{label} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted.")
+        declared = sum(e.file_size for e in entries)
+        if declared > MAX_TOTAL_BYTES:
+            raise IntakeError(f"{label} would unpack to {declared // 2**20} MB; at most "
+                              f"{MAX_TOTAL_BYTES // 2**20} MB are accepted.")
+        refused, junk, total = [], 0, 0
+        root = os.path.realpath(dest)
+        for info in entries:
+            name = _entry_name(info)
+            if _is_junk(name):
+                junk += 1
+                continue
+            parts = _safe_parts(name)
+            mode = info.external_attr >> 16
+            if parts is None or stat.S_ISLNK(mode):
+                refused.append(name)
+                continue
+            if not parts:
+                continue
+            target = os.path.realpath(os.path.join(root, *parts))
+            if not target.startswith(root + os.sep):
+                refused.append(name)
+                continue
+            if info.is_dir():
+                os.makedirs(target, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            written = 0
+            try:
+                with archive.open(info) as source, open(target, "wb") as out:
+                    while True:
+                        chunk = source.read(1 << 16)
+                        if not chunk:
+                            break
+                        written += len(chunk)
+                        total += len(chunk)
+                        if written > MAX_ENTRY_BYTES or total > MAX_TOTAL_BYTES:
+                            raise IntakeError(
+                                f"{label} inflates far beyond the sizes it declares (a zip bomb?); "
+                                f"it was not unpacked.")
+                        out.write(chunk)
+            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as error:
+                raise IntakeError(f"{label}: the entry {name!r} could not be read ({error}).") from None
+        if junk:
+            notes.append(f"{label}: ignored {junk} archive junk entries (__MACOSX, .DS_Store, caches).")
+        if refused:
+            shown = ", ".join(refused[:5])
+            notes.append(f"{label}: refused {len(refused)} entries that point outside the archive "
+                         f"or are links ({shown}); nothing was written for them.")
+    return notes

@@ -1,0 +1,361 @@
+"""The hidden cases, declared as data (one harness in the test_*.py files runs them all).
+
+Each Case names the part it grades, its points, what to call and with which inputs. Inputs
+are seeded random tensors, never all-ones: with all-ones queries and keys most mistakes
+give the reference's answer. The table covers batch != queries != keys and each equal to
+1, 1-D and 2-D valid_lens with different lengths per example and per query, length 0 and
+length > keys, int32/int64/float lengths, float64 and bfloat16, one head and several.
+
+Checks:
+    match    outputs, stored attention weights and gradients equal the reference's
+    dropout  train-mode properties: weights stored before dropout, dropout acts on them
+    eval     eval mode with dropout > 0: deterministic and equal to the reference
+    device   CPU-only machines: no tensor created on the default device (see guards.py)
+    cuda     GPU machines: the same comparison with every tensor on CUDA
+"""
+import dataclasses
+import zlib
+
+import torch
+
+PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
+         "transpose", "MultiHeadAttention", "GPU")
+MODULES = ("AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
+ARG_NAMES = {
+    "sequence_mask": ("X", "valid_len", "value"),
+    "masked_softmax": ("X", "valid_lens"),
+    "transpose_qkv": ("X", "num_heads"),
+    "transpose_output": ("X", "num_heads"),
+    "AdditiveAttention": ("queries", "keys", "values", "valid_lens"),
+    "DotProductAttention": ("queries", "keys", "values", "valid_lens"),
+    "MultiHeadAttention": ("queries", "keys", "values", "valid_lens"),
+}
+WEIGHTS = {"AdditiveAttention": "attention_weights", "DotProductAttention": "attention_weights",
+           "MultiHeadAttention": "attention.attention_weights"}
+
+
+@dataclasses.dataclass
+class Case:
+    part: str
+    name: str
+    points: int
+    target: str
+    args: tuple
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    init: dict = None              # constructor arguments, for modules
+    check: str = "match"
+    module_dtype: str = None       # cast the module's parameters (float64, bfloat16)
+    grad_args: tuple = ()          # indices of args to differentiate with respect to
+    grad_params: bool = False
+    mode: str = "eval"
+    calls: int = 1
+    about: str = ""                # what the case is about, said in the failure message
+
+    @property
+    def id(self):
+        return f"{self.part}: {self.name}"
+
+    @property
+    def seed(self):
+        return zlib.crc32(self.id.encode())
+
+    @property
+    def is_module(self):
+        return self.init is not None
+
+    def captures(self):
+        return [WEIGHTS[self.target]] if self.target in WEIGHTS else []
+
+    def probe(self, state=None, device="cpu", guard=False, **overrides):
+        probe = {"target": self.target, "args": list(self.args), "kwargs": dict(self.kwargs),
+                 "mode": self.mode, "calls": self.calls, "device": device, "guard": guard,
+                 "capture": self.captures(), "grad_args": list(self.grad_args),
+                 "grad_params": self.grad_params, "seed": self.seed,
+                 "module_dtype": self.module_dtype}
+        if self.is_module:
+            probe["init"] = dict(self.init)
+            probe["state"] = state
+        probe.update(overrides)
+        return probe
+
+    def call_text(self):
+        names = ARG_NAMES.get(self.target, ())
+        shown = [_describe(names[i] if i < len(names) else f"arg{i}", a)
+                 for i, a in enumerate(self.args)]
+        shown += [_describe(k, v) for k, v in self.kwargs.items()]
+        if self.is_module:
+            init = ", ".join(f"{k}={v!r}" for k, v in self.init.items())
+            return f"{self.target}({init}) in {self.mode} mode, forward({', '.join(shown)})"
+        return f"{self.target}({', '.join(shown)})"
+
+
+def _describe(name, value):
+    if not isinstance(value, torch.Tensor):
+        return f"{name}={value!r}"
+    text = f"{name} {tuple(value.shape)} {str(value.dtype).replace('torch.', '')}"
+    if (name.startswith("valid") or not value.is_floating_point()) and value.numel() <= 12:
+        text += f" = {_floats(value.tolist())}"
+    return text
+
+
+def _floats(values):
+    if isinstance(values, list):
+        return [_floats(v) for v in values]
+    return int(values) if float(values).is_integer() else values
+
+
+# -- inputs -----------------------------------------------------------------------------
+class Inputs:
+    """Seeded random tensors for one case: the same case always gets the same numbers."""
+
+    def __init__(self, name):
+        self.generator = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+
+    def randn(self, *shape, dtype=torch.float32, scale=1.0):
+        return (torch.randn(shape, generator=self.generator, dtype=torch.float64) * scale).to(dtype)
+
+
+def lens(values, dtype=torch.int64):
+    return torch.tensor(values, dtype=dtype)
+
+
+# -- the table --------------------------------------------------------------------------
+def sequence_mask_cases():
+    part = "sequence_mask"
+    r = Inputs(part)
+    yield Case(part, "the book's example", 1, "sequence_mask",
+               (torch.tensor([[1, 2, 3], [4, 5, 6]]), lens([1, 2])))
+    yield Case(part, "lengths 0, full and in between", 1, "sequence_mask",
+               (r.randn(3, 5), lens([0, 5, 2])))
+    yield Case(part, "value=-1.5 and a length larger than the row", 1, "sequence_mask",
+               (r.randn(4, 6), lens([6, 1, 3, 9]), -1.5))
+    yield Case(part, "3-D X: whole feature vectors are masked", 2, "sequence_mask",
+               (r.randn(2, 4, 3), lens([1, 3])), kwargs={"value": -7.0})
+    yield Case(part, "more rows than positions (batch 5, length 2)", 1, "sequence_mask",
+               (r.randn(5, 2), lens([0, 1, 2, 1, 3])))
+    yield Case(part, "int32 lengths", 1, "sequence_mask",
+               (r.randn(3, 4), lens([3, 0, 2], torch.int32)))
+    yield Case(part, "float lengths holding whole numbers", 1, "sequence_mask",
+               (r.randn(3, 4), lens([2.0, 4.0, 1.0], torch.float32)))
+    yield Case(part, "batch of one, length one", 1, "sequence_mask",
+               (r.randn(1, 1, 2), lens([0])))
+    yield Case(part, "float64 X and value=-1e6", 1, "sequence_mask",
+               (r.randn(2, 5, dtype=torch.float64), lens([4, 2])), kwargs={"value": -1e6})
+    yield Case(part, "bfloat16 X", 1, "sequence_mask",
+               (r.randn(3, 3, dtype=torch.bfloat16), lens([1, 3, 2])))
+
+
+def masked_softmax_cases():
+    part = "masked_softmax"
+    r = Inputs(part)
+    yield Case(part, "valid_lens None is a plain softmax", 2, "masked_softmax",
+               (r.randn(2, 3, 4, scale=3), None))
+    yield Case(part, "1-D lengths that differ per example", 3, "masked_softmax",
+               (r.randn(3, 2, 5, scale=2), lens([2, 5, 1])))
+    yield Case(part, "2-D lengths that differ per query", 3, "masked_softmax",
+               (r.randn(2, 3, 5, scale=2), lens([[1, 3, 5], [2, 4, 1]])))
+    yield Case(part, "length 0 gives a uniform row", 2, "masked_softmax",
+               (r.randn(2, 3, 4, scale=2), lens([0, 3])))
+    yield Case(part, "2-D lengths with 0 and more than the keys", 1, "masked_softmax",
+               (r.randn(2, 2, 3, scale=2), lens([[0, 7], [3, 1]])))
+    yield Case(part, "int32 lengths", 1, "masked_softmax",
+               (r.randn(2, 4, 3), lens([1, 2], torch.int32)))
+    yield Case(part, "float lengths holding whole numbers", 1, "masked_softmax",
+               (r.randn(2, 3, 6), lens([[2.0, 6.0, 1.0], [5.0, 3.0, 4.0]], torch.float32)))
+    yield Case(part, "batch, queries and keys of size 1", 1, "masked_softmax",
+               (r.randn(1, 1, 1), lens([1])))
+    yield Case(part, "one query and one key per example", 1, "masked_softmax",
+               (r.randn(3, 1, 4), lens([4, 1, 2])))
+    yield Case(part, "float64 scores", 1, "masked_softmax",
+               (r.randn(2, 3, 4, dtype=torch.float64, scale=2), lens([3, 1])))
+    yield Case(part, "bfloat16 scores", 1, "masked_softmax",
+               (r.randn(2, 2, 5, dtype=torch.bfloat16, scale=2), lens([[2, 5], [0, 4]])))
+    yield Case(part, "gradient with respect to the scores", 3, "masked_softmax",
+               (r.randn(2, 3, 4, scale=2), lens([[1, 4, 0], [2, 3, 9]])), grad_args=(0,))
+
+
+def _attention_inputs(r, batch, queries, keys, query_size, key_size, value_size, dtype=torch.float32):
+    return (r.randn(batch, queries, query_size, dtype=dtype),
+            r.randn(batch, keys, key_size, dtype=dtype),
+            r.randn(batch, keys, value_size, dtype=dtype))
+
+
+def additive_cases():
+    part = target = "AdditiveAttention"
+    r = Inputs(part)
+
+    def init(query_size, key_size, hidden=8, dropout=0.0):
+        return {"key_size": key_size, "query_size": query_size, "num_hiddens": hidden,
+                "dropout": dropout}
+
+    q, k, v = _attention_inputs(r, 2, 1, 10, 20, 2, 4)
+    yield Case(part, "the book's shapes, random values", 2, target, (q, k, v, lens([2, 6])),
+               init=init(20, 2))
+    q, k, v = _attention_inputs(r, 2, 4, 4, 5, 3, 6)
+    yield Case(part, "as many queries as keys, 2-D lengths", 2, target,
+               (q, k, v, lens([[1, 4, 2, 3], [4, 3, 1, 2]])), init=init(5, 3, hidden=6))
+    q, k, v = _attention_inputs(r, 3, 2, 5, 4, 4, 3)
+    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 9, 3])),
+               init=init(4, 4, hidden=5))
+    q, k, v = _attention_inputs(r, 1, 1, 3, 3, 2, 2)
+    yield Case(part, "batch of one and a single query", 1, target, (q, k, v, lens([2])),
+               init=init(3, 2, hidden=4))
+    q, k, v = _attention_inputs(r, 2, 3, 1, 3, 2, 2)
+    yield Case(part, "a single key", 1, target, (q, k, v, lens([1, 1])), init=init(3, 2, hidden=4))
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 5, 2)
+    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(3, 5, hidden=4))
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 2, 2, dtype=torch.float64)
+    yield Case(part, "float64", 1, target, (q, k, v, lens([4, 2])), init=init(3, 2),
+               module_dtype="float64")
+    q, k, v = _attention_inputs(r, 2, 3, 5, 4, 3, 2)
+    yield Case(part, "gradients of inputs and parameters", 2, target,
+               (q, k, v, lens([[2, 5, 1], [3, 4, 5]])), init=init(4, 3, hidden=6),
+               grad_args=(0, 1, 2), grad_params=True)
+    q, k, v = _attention_inputs(r, 2, 3, 5, 4, 3, 2)
+    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+               (q, k, v, lens([3, 5])), init=init(4, 3, dropout=0.5), check="eval", calls=2)
+    q, k, _ = _attention_inputs(r, 2, 3, 6, 4, 3, 1)
+    yield Case(part, "dropout in training mode acts on the weights", 2, target,
+               (q, k, dropout_values(r, 2, 6), lens([4, 6])), init=init(4, 3, dropout=0.5),
+               check="dropout", mode="train", calls=3)
+
+
+def dot_product_cases():
+    part = target = "DotProductAttention"
+    r = Inputs(part)
+    q, k, v = _attention_inputs(r, 2, 3, 5, 4, 4, 3)
+    yield Case(part, "feature size differs from the number of keys", 2, target,
+               (q * 2, k, v, lens([2, 4])), init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 4, 3, 6, 6, 2)
+    yield Case(part, "2-D lengths that differ per query", 2, target,
+               (q, k, v, lens([[1, 3, 2, 3], [3, 2, 1, 2]])), init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 2, 3, 5, 5, 2)
+    yield Case(part, "valid_lens left out (it defaults to None)", 1, target, (q, k, v),
+               init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 2)
+    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 4, 8])),
+               init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 1, 1, 1, 2, 2, 3)
+    yield Case(part, "batch, queries and keys of size 1", 1, target, (q, k, v, lens([1])),
+               init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 1, 4, 3, 3, 2)
+    yield Case(part, "a single query per example", 1, target, (q, k, v, lens([3, 1])),
+               init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 3, 4, 5, 5, 2, dtype=torch.float64)
+    yield Case(part, "float64", 1, target, (q, k, v, lens([2, 3])), init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 3, 4, 4, 4, 2, dtype=torch.bfloat16)
+    yield Case(part, "bfloat16", 1, target, (q, k, v, lens([1, 4])), init={"dropout": 0.0})
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 3, 2)
+    yield Case(part, "gradients of queries, keys and values", 2, target,
+               (q, k, v, lens([[1, 2, 4], [4, 0, 3]])), init={"dropout": 0.0}, grad_args=(0, 1, 2))
+    q, k, v = _attention_inputs(r, 2, 3, 5, 4, 4, 2)
+    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+               (q, k, v, lens([2, 5])), init={"dropout": 0.5}, check="eval", calls=2)
+    q, k, _ = _attention_inputs(r, 2, 4, 5, 3, 3, 1)
+    yield Case(part, "dropout in training mode acts on the weights", 1, target,
+               (q, k, dropout_values(r, 2, 5), lens([[5, 3, 4, 5], [2, 5, 5, 4]])),
+               init={"dropout": 0.5}, check="dropout", mode="train", calls=3)
+
+
+def transpose_cases():
+    part = "transpose"
+    r = Inputs(part)
+    yield Case(part, "transpose_qkv with 4 heads", 2, "transpose_qkv", (r.randn(2, 3, 8), 4))
+    yield Case(part, "transpose_qkv with 1 head", 1, "transpose_qkv", (r.randn(3, 2, 4), 1))
+    yield Case(part, "transpose_qkv with a batch of one and one position", 1, "transpose_qkv",
+               (r.randn(1, 1, 6), 3))
+    yield Case(part, "transpose_output with 4 heads", 2, "transpose_output", (r.randn(8, 3, 2), 4))
+    yield Case(part, "transpose_output with 2 heads, float64", 1, "transpose_output",
+               (r.randn(6, 5, 3, dtype=torch.float64), 2))
+    yield Case(part, "gradient through transpose_qkv", 1, "transpose_qkv",
+               (r.randn(2, 4, 6), 3), grad_args=(0,))
+
+
+def multi_head_cases():
+    part = target = "MultiHeadAttention"
+    r = Inputs(part)
+
+    def init(query_size, key_size, value_size, hidden, heads, dropout=0.0, bias=None):
+        args = {"key_size": key_size, "query_size": query_size, "value_size": value_size,
+                "num_hiddens": hidden, "num_heads": heads, "dropout": dropout}
+        if bias is not None:
+            args["bias"] = bias
+        return args
+
+    q, k, v = _attention_inputs(r, 2, 3, 5, 6, 4, 5)
+    yield Case(part, "2 heads, 1-D lengths that differ per example", 3, target,
+               (q, k, v, lens([2, 5])), init=init(6, 4, 5, 8, 2),
+               about="every head of example b must use example b's valid length")
+    q, k, v = _attention_inputs(r, 3, 2, 4, 3, 5, 2)
+    yield Case(part, "4 heads, 2-D lengths that differ per query", 3, target,
+               (q, k, v, lens([[1, 4], [3, 2], [4, 1]])), init=init(3, 5, 2, 8, 4))
+    q, k, v = _attention_inputs(r, 2, 3, 4, 5, 5, 5)
+    yield Case(part, "a single head", 1, target, (q, k, v, lens([3, 1])), init=init(5, 5, 5, 6, 1))
+    q, k, v = _attention_inputs(r, 2, 2, 3, 4, 3, 2)
+    yield Case(part, "bias=True", 2, target, (q, k, v, lens([[1, 3], [2, 2]])),
+               init=init(4, 3, 2, 6, 3, bias=True))
+    q, k, v = _attention_inputs(r, 2, 3, 3, 4, 4, 4)
+    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2))
+    q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 3)
+    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 6, 2])),
+               init=init(3, 3, 3, 6, 2))
+    q, k, v = _attention_inputs(r, 1, 1, 3, 2, 2, 2)
+    yield Case(part, "batch of one and a single query", 1, target, (q, k, v, lens([2])),
+               init=init(2, 2, 2, 4, 2))
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 4, 2, dtype=torch.float64)
+    yield Case(part, "float64", 1, target, (q, k, v, lens([4, 2])), init=init(3, 4, 2, 6, 3),
+               module_dtype="float64")
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 2, 3)
+    yield Case(part, "gradients of inputs and parameters", 2, target,
+               (q, k, v, lens([[1, 4, 2], [3, 3, 4]])), init=init(3, 2, 3, 6, 2, bias=True),
+               grad_args=(0, 1, 2), grad_params=True)
+    q, k, v = _attention_inputs(r, 2, 3, 4, 3, 3, 3)
+    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+               (q, k, v, lens([2, 4])), init=init(3, 3, 3, 6, 2, dropout=0.5), check="eval", calls=2)
+    q, k, v = _attention_inputs(r, 2, 4, 5, 3, 3, 3)
+    yield Case(part, "dropout in training mode", 2, target, (q, k, v, lens([3, 5])),
+               init=init(3, 3, 3, 6, 2, dropout=0.5), check="dropout", mode="train", calls=3)
+
+
+def dropout_values(r, batch, keys, extra=3):
+    """Values [I | R]: the first `keys` columns of the output are the (dropped) weights
+    themselves, the rest must equal those weights times R if dropout acted on the weights."""
+    eye = torch.eye(keys).expand(batch, keys, keys)
+    return torch.cat([eye, r.randn(batch, keys, extra)], dim=-1)
+
+
+def gpu_cases():
+    """Each case twice: as a device-discipline check on the CPU and as a real CUDA run.
+    Exactly one of the two runs on any machine, so the part is worth the same everywhere."""
+    r = Inputs("GPU")
+    samples = [
+        ("sequence_mask", (r.randn(3, 4), lens([1, 4, 0])), None),
+        ("masked_softmax", (r.randn(2, 3, 4), lens([[1, 2, 4], [0, 3, 2]])), None),
+        ("AdditiveAttention", (*_attention_inputs(r, 2, 3, 4, 3, 2, 2), lens([2, 4])),
+         {"key_size": 2, "query_size": 3, "num_hiddens": 5, "dropout": 0.0}),
+        ("DotProductAttention", (*_attention_inputs(r, 2, 3, 4, 3, 3, 2), lens([3, 1])),
+         {"dropout": 0.0}),
+        ("MultiHeadAttention", (*_attention_inputs(r, 2, 3, 4, 3, 3, 2), lens([[1, 4, 2], [3, 2, 4]])),
+         {"key_size": 3, "query_size": 3, "value_size": 2, "num_hiddens": 4, "num_heads": 2,
+          "dropout": 0.0}),
+    ]
+    for check, label in (("device", "no tensor made on the default device"), ("cuda", "on CUDA")):
+        for target, args, init in samples:
+            yield Case("GPU", f"{target} {label}", 2, target, args, init=init, check=check)
+
+
+CASES = [*sequence_mask_cases(), *masked_softmax_cases(), *additive_cases(), *dot_product_cases(),
+         *transpose_cases(), *multi_head_cases(), *gpu_cases()]
+
+
+def cases(*checks):
+    return [c for c in CASES if c.check in checks]
+
+
+def max_points():
+    """Points per part on any machine (the device and cuda variants count once)."""
+    totals = dict.fromkeys(PARTS, 0)
+    for case in CASES:
+        if case.check != "cuda":
+            totals[case.part] += case.points
+    return totals

@@ -1,0 +1,179 @@
+"""The checks the hidden tests apply to a case; each raises StudentFailure with a teaching message."""
+import pytest
+import torch
+
+import misconceptions
+from grader.harness import StudentFailure
+from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
+
+
+def params(cases, gpu_available):
+    """pytest parameters for cases, with their points and part as markers."""
+    out = []
+    for case in cases:
+        marks = [pytest.mark.points(case.points), pytest.mark.part(case.part)]
+        if case.check == "cuda":
+            marks += [pytest.mark.gpu, pytest.mark.skipif(
+                not gpu_available, reason="no CUDA device on the grading machine: the "
+                "device-discipline tests grade this part instead")]
+        if case.check == "device":
+            marks.append(pytest.mark.skipif(
+                gpu_available, reason="a CUDA device is available: the real GPU tests grade "
+                "this part instead"))
+        out.append(pytest.param(case, marks=marks, id=case.id))
+    return out
+
+
+def _state(case, reference):
+    if not case.is_module:
+        return None
+    return reference.fresh_state(case.target, case.init, case.seed)
+
+
+def _context(case):
+    return [case.about] if case.about else []
+
+
+def compare_results(case, got, expected, state, calls=None):
+    """Stored weights, output and gradients of `got` against `expected`, call by call."""
+    suspects = None
+    for index in range(calls or expected.calls()):
+        for name in case.captures() + ["output"]:
+            want = expected.tensor(name, min(index, expected.calls() - 1))
+            have = got.tensor(name, index)
+            if suspects is None and not same(have, want):
+                suspects = misconceptions.suspects(case, state)
+            label = (f"the output of {got.call_text}" if name == "output"
+                     else f"{case.target}.{name} after {got.call_text}")
+            if index:
+                label += f" (call {index + 1} of {calls or expected.calls()})"
+            expect_close(have, want, label, context=_context(case),
+                         suspects=(suspects or {}).get(name, []), weights=name != "output")
+    for i in case.grad_args:
+        expect_close(got.arg_grad(i), expected.arg_grad(i),
+                     f"the gradient with respect to input {i} of {got.call_text}",
+                     context=_context(case), scale=10,
+                     hints=["Gradients follow from the forward computation: a mismatch here with "
+                            "a correct output usually means a detach(), .data or an in-place "
+                            "write that autograd cannot follow."])
+    if case.grad_params:
+        expected_names = expected.param_names()
+        for name in expected_names:
+            expect_close(got.param_grad(name), expected.param_grad(name),
+                         f"the gradient of parameter {name}", context=_context(case), scale=10)
+
+
+def check_match(case, student, reference, device="cpu", guard=False):
+    state = _state(case, reference)
+    probe = case.probe(state, device=device, guard=guard)
+    expected = reference.run(probe, case.call_text())
+    got = student.run(probe, case.call_text())
+    if guard:
+        for violation in got.violations():
+            raise StudentFailure(f"{case.target} would fail on a GPU: {violation}")
+    compare_results(case, got, expected, state)
+    return got
+
+
+def check_eval(case, student, reference):
+    """Eval mode with dropout > 0: every call equals the reference (which drops nothing)."""
+    state = _state(case, reference)
+    expected = reference.run(case.probe(state, calls=1), case.call_text())
+    got = student.run(case.probe(state), case.call_text())
+    try:
+        compare_results(case, got, expected, state, calls=case.calls)
+    except AssertionError as failure:
+        raise type(failure)(
+            f"{failure}\n  In eval mode dropout must do nothing: use the nn.Dropout module "
+            f"(self.dropout), which follows model.eval(), rather than F.dropout without "
+            f"training=self.training.") from None
+
+
+def check_dropout(case, student, reference):
+    state = _state(case, reference)
+    eval_result = reference.run(case.probe(state, mode="eval", calls=1), case.call_text())
+    got = student.run(case.probe(state), case.call_text())
+    weights_name = case.captures()[0]
+    eval_weights = eval_result.tensor(weights_name)
+    for index in range(case.calls):
+        expect_close(got.tensor(weights_name, index), eval_weights,
+                     f"{case.target}.{weights_name} in training mode (call {index + 1})",
+                     hints=[f"{weights_name} must be stored before dropout: in training mode it "
+                            f"still equals the eval-mode weights and its rows sum to 1. Apply "
+                            f"dropout only to the copy that multiplies the values."])
+    if case.target == "MultiHeadAttention":
+        _check_multi_head_dropout(case, got, eval_result)
+    else:
+        _check_weights_dropout(case, got, eval_weights)
+
+
+def _check_weights_dropout(case, got, eval_weights):
+    """With values [I | R], output[..., :K] is the dropped weights D and output[..., K:] = D R."""
+    p = case.init["dropout"]
+    values = case.args[2]
+    keys = values.shape[1]
+    rtol, atol = tolerance(torch.float32, 10)
+    dropped = kept = 0
+    for index in range(case.calls):
+        out = got.tensor("output", index)
+        expect_true(out.shape == (eval_weights.shape[0], eval_weights.shape[1], values.shape[2]),
+                    f"the output in training mode has shape {tuple(out.shape)}, expected "
+                    f"{(eval_weights.shape[0], eval_weights.shape[1], values.shape[2])}")
+        D = out[..., :keys]
+        scaled = eval_weights / (1 - p)
+        is_zero = torch.isclose(D, torch.zeros_like(D), atol=atol)
+        is_scaled = torch.isclose(D, scaled, rtol=rtol, atol=atol)
+        bad = ~(is_zero | is_scaled)
+        if bad.any():
+            where = tuple(bad.nonzero()[0].tolist())
+            raise StudentFailure(
+                f"In training mode with dropout={p}, each attention weight w should reach the "
+                f"values either dropped (0) or scaled to w/(1-p); at {fmt_index(where)} the weight "
+                f"{eval_weights[where].item():.6g} became {D[where].item():.6g} "
+                f"(expected 0 or {scaled[where].item():.6g}). Apply self.dropout to the weights, "
+                f"then multiply by the values: torch.bmm(self.dropout(weights), values).")
+        expect_close(out[..., keys:], torch.bmm(D, values[..., keys:]),
+                     "the output in training mode",
+                     hints=["It should be dropout(weights) @ values for one dropout mask: "
+                            "dropout seems to act on the values or on the output instead of "
+                            "on the attention weights."])
+        positive = eval_weights > 1e-6
+        dropped += int((is_zero & positive).sum())
+        kept += int((~is_zero & positive).sum())
+    expect_true(dropped > 0,
+                f"In training mode with dropout={p} no attention weight was dropped in "
+                f"{case.calls} calls: the weights must pass through self.dropout before the "
+                f"batch matrix product with the values.")
+    expect_true(kept > 0, f"In training mode with dropout={p} every weight was dropped.")
+
+
+def _check_multi_head_dropout(case, got, eval_result):
+    eval_out = eval_result.tensor("output")
+    changed = False
+    for index in range(case.calls):
+        out = got.tensor("output", index)
+        expect_true(out.shape == eval_out.shape,
+                    f"the output in training mode has shape {tuple(out.shape)}, expected "
+                    f"{tuple(eval_out.shape)}")
+        changed |= not torch.allclose(out, eval_out, rtol=1e-4, atol=1e-5)
+    expect_true(changed,
+                f"In training mode with dropout={case.init['dropout']} the output never changed in "
+                f"{case.calls} calls: build self.attention as DotProductAttention(dropout) so "
+                f"dropout acts on every head's weights.")
+
+
+def check_device(case, student, reference):
+    check_match(case, student, reference, guard=True)
+
+
+def check_cuda(case, student, reference):
+    got = check_match(case, student, reference, device="cuda")
+    device = got.device("output")
+    expect_true(device.startswith("cuda"),
+                f"the output of {case.call_text()} came back on {device}, not on the inputs' "
+                f"CUDA device: something moved it to the CPU (.cpu(), .numpy(), torch.from_numpy, "
+                f"or a tensor created without device=).")
+
+
+CHECKS = {"match": check_match, "eval": check_eval, "dropout": check_dropout,
+          "device": check_device, "cuda": check_cuda}

@@ -1,0 +1,74 @@
+"""Fixtures of the hidden suite: the reference (here) and the submission (in its worker).
+
+Run by `grader grade`, or by hand:  pytest tests_hidden --submission path/to/attention.py
+"""
+import json
+import os
+import tempfile
+
+import pytest
+import torch
+
+from cases import cases
+from checks import params
+from grader.harness import Reference, Submission
+from grader.sandbox import isolation
+from grader.sandbox.limits import Limits
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_REFERENCE = os.path.join(os.path.dirname(HERE), "solutions", "attention.py")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("attention kit")
+    group.addoption("--submission", help="the submission's attention.py (as staged by intake)")
+    group.addoption("--reference", default=DEFAULT_REFERENCE, help="the instructor's solution")
+    group.addoption("--isolation", default="auto", choices=isolation.CHOICES)
+    group.addoption("--limits", default="{}", help="JSON object overriding fields of Limits")
+    group.addoption("--stage-dir", default=None, help="where workers get their private folders")
+    group.addoption("--no-gpu", action="store_true", help="grade as if there were no CUDA device")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "points(n): what the test is worth")
+    config.addinivalue_line("markers", "part(name): the part of the assignment it grades")
+    config.addinivalue_line("markers", "gpu: runs with every tensor on CUDA")
+    config.addinivalue_line("markers", "cases(*checks): parametrize over the cases with these checks")
+    config.attnkit_gpu = torch.cuda.is_available() and not config.getoption("--no-gpu")
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    path = config.getoption("--submission")
+    if not path:
+        raise pytest.UsageError("pass --submission PATH (the attention.py to grade)")
+    limits = Limits(**json.loads(config.getoption("--limits")))
+    stage = config.getoption("--stage-dir") or tempfile.mkdtemp(prefix="attnkit-stage-")
+    os.chmod(stage, 0o711)
+    level = isolation.choose(config.getoption("--isolation"))
+    config.attnkit_isolation = level
+    config.attnkit_student = Submission(os.path.abspath(path), level, limits, stage,
+                                        gpu=config.attnkit_gpu)
+    config.attnkit_student.start()
+
+
+def pytest_sessionfinish(session):
+    student = getattr(session.config, "attnkit_student", None)
+    if student is not None:
+        student.stop()
+
+
+def pytest_generate_tests(metafunc):
+    marker = metafunc.definition.get_closest_marker("cases")
+    if marker is not None:
+        metafunc.parametrize("case", params(cases(*marker.args), metafunc.config.attnkit_gpu))
+
+
+@pytest.fixture(scope="session")
+def student(request):
+    return request.config.attnkit_student
+
+
+@pytest.fixture(scope="session")
+def reference(request):
+    return Reference(request.config.getoption("--reference"))
