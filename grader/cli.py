@@ -1,5 +1,6 @@
 """The `grader` command: one subcommand per thing an instructor does."""
 import argparse
+import dataclasses
 import sys
 
 from . import paths
@@ -16,7 +17,42 @@ def build_parser():
     release.add_argument("--check", action="store_true",
                          help="only check that the skeleton is up to date (exit 1 if not)")
 
+    grade = commands.add_parser(
+        "grade", help="grade submissions against the hidden suite",
+        description="Grade each SUBMISSION (a folder, .py, .ipynb or .zip): writes "
+                    "DIR/<name>/results.json (Gradescope format), DIR/<name>/feedback.txt and "
+                    "DIR/grades.csv. Exit status 0 when grading ran, whatever the scores; 2 when "
+                    "the grader itself failed on some submission.")
+    grade.add_argument("submissions", nargs="+", metavar="SUBMISSION")
+    grade.add_argument("--out", required=True, metavar="DIR")
+    grade.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="submissions graded at once (default 1)")
+    _suite_arguments(grade)
     return parser
+
+
+def _suite_arguments(parser):
+    from .sandbox.isolation import CHOICES
+    from .sandbox.limits import Limits
+    parser.add_argument("--solution", default=paths.SOLUTION, help="the instructor's solution")
+    parser.add_argument("--hidden-tests", default=paths.HIDDEN_TESTS)
+    parser.add_argument("--isolation", default="auto", choices=CHOICES,
+                        help="auto: the best this machine allows; strict: refuse to grade "
+                             "without Linux namespaces; or one level (default auto)")
+    parser.add_argument("--no-gpu", action="store_true", help="grade as if there were no GPU")
+    limits = parser.add_argument_group("limits for each submission")
+    for field in dataclasses.fields(Limits):
+        limits.add_argument("--" + field.name.replace("_", "-"), type=field.type
+                            if field.type in (int, float) else float, default=field.default,
+                            help=f"(default {field.default})")
+
+
+def suite_options(args):
+    from .grade import SuiteOptions
+    from .sandbox.limits import Limits
+    limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits)})
+    return SuiteOptions(hidden_tests=args.hidden_tests, solution=args.solution,
+                        isolation=args.isolation, limits=limits, no_gpu=args.no_gpu)
 
 
 def main(argv=None):
@@ -28,4 +64,51 @@ def main(argv=None):
         except release.ReleaseError as error:
             print(f"grader release: {error}", file=sys.stderr)
             return 2
+    if args.command == "grade":
+        return _grade(args)
     return 2
+
+
+def _grade(args):
+    from .grade import grade_batch
+    from .sandbox.isolation import IsolationUnavailable, choose
+    options = suite_options(args)
+    try:
+        level = choose(options.isolation)
+    except IsolationUnavailable as error:
+        print(f"grader grade: {error}", file=sys.stderr)
+        return 2
+    print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
+          f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
+    results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    failed = [r.name for r in results if r.status == "grader error"]
+    print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
+    if failed:
+        print(f"The grader itself failed on: {', '.join(failed)} (see DIR/<name>/grader-errors.log)",
+              file=sys.stderr)
+        return 2
+    return 0
+    if args.command == "grade":
+        return _grade(args)
+    return 2
+
+
+def _grade(args):
+    from .grade import grade_batch
+    from .sandbox.isolation import IsolationUnavailable, choose
+    options = suite_options(args)
+    try:
+        level = choose(options.isolation)
+    except IsolationUnavailable as error:
+        print(f"grader grade: {error}", file=sys.stderr)
+        return 2
+    print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
+          f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
+    results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    failed = [r.name for r in results if r.status == "grader error"]
+    print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
+    if failed:
+        print(f"The grader itself failed on: {', '.join(failed)} (see DIR/<name>/grader-errors.log)",
+              file=sys.stderr)
+        return 2
+    return 0

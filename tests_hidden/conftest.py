@@ -40,6 +40,8 @@ def pytest_configure(config):
 def pytest_sessionstart(session):
     config = session.config
     path = config.getoption("--submission")
+    if config.option.collectonly:
+        return
     if not path:
         raise pytest.UsageError("pass --submission PATH (the attention.py to grade)")
     limits = Limits(**json.loads(config.getoption("--limits")))

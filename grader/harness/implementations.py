@@ -77,6 +77,7 @@ class Submission:
         self.loaded = False
         self.load_error = None
         self.api = {}
+        self.cell_errors = []
         self.broken = {}
         self.printed = []
         self.workers_started = 0
@@ -130,6 +131,9 @@ class Submission:
             raise StudentFailure(self.load_error)
         api = reply.get("api")
         self.api = {str(k): str(v) for k, v in api.items()} if isinstance(api, dict) else {}
+        cells = reply.get("cell_errors")
+        self.cell_errors = [[str(x) for x in c][:3] for c in cells if isinstance(c, list)] \
+            if isinstance(cells, list) else []
         self.loaded = True
 
     def run(self, probe, call_text):
@@ -162,8 +166,23 @@ class Submission:
             self._collect_output()
             self.worker = None
 
+    def abandon_worker(self):
+        """Called when a test was stopped mid-call: that worker's state is unknown."""
+        if self.worker is not None:
+            self.worker.stop()
+            self._collect_output()
+            self.worker = None
+
     def output(self):
         """Everything the submission printed, across all its workers."""
         out = "".join(o for o, _ in self.printed)
         err = "".join(e for _, e in self.printed)
         return out, err
+
+    def summary(self):
+        """Plain data about the submission's run, for the report."""
+        out, err = self.output()
+        limit = self.limits.output_kb * 1024
+        return {"api": self.api, "load_error": self.load_error, "cell_errors": self.cell_errors,
+                "broken": dict(self.broken), "workers_started": self.workers_started,
+                "stdout": out[:limit], "stderr": err[:limit]}

@@ -1,0 +1,132 @@
+"""pytest plugin loaded into the trusted grading process: it records each hidden test's outcome.
+
+Every outcome is classified before it leaves the process:
+    passed / skipped                      as pytest says
+    failed, blame "student"               a StudentFailure or AssertionError (the message is
+                                          written for the student), or a pytest-timeout
+    failed, blame "grader"                anything else: a bug in the grader or the reference;
+                                          the student sees that it was not their fault and the
+                                          instructor gets the traceback
+The report is written as JSON to a file descriptor inherited from `grader grade` (never to
+a file a worker could reach). With --attnkit-catalog the plugin only lists the tests.
+"""
+import json
+import os
+import time
+import traceback
+
+import pytest
+
+from grader.harness.failures import StudentFailure
+
+GRADER_FAULT = ("The grader itself failed on this test; this is not your fault and costs you "
+                "nothing once your instructor has looked at it.")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("attention kit report")
+    group.addoption("--attnkit-report-fd", type=int, default=None)
+    group.addoption("--attnkit-catalog", action="store_true",
+                    help="with --collect-only: report the tests with their points and parts")
+
+
+def _marker_arg(item, name, default=None):
+    marker = item.get_closest_marker(name)
+    return marker.args[0] if marker and marker.args else default
+
+
+def _skip_reason(item):
+    for marker in item.iter_markers("skipif"):
+        condition = marker.args[0] if marker.args else marker.kwargs.get("condition")
+        if condition is True:
+            return marker.kwargs.get("reason", "skipped")
+    return None
+
+
+def _describe(item):
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    return {"nodeid": item.nodeid, "name": getattr(case, "id", item.name),
+            "part": _marker_arg(item, "part", "other"),
+            "points": float(_marker_arg(item, "points", 0)),
+            "skip": _skip_reason(item)}
+
+
+class Recorder:
+    def __init__(self, config):
+        self.config = config
+        self.tests = {}
+        self.order = []
+        self.errors = []
+        self.started = time.monotonic()
+
+    def _record(self, item):
+        if item.nodeid not in self.tests:
+            self.tests[item.nodeid] = dict(_describe(item), outcome="passed", blame=None,
+                                           message="", seconds=0.0)
+            self.order.append(item.nodeid)
+        return self.tests[item.nodeid]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        entry = self._record(item)
+        entry["seconds"] += call.duration
+        if report.skipped and call.excinfo is not None:
+            entry["outcome"] = "skipped"
+            reason = call.excinfo.value
+            entry["message"] = str(getattr(reason, "msg", reason))
+            return
+        if not report.failed:
+            return
+        entry["outcome"] = "failed"
+        error = call.excinfo.value if call.excinfo else None
+        if isinstance(error, (StudentFailure, AssertionError)) and call.when == "call":
+            entry["blame"] = "student"
+            entry["message"] = str(error)
+        elif call.when == "call" and "Timeout" in str(error) and "pytest-timeout" in str(error):
+            entry["blame"] = "student"
+            entry["message"] = (f"This test took longer than its time limit "
+                                f"({self.config.getoption('timeout', None)} s) and was stopped.")
+            student = getattr(self.config, "attnkit_student", None)
+            if student is not None:
+                student.abandon_worker()
+        else:
+            entry["blame"] = "grader"
+            entry["message"] = GRADER_FAULT
+            text = "".join(traceback.format_exception(type(error), error, error.__traceback__)) \
+                if error is not None else str(report.longrepr)
+            entry["grader_traceback"] = text[-8000:]
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.errors.append(f"collecting {report.nodeid}: {report.longrepr}"[-4000:])
+
+    def catalog(self, session):
+        return [_describe(item) for item in session.items]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        fd = self.config.getoption("--attnkit-report-fd")
+        if fd is None:
+            return
+        if self.config.getoption("--attnkit-catalog"):
+            payload = {"catalog": self.catalog(session), "errors": self.errors}
+        else:
+            student = getattr(self.config, "attnkit_student", None)
+            level = getattr(self.config, "attnkit_isolation", None)
+            payload = {
+                "tests": [self.tests[n] for n in self.order],
+                "errors": self.errors,
+                "exitstatus": int(exitstatus),
+                "seconds": time.monotonic() - self.started,
+                "isolation": level.describe() if level else None,
+                "submission": student.summary() if student else None,
+            }
+        data = json.dumps(payload).encode()
+        with os.fdopen(fd, "wb", closefd=True) as out:
+            out.write(data)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Recorder(config), "attnkit-recorder")
