@@ -25,7 +25,7 @@ from .trusted import SuiteFailed, SuiteOptions
 __all__ = ["SuiteOptions", "grade_batch", "grade_one"]
 
 
-def grade_one(path, name, catalog, options, workdir):
+def grade_one(path, name, catalog, options, workdir, zygote=None):
     """Stage and grade one submission; always returns a SubmissionResult."""
     started = time.monotonic()
     stage_root = tempfile.mkdtemp(prefix=f"{_safe(name)}-", dir=workdir)
@@ -42,7 +42,7 @@ def grade_one(path, name, catalog, options, workdir):
         os.makedirs(workers)
         os.chmod(workers, 0o711)
         try:
-            report = trusted.run_suite(options, staged.file, workers)
+            report = trusted.run_suite(options, staged.file, workers, zygote)
         except SuiteFailed as failure:
             tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
             return outcome.SubmissionResult(name, path, tests, staged.notes,
@@ -85,7 +85,16 @@ def write_result(result, out_dir):
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None):
     """Grade every submission in `paths`; returns the SubmissionResults in input order."""
     os.makedirs(out_dir, exist_ok=True)
-    catalog = trusted.catalog(options)
+    zygote = trusted.start_zygote()
+    try:
+        return _grade_batch(paths, out_dir, options, jobs, stream, zygote)
+    finally:
+        if zygote is not None:
+            zygote.close()
+
+
+def _grade_batch(paths, out_dir, options, jobs, stream, zygote):
+    catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     names = intake.submission_names(paths)
     table = Table(parts, len(paths), **({"stream": stream} if stream else {}))
@@ -95,7 +104,7 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None):
     os.chmod(workdir, 0o711)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(grade_one, path, name, catalog, options, workdir): i
+            futures = {pool.submit(grade_one, path, name, catalog, options, workdir, zygote): i
                        for i, (path, name) in enumerate(zip(paths, names))}
             for future in concurrent.futures.as_completed(futures):
                 index = futures[future]

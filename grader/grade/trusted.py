@@ -56,31 +56,68 @@ def _environment():
     return env
 
 
-def run_pytest(options, extra_args, timeout):
-    """Run pytest with our plugin; returns (report dict, console text)."""
-    read_fd, write_fd = os.pipe()
-    with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
-        cmd = [sys.executable, "-m", "pytest", *options.pytest_args(),
-               "--attnkit-report-fd", str(write_fd), *extra_args]
-        proc = subprocess.Popen(cmd, cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                pass_fds=(write_fd,), start_new_session=True)
-        os.close(write_fd)
-        chunks = []
-        reader = threading.Thread(target=lambda: chunks.append(_read_all(read_fd)), daemon=True)
+def start_zygote():
+    """A fork server with torch and pytest imported (see zygote.py), or None."""
+    from .zygote import Zygote
+    try:
+        return Zygote(_environment())
+    except OSError:
+        return None
+
+
+def _drain(fd, into):
+    into.append(_read_all(fd))
+
+
+def run_pytest(options, extra_args, timeout, zygote=None):
+    """Run pytest with our plugin, forked from `zygote` or as a fresh process.
+
+    Returns (report dict, console text); raises SuiteFailed when no report came."""
+    from .zygote import ZygoteGone
+    report_r, report_w = os.pipe()
+    console_r, console_w = os.pipe()
+    report, console = [], []
+    readers = [threading.Thread(target=_drain, args=(report_r, report), daemon=True),
+               threading.Thread(target=_drain, args=(console_r, console), daemon=True)]
+    for reader in readers:
         reader.start()
-        try:
-            console, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.communicate()
-            reader.join(5)
-            raise SuiteFailed(f"the hidden suite did not finish within {timeout:g} s") from None
-        reader.join(30)
-    console = console.decode("utf-8", "replace")
-    data = chunks[0] if chunks else b""
+    args = [*options.pytest_args(), *extra_args]
+    with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
+        pid = None
+        if zygote is not None:
+            try:
+                pid = zygote.spawn(args + ["--attnkit-report-fd", "{report_fd}"],
+                                   report_w, console_w, cwd)
+            except ZygoteGone:
+                zygote = None
+        if pid is None:
+            proc = subprocess.Popen([sys.executable, "-m", "pytest", *args,
+                                     "--attnkit-report-fd", str(report_w)],
+                                    cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
+                                    stdout=console_w, stderr=console_w,
+                                    pass_fds=(report_w,), start_new_session=True)
+        os.close(report_w)
+        os.close(console_w)
+        if zygote is not None:
+            status = zygote.wait(pid, timeout)
+            if status is None:
+                zygote.kill(pid)
+                zygote.wait(pid, 10)
+        else:
+            try:
+                status = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                status = None
+        for reader in readers:
+            reader.join(30)
+    console = (console[0] if console else b"").decode("utf-8", "replace")
+    if status is None:
+        raise SuiteFailed(f"the hidden suite did not finish within {timeout:g} s")
+    data = report[0] if report else b""
     if not data:
-        raise SuiteFailed(f"the hidden suite exited with status {proc.returncode} and wrote no "
+        raise SuiteFailed(f"the hidden suite exited with status {status} and wrote no "
                           f"report:\n{console[-4000:]}")
     try:
         return json.loads(data), console
@@ -93,19 +130,20 @@ def _read_all(fd):
         return handle.read()
 
 
-def catalog(options):
+def catalog(options, zygote=None):
     """The hidden tests with their points and parts, without running any."""
-    report, console = run_pytest(options, ["--collect-only", "--attnkit-catalog"], timeout=300)
+    report, console = run_pytest(options, ["--collect-only", "--attnkit-catalog"], timeout=300,
+                                 zygote=zygote)
     if report.get("errors") or not report.get("catalog"):
         raise SuiteFailed("the hidden suite could not be collected:\n"
                           + "\n".join(report.get("errors", [])) + console[-3000:])
     return report["catalog"]
 
 
-def run_suite(options, submission_file, stage_dir):
+def run_suite(options, submission_file, stage_dir, zygote=None):
     """The hidden suite's report for one staged submission."""
     report, console = run_pytest(options, ["--submission", submission_file,
                                            "--stage-dir", stage_dir],
-                                 timeout=options.process_seconds())
+                                 timeout=options.process_seconds(), zygote=zygote)
     report["console"] = console[-20000:]
     return report

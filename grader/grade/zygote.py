@@ -1,0 +1,179 @@
+"""A fork server for the trusted grading processes.
+
+Importing torch and pytest costs about two seconds; a batch pays it once. The zygote is a
+trusted process that imports them and then waits. For each submission `grader grade` sends
+it, over a Unix socket, the pytest arguments and two file descriptors (the private report
+pipe and the console pipe); the zygote forks a child that runs the hidden suite with them
+and reports the child's exit status when it ends. The zygote never runs student code: the
+child starts the submission's worker exactly as a fresh process would (grader/sandbox).
+
+    server = Zygote(env)              # python -m grader.grade.zygote, in its own process
+    pid = server.spawn(args, report_fd, console_fd, cwd)
+    status = server.wait(pid, timeout)
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+PRELOAD = ("torch", "pytest", "_pytest.python", "grader.harness", "grader.grade.plugin",
+           "grader.sandbox.client", "pytest_timeout")
+
+
+class ZygoteGone(Exception):
+    """The fork server died; the caller falls back to a fresh process."""
+
+
+class Zygote:
+    def __init__(self, env):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = parent
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
+                                     env=env, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        child.close()
+        self.lock = threading.Lock()
+        self.statuses = {}
+        self.replies = []
+        self.changed = threading.Condition()
+        self.alive = True
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        buffer = b""
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                with self.changed:
+                    self.alive = False
+                    self.changed.notify_all()
+                return
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = json.loads(line)
+                with self.changed:
+                    if "exited" in message:
+                        self.statuses[message["exited"]] = message["status"]
+                    else:
+                        self.replies.append(message)
+                    self.changed.notify_all()
+
+    def spawn(self, args, report_fd, console_fd, cwd):
+        """Start one trusted grading process; returns its pid."""
+        request = json.dumps({"args": args, "cwd": cwd}).encode() + b"\n"
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [request], [report_fd, console_fd])
+            except OSError:
+                raise ZygoteGone("the fork server is not running") from None
+            with self.changed:
+                while not self.replies and self.alive:
+                    self.changed.wait(1)
+                if not self.replies:
+                    raise ZygoteGone("the fork server did not answer")
+                return self.replies.pop(0)["pid"]
+
+    def wait(self, pid, timeout):
+        """The child's exit status (as os.waitstatus_to_exitcode gives it), or None on timeout."""
+        with self.changed:
+            ok = self.changed.wait_for(lambda: pid in self.statuses or not self.alive, timeout)
+            if pid in self.statuses:
+                return self.statuses.pop(pid)
+        if not ok:
+            return None
+        raise ZygoteGone("the fork server died while a child was running")
+
+    def kill(self, pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
+            self.sock.close()
+        finally:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+# -- the server side ------------------------------------------------------------------
+def _child(args, report_fd, console_fd, cwd):
+    os.setsid()
+    os.dup2(console_fd, 1)
+    os.dup2(console_fd, 2)
+    os.close(console_fd)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.chdir(cwd)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    import pytest
+    args = [a.replace("{report_fd}", str(report_fd)) for a in args]
+    try:
+        code = pytest.main(args)
+    except BaseException:
+        code = 3
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(code))
+
+
+def serve(sock_fd):
+    import importlib
+    for name in PRELOAD:
+        importlib.import_module(name)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
+    children = set()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    import select
+    while True:
+        ready, _, _ = select.select([sock, wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+            sock.sendall(json.dumps({"exited": pid,
+                                     "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+        if sock in ready:
+            try:
+                message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
+            except OSError:
+                return
+            if not message:
+                return  # the batch is over
+            request = json.loads(message)
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                signal.set_wakeup_fd(-1)
+                os.close(wake_r)
+                os.close(wake_w)
+                _child(request["args"], fds[0], fds[1], request["cwd"])
+            for fd in fds:
+                os.close(fd)
+            children.add(pid)
+            sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
