@@ -28,6 +28,13 @@ def build_parser():
     grade.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="submissions graded at once (default 1)")
     _suite_arguments(grade)
+
+    validate = commands.add_parser(
+        "validate", help="check the hidden suite: solution full marks, skeleton 0, every mutant "
+                         "of the mistake zoo loses points in its part, alternatives full marks")
+    validate.add_argument("--jobs", type=int, default=1, metavar="N")
+    validate.add_argument("--out", default=None, metavar="DIR", help="keep the results here")
+    _suite_arguments(validate)
     return parser
 
 
@@ -66,6 +73,11 @@ def main(argv=None):
             return 2
     if args.command == "grade":
         return _grade(args)
+    if args.command == "validate":
+        from .validate import print_table, validate
+        ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
+        print_table(rows)
+        return 0 if ok else 1
     return 2
 
 
@@ -90,6 +102,11 @@ def _grade(args):
     return 0
     if args.command == "grade":
         return _grade(args)
+    if args.command == "validate":
+        from .validate import print_table, validate
+        ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
+        print_table(rows)
+        return 0 if ok else 1
     return 2
 
 

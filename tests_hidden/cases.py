@@ -264,6 +264,9 @@ def transpose_cases():
     yield Case(part, "transpose_qkv with 1 head", 1, "transpose_qkv", (r.randn(3, 2, 4), 1))
     yield Case(part, "transpose_qkv with a batch of one and one position", 1, "transpose_qkv",
                (r.randn(1, 1, 6), 3))
+    yield Case(part, "transpose_qkv keeps each example's heads together (batch 3, 2 heads)", 1,
+               "transpose_qkv", (r.randn(3, 2, 4), 2),
+               about="row b*num_heads + i holds head i of example b")
     yield Case(part, "transpose_output with 4 heads", 2, "transpose_output", (r.randn(8, 3, 2), 4))
     yield Case(part, "transpose_output with 2 heads, float64", 1, "transpose_output",
                (r.randn(6, 5, 3, dtype=torch.float64), 2))
@@ -296,6 +299,9 @@ def multi_head_cases():
                init=init(4, 3, 2, 6, 3, bias=True))
     q, k, v = _attention_inputs(r, 2, 3, 3, 4, 4, 4)
     yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2))
+    q, k, v = _attention_inputs(r, 3, 2, 5, 2, 3, 4)
+    yield Case(part, "int32 lengths, three sizes of input", 1, target,
+               (q, k, v, lens([5, 1, 3], torch.int32)), init=init(2, 3, 4, 6, 3))
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 3)
     yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 6, 2])),
                init=init(3, 3, 3, 6, 2))
