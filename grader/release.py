@@ -81,10 +81,11 @@ class FindRegions:
                                        f"from its {BEGIN} at line {open_at + 1}")
                 source.regions.append(Region(open_at, number, indent, _owner(source.lines, open_at)))
                 open_at = None
-            elif marker.startswith("#") and ("BEGIN SOLUTION" in marker.upper()
-                                             or "END SOLUTION" in marker.upper()):
+            elif "BEGIN SOLUTION" in marker.upper() or "END SOLUTION" in marker.upper():
+                # nbgrader takes any line containing these words for a marker
                 raise ReleaseError(f"{source.path}:{number + 1}: malformed marker {marker!r}; "
-                                   f"write exactly {BEGIN!r} or {END!r} on a line of its own")
+                                   f"write exactly {BEGIN!r} or {END!r} on a line of its own "
+                                   f"(nbgrader reads any line containing these words as one)")
         if open_at is not None:
             raise ReleaseError(f"{source.path}:{open_at + 1}: {BEGIN} is never closed by {END}")
         if not source.regions:

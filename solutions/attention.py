@@ -3,8 +3,8 @@
 ### BEGIN INSTRUCTOR ONLY
 This is the instructor's solution and the only place the answers live.
 `grader release` turns it into the student skeleton `assignments/attention/attention.py`:
-every region between `### BEGIN SOLUTION` and `### END SOLUTION` becomes a stub that
-raises NotImplementedError, these instructor-only lines are dropped, and everything else
+every region between nbgrader's solution markers (the `###` comment lines) becomes a stub
+that raises NotImplementedError, these instructor-only lines are dropped, and everything else
 (signatures, docstrings, `# Hint:` lines) is copied as it is, so write nothing outside a
 region that gives an answer away.
 
