@@ -69,7 +69,7 @@ def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1
     """Fail with a teaching message unless `got` matches `expected`.
 
     what:     'the output of masked_softmax(...)', used as the subject of the message
-    context:  lines describing the inputs
+    context:  what the case is about, in words
     hints:    extra lines to add whenever the values differ
     suspects: (description, tensor) pairs: results of known mistakes on the same inputs
     weights:  the tensor holds attention weights (rows sum to 1, masked entries are 0)
@@ -107,7 +107,7 @@ def _dtype(t):
 def _raise(lines, context, hints):
     lines = list(lines) + [f"  {h}" for h in hints if h]
     if context:
-        lines.append("  Inputs: " + "; ".join(context))
+        lines.append("  About this case: " + "; ".join(context))
     raise StudentFailure("\n".join(lines))
 
 

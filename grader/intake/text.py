@@ -48,7 +48,10 @@ def decode_source(data, label):
             text = data.decode(encoding)
         except (UnicodeDecodeError, LookupError):
             continue
-        if encoding not in ("utf-8", declared):
+        if encoding == declared and encoding != "utf-8":
+            notes.append(f"{label} declares the {encoding.upper()} encoding in its coding line; "
+                         f"the grader read it so and graded a UTF-8 copy.")
+        elif encoding != "utf-8":
             notes.append(f"{label} is not UTF-8; the grader read it as {encoding.upper()} "
                          f"(the encoding of Chinese Windows editors). Save as UTF-8 to be sure.")
         break

@@ -20,7 +20,8 @@ def write_gradebook(results, parts, path):
             failed = result.status == "grader error"
             total = "" if failed else f"{result.score:g}"
             reason = result.grader_error or result.intake_error or (
-                f"{len(result.grader_failures)} tests failed inside the grader" if failed else "")
+                f"{len(result.grader_failures)} tests failed inside the grader" if failed
+                else (result.summary or {}).get("load_error") or "")
             writer.writerow([result.name, result.status, total, f"{result.max_score:g}"]
                             + [f"{by_part.get(p, (0, 0))[0]:g}" for p in parts]
                             + [reason.splitlines()[0][:300] if reason else "", result.source])
