@@ -1,6 +1,7 @@
 """The `grader` command: one subcommand per thing an instructor does."""
 import argparse
 import dataclasses
+import os
 import sys
 
 from . import paths
@@ -27,7 +28,17 @@ def build_parser():
     grade.add_argument("--out", required=True, metavar="DIR")
     grade.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="submissions graded at once (default 1)")
+    grade.add_argument("--results-json", metavar="PATH",
+                       help="with one submission: also write its results.json here "
+                            "(Gradescope's /autograder/results/results.json)")
     _suite_arguments(grade)
+
+    gradescope = commands.add_parser("gradescope", help="write the autograder zip for Gradescope")
+    gradescope.add_argument("--out", default="autograder.zip")
+    gradescope.add_argument("--torch", default=None, help="torch version setup.sh installs "
+                            "(default: the one installed here)")
+    from .sandbox.isolation import CHOICES
+    gradescope.add_argument("--isolation", default="auto", choices=CHOICES)
 
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every mutant "
@@ -73,6 +84,9 @@ def main(argv=None):
             return 2
     if args.command == "grade":
         return _grade(args)
+    if args.command == "gradescope":
+        from . import gradescope
+        return gradescope.main(args)
     if args.command == "validate":
         from .validate import print_table, validate
         ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
@@ -92,7 +106,13 @@ def _grade(args):
         return 2
     print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
+    if args.results_json and len(args.submissions) != 1:
+        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
+        return 2
     results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    if args.results_json:
+        import shutil
+        shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
     failed = [r.name for r in results if r.status == "grader error"]
     print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
     if failed:
@@ -102,6 +122,9 @@ def _grade(args):
     return 0
     if args.command == "grade":
         return _grade(args)
+    if args.command == "gradescope":
+        from . import gradescope
+        return gradescope.main(args)
     if args.command == "validate":
         from .validate import print_table, validate
         ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
@@ -121,7 +144,13 @@ def _grade(args):
         return 2
     print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
+    if args.results_json and len(args.submissions) != 1:
+        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
+        return 2
     results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    if args.results_json:
+        import shutil
+        shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
     failed = [r.name for r in results if r.status == "grader error"]
     print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
     if failed:

@@ -53,17 +53,19 @@ def submission_names(paths):
         return name
 
     names = [base(p) for p in paths]
+    counts = {name: names.count(name) for name in names}
     for i, name in enumerate(names):
-        if names.count(name) > 1:
+        if counts[name] > 1:
             parent = os.path.basename(os.path.dirname(os.path.abspath(paths[i])))
             names[i] = f"{parent}-{name}" if parent else name
-    seen = {}
+    taken = set()
     for i, name in enumerate(names):
-        if name in seen:
-            seen[name] += 1
-            names[i] = f"{name}-{seen[name]}"
-        else:
-            seen[name] = 1
+        unique, counter = name, 1
+        while unique in taken:
+            counter += 1
+            unique = f"{name}-{counter}"
+        taken.add(unique)
+        names[i] = unique
     return names
 
 

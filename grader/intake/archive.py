@@ -9,22 +9,36 @@ by Chinese Windows zip tools are decoded.
 import os
 import stat
 import zipfile
+import zlib
 
 from .errors import IntakeError
+
+try:
+    from lzma import LZMAError
+except ImportError:  # a Python built without lzma cannot open such entries at all
+    LZMAError = NotImplementedError
 
 MAX_ENTRIES = 2000
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
+READ_ERRORS = (zipfile.BadZipFile, zlib.error, LZMAError, EOFError, OSError, RuntimeError,
+               NotImplementedError)  # what a damaged entry raises while it is read
 JUNK = ("__MACOSX/", ".DS_Store", "__pycache__/", ".ipynb_checkpoints/", ".git/", "Thumbs.db")
 
 
 def _entry_name(info):
     name = info.filename
     if not info.flag_bits & 0x800:  # not flagged UTF-8: stored as cp437, often really GBK
-        try:
-            name = name.encode("cp437").decode("gbk")
-        except (UnicodeEncodeError, UnicodeDecodeError):
-            pass
+        try:                         # (or UTF-8 unflagged, as macOS Archive Utility writes)
+            raw = name.encode("cp437")
+        except UnicodeEncodeError:
+            raw = None
+        for encoding in ("utf-8", "gbk") if raw else ():
+            try:
+                name = raw.decode(encoding)
+                break
+            except UnicodeDecodeError:
+                pass
     return name.replace("\\", "/")
 
 
@@ -59,7 +73,7 @@ def extract(zip_path, dest, label):
         if declared > MAX_TOTAL_BYTES:
             raise IntakeError(f"{label} would unpack to {declared // 2**20} MB; at most "
                               f"{MAX_TOTAL_BYTES // 2**20} MB are accepted.")
-        refused, junk, total = [], 0, 0
+        refused, junk, total, too_big = [], 0, 0, []
         root = os.path.realpath(dest)
         for info in entries:
             name = _entry_name(info)
@@ -80,6 +94,9 @@ def extract(zip_path, dest, label):
             if info.is_dir():
                 os.makedirs(target, exist_ok=True)
                 continue
+            if info.file_size > MAX_ENTRY_BYTES:  # a dataset or weights beside the code
+                too_big.append(name)
+                continue
             os.makedirs(os.path.dirname(target), exist_ok=True)
             written = 0
             try:
@@ -95,10 +112,13 @@ def extract(zip_path, dest, label):
                                 f"{label} inflates far beyond the sizes it declares (a zip bomb?); "
                                 f"it was not unpacked.")
                         out.write(chunk)
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as error:
+            except READ_ERRORS as error:
                 raise IntakeError(f"{label}: the entry {name!r} could not be read ({error}).") from None
         if junk:
             notes.append(f"{label}: ignored {junk} archive junk entries (__MACOSX, .DS_Store, caches).")
+        if too_big:
+            notes.append(f"{label}: skipped {len(too_big)} files over {MAX_ENTRY_BYTES // 2**20} MB "
+                         f"({', '.join(too_big[:5])}); the grader unpacks only smaller files.")
         if refused:
             shown = ", ".join(refused[:5])
             notes.append(f"{label}: refused {len(refused)} entries that point outside the archive "

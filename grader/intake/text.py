@@ -1,7 +1,8 @@
 """Read a student's source file as text, whatever editor saved it.
 
-Handles UTF-8 with or without a BOM, a PEP 263 coding line, GBK/GB18030 (Chinese
-Windows editors), CRLF and CR line endings; refuses empty and binary files with a reason.
+Handles UTF-8 with or without a BOM, UTF-16 with a BOM (Notepad's "Unicode"), a PEP 263
+coding line, GBK/GB18030 (Chinese Windows editors), CRLF and CR line endings; refuses empty
+and binary files with a reason.
 The result is written back as UTF-8 with LF line endings, so the worker reads it plainly.
 """
 import codecs
@@ -31,14 +32,23 @@ def decode_source(data, label):
     if len(data) > MAX_SOURCE_BYTES:
         raise IntakeError(f"{label} is {len(data) // 1024} KB; a source file over "
                           f"{MAX_SOURCE_BYTES // 1024} KB is not accepted.")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Notepad's "Unicode"
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+            notes.append(f"{label} was saved as UTF-16; the grader converted it. Save as UTF-8 "
+                         f"to be sure.")
+        except UnicodeDecodeError:
+            pass
+    bom = data.startswith(codecs.BOM_UTF8)
+    if bom:
+        data = data[len(codecs.BOM_UTF8):]
     if not data.strip():
         raise IntakeError(f"{label} is empty: was the right file uploaded?")
     if b"\x00" in data[:8192]:
         hint = " (it starts like a zip archive)" if data[:2] == b"PK" else ""
         raise IntakeError(f"{label} is not a text file{hint}: it contains binary data. Upload "
                           f"the .py source itself, not a .pyc, an archive or a document.")
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+    if bom:
         notes.append(f"{label} starts with a UTF-8 byte-order mark; the grader removed it.")
     declared = _declared_encoding(data)
     candidates = ([declared] if declared else []) + ["utf-8", "gb18030"]

@@ -1,0 +1,112 @@
+"""`grader grade` end to end, as an instructor runs it: the examples, the gradebook, results.json,
+and a failure of the grader itself reported as such."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT, SOLUTION
+
+EXAMPLES = os.path.join(KIT, "examples")
+EXPECTED = {"alice": "full", "bob": "MultiHeadAttention", "chen": "masked_softmax",
+            "dana": "transpose", "erik": "zero", "fatima": "zero"}
+
+
+def _grade(args, tmp_path, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grader", "grade", *args, "--out",
+                           str(tmp_path / "out"), "--jobs", "2"], cwd=KIT, capture_output=True,
+                          text=True, timeout=900, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def graded_examples(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("examples")
+    paths = sorted(os.path.join(EXAMPLES, name) for name in os.listdir(EXAMPLES))
+    done = _grade(paths, tmp_path)
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    return done, rows, tmp_path / "out"
+
+
+def test_grading_runs_and_exits_0(graded_examples):
+    done, rows, _ = graded_examples
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(rows) == set(EXPECTED)
+    assert "[  6/6  ]" in done.stdout  # progress as it goes
+
+
+def _part(row, part):
+    key = next(k for k in row if k.startswith(part + " "))
+    return float(row[key]), float(key.split("/")[1].rstrip(")"))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_example_scores_as_documented(graded_examples, name):
+    _, rows, _ = graded_examples
+    row = rows[name]
+    total, top = float(row["total"]), float(row["max"])
+    assert top == 100
+    expected = EXPECTED[name]
+    if expected == "full":
+        assert total == top
+    elif expected == "zero":
+        assert total == 0 and row["reason"]
+    else:
+        score, part_max = _part(row, expected)
+        assert score < part_max and 0 < total < top
+
+
+def test_results_json_has_gradescope_fields(graded_examples):
+    _, _, out = graded_examples
+    for name in EXPECTED:
+        with open(out / name / "results.json", encoding="utf-8") as handle:
+            results = json.load(handle)
+        assert isinstance(results["score"], float)
+        assert results["tests"], name
+        for test in results["tests"]:
+            assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
+            assert test["status"] in ("passed", "failed")
+            assert test["score"] in (0, test["max_score"])
+        assert sum(t["score"] for t in results["tests"]) == results["score"]
+        assert results["extra_data"]["isolation"]["level"] in ("bwrap", "unshare", "none")
+
+
+def test_feedback_teaches(graded_examples):
+    _, _, out = graded_examples
+    bob = (out / "bob" / "feedback.txt").read_text(encoding="utf-8")
+    assert "repeat_interleave" in bob and "%matplotlib inline" in bob
+    chen = (out / "chen" / "feedback.txt").read_text(encoding="utf-8")
+    assert "GBK" in chen and "-inf" in chen
+    erik = (out / "erik" / "feedback.txt").read_text(encoding="utf-8")
+    assert "line 59" in erik or "line" in erik and "SyntaxError" in erik
+    fatima = (out / "fatima" / "feedback.txt").read_text(encoding="utf-8")
+    assert "`d2l`" in fatima
+
+
+def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
+    broken = tmp_path / "solution.py"
+    broken.write_text(open(SOLUTION, encoding="utf-8").read().replace(
+        "    return nn.functional.softmax(X.reshape(shape), dim=-1)  # (B, Q, K)",
+        "    raise RuntimeError('bug in the reference')"), encoding="utf-8")
+    done = _grade([os.path.join(EXAMPLES, "alice.py"), "--solution", str(broken)], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["status"] == "grader error" and row["total"] == ""
+    results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
+    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    assert failed and all("not your fault" in t["output"] for t in failed)
+    log = (tmp_path / "out" / "alice" / "grader-errors.log").read_text()
+    assert "bug in the reference" in log
+
+
+def test_missing_submission_gets_a_row_with_a_reason(tmp_path):
+    done = _grade([os.path.join(EXAMPLES, "alice.py"), str(tmp_path / "nobody.py")], tmp_path)
+    assert done.returncode == 0
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert rows["nobody"]["status"] == "not gradable" and "does not exist" in rows["nobody"]["reason"]
+    assert rows["alice"]["total"] == "100"

@@ -1,0 +1,697 @@
+"""Intake: whatever a student uploaded becomes one staged folder with a plain UTF-8
+attention.py (plus their helper modules), a reason when it cannot, and notes on what changed.
+
+Every test builds real files (text in odd encodings, nbformat-4 notebooks, zip archives,
+folders) and stages them the way `grader grade` does.
+"""
+import codecs
+import importlib.util
+import json
+import os
+import stat
+import struct
+import sys
+import tempfile
+import uuid
+import zipfile
+import zlib
+
+import pytest
+
+from grader.intake import archive, stage, submission_names
+
+ATTENTION = '''\
+import math
+
+
+def scale(d):
+    """1 / sqrt(d), the scaling of dot-product attention."""
+    return 1 / math.sqrt(d)
+
+
+GREETING = "hello"
+'''
+
+CHINESE = '''\
+# 缩放点积注意力（作业）
+import math
+
+
+def scale(d):
+    """缩放因子：1 / sqrt(d)"""
+    return 1 / math.sqrt(d)
+
+
+LABEL = "注意力权重"
+'''
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _stage(tmp_path, upload):
+    return stage(str(upload), str(tmp_path / "staged"), "student")
+
+
+def _stage_bytes(tmp_path, filename, data):
+    folder = tmp_path / "upload"
+    folder.mkdir(exist_ok=True)
+    path = folder / filename
+    path.write_bytes(data)
+    return _stage(tmp_path, path)
+
+
+def _import(path):
+    """Import a staged module the way the worker does, with its folder on sys.path."""
+    name = f"staged_{uuid.uuid4().hex}"
+    folder = os.path.dirname(path)
+    loaded = set(sys.modules)
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(folder)
+        for helper in set(sys.modules) - loaded:  # the student's helpers, e.g. `helpers`
+            if (getattr(sys.modules[helper], "__file__", None) or "").startswith(folder):
+                del sys.modules[helper]
+
+
+def _read_staged(staged):
+    assert staged.error is None, staged.error
+    assert os.path.basename(staged.file) == "attention.py"
+    with open(staged.file, "rb") as handle:
+        data = handle.read()
+    text = data.decode("utf-8")  # strictly UTF-8, or this raises
+    assert not data.startswith(codecs.BOM_UTF8) and "\r" not in text
+    compile(text, staged.file, "exec")
+    return text
+
+
+def _notes(staged):
+    return "\n".join(staged.notes)
+
+
+def _notebook(cells, as_lines=True):
+    """A real nbformat-4 notebook; `cells` are ("code" | "markdown", source) pairs."""
+    out = []
+    for i, (kind, source) in enumerate(cells):
+        cell = {"cell_type": kind, "id": f"cell-{i}", "metadata": {},
+                "source": source.splitlines(keepends=True) if as_lines else source}
+        if kind == "code":
+            cell.update(execution_count=None, outputs=[])
+        out.append(cell)
+    notebook = {"cells": out,
+                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                            "name": "python3"},
+                             "language_info": {"name": "python", "version": "3.11.7"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _zip(path, entries, **kwargs):
+    """entries: name -> bytes, or a ZipInfo -> bytes."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, **kwargs) as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _zip_with_raw_names(path, entries):
+    """A zip whose entry names are stored as the given raw bytes, without the UTF-8 flag
+    (what Windows zip tools do with GBK names, and macOS Archive Utility with UTF-8).
+
+    zipfile writes a non-ASCII name as UTF-8 and flags it, so each entry is written under an
+    ASCII placeholder of the same byte length, then the placeholder is replaced in the local
+    header and the central directory (the CRC covers the content, not the name).
+    """
+    placeholders = {}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i, (raw, data) in enumerate(entries.items()):
+            stem = f"n{i}_".encode() + b"x" * len(raw)
+            placeholder = stem[:len(raw)]
+            assert len(placeholder) == len(raw), "name too short for a placeholder"
+            placeholders[placeholder] = raw
+            zf.writestr(placeholder.decode("ascii"), data)
+    blob = path.read_bytes()
+    for placeholder, raw in placeholders.items():
+        assert blob.count(placeholder) == 2  # local header + central directory
+        blob = blob.replace(placeholder, raw)
+    path.write_bytes(blob)
+    with zipfile.ZipFile(path) as zf:  # really stored without the UTF-8 flag
+        assert all(not info.flag_bits & 0x800 for info in zf.infolist())
+    return path
+
+
+# ----------------------------------------------------------------------------- text files
+
+def test_utf8_bom_and_crlf_become_the_plain_original(tmp_path):
+    data = codecs.BOM_UTF8 + ATTENTION.replace("\n", "\r\n").encode("utf-8")
+    staged = _stage_bytes(tmp_path, "attention.py", data)
+    assert _read_staged(staged) == ATTENTION
+    notes = _notes(staged)
+    assert "byte-order mark" in notes
+    assert "CRLF" in notes
+    module = _import(staged.file)
+    assert module.scale(4) == 0.5 and module.GREETING == "hello"
+
+
+def test_old_mac_cr_line_endings_become_lf(tmp_path):
+    staged = _stage_bytes(tmp_path, "attention.py", ATTENTION.replace("\n", "\r").encode())
+    assert _read_staged(staged) == ATTENTION
+    assert _import(staged.file).scale(16) == 0.25
+
+
+def test_plain_utf8_is_staged_unchanged_without_notes(tmp_path):
+    staged = _stage_bytes(tmp_path, "attention.py", CHINESE.encode("utf-8"))
+    assert _read_staged(staged) == CHINESE
+    assert staged.notes == []
+
+
+def test_gb18030_file_with_chinese_comments_and_strings_is_decoded(tmp_path):
+    data = CHINESE.encode("gb18030")
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+    staged = _stage_bytes(tmp_path, "attention.py", data)
+    text = _read_staged(staged)
+    assert text == CHINESE
+    assert "缩放点积注意力" in text
+    assert "GB18030" in _notes(staged)
+    module = _import(staged.file)
+    assert module.LABEL == "注意力权重"
+    assert module.scale.__doc__ == "缩放因子：1 / sqrt(d)"
+
+
+@pytest.mark.parametrize("coding_line", ["# -*- coding: gbk -*-", "# vim: set fileencoding=gbk :"])
+def test_gbk_coding_line_is_neutralised_in_the_utf8_output(tmp_path, coding_line):
+    source = "#!/usr/bin/env python\n" + coding_line + "\n" + CHINESE
+    staged = _stage_bytes(tmp_path, "attention.py", source.encode("gbk"))
+    text = _read_staged(staged)
+    first_two = text.split("\n")[:2]
+    assert first_two[0] == "#!/usr/bin/env python"
+    assert "gbk" not in first_two[1]  # Python would otherwise decode the UTF-8 file as GBK
+    assert text.split("\n")[2:] == CHINESE.split("\n")  # line numbers are kept
+    module = _import(staged.file)
+    assert module.LABEL == "注意力权重"
+
+
+def test_declared_latin1_is_read_as_python_would(tmp_path):
+    source = "# -*- coding: latin-1 -*-\nNAME = 'café'\n"
+    staged = _stage_bytes(tmp_path, "attention.py", source.encode("latin-1"))
+    _read_staged(staged)
+    assert _import(staged.file).NAME == "café"
+
+
+def test_utf16_from_notepad_is_converted(tmp_path):
+    # Windows Notepad's "Unicode" is UTF-16 with a byte-order mark: full of NUL bytes.
+    for encoding in ("utf-16-le", "utf-16-be"):
+        bom = codecs.BOM_UTF16_LE if encoding.endswith("le") else codecs.BOM_UTF16_BE
+        staged = _stage_bytes(tmp_path, "attention.py", bom + CHINESE.encode(encoding))
+        assert _read_staged(staged) == CHINESE
+        assert "UTF-16" in _notes(staged)
+
+
+@pytest.mark.parametrize("data", [b"# caf\xe9\nx = 1\n", b"x = 1\n\x80\n", b"NAME = '\xff\xfe'\n"])
+def test_undecodable_bytes_are_refused_with_the_fix(tmp_path, data):
+    for encoding in ("utf-8", "gb18030"):
+        with pytest.raises(UnicodeDecodeError):
+            data.decode(encoding)
+    staged = _stage_bytes(tmp_path, "attention.py", data)
+    assert staged.file is None
+    bad = next(i for i in range(len(data)) if data[i] >= 0x80)
+    assert f"0x{data[bad]:02x}" in staged.error and f"position {bad}" in staged.error
+    assert "not valid UTF-8" in staged.error and "GB18030" in staged.error
+    assert "Save it as UTF-8" in staged.error
+    assert not (tmp_path / "staged" / "attention.py").exists()
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n\t\r\n  ", codecs.BOM_UTF8, codecs.BOM_UTF8 + b"\r\n \n"],
+                         ids=["empty", "whitespace", "bom-only", "bom-and-blank-lines"])
+def test_empty_files_are_refused(tmp_path, data):
+    staged = _stage_bytes(tmp_path, "attention.py", data)
+    assert staged.file is None
+    assert "empty" in staged.error
+
+
+def test_binary_file_is_not_text(tmp_path):
+    pyc = b"\xa7\r\r\n\x00\x00\x00\x00" + bytes(range(256)) * 4
+    staged = _stage_bytes(tmp_path, "attention.py", pyc)
+    assert "not a text file" in staged.error
+    assert "zip" not in staged.error
+
+
+def test_zip_renamed_to_py_says_zip(tmp_path):
+    archive_path = _zip(tmp_path / "real.zip", {"attention.py": ATTENTION})
+    staged = _stage_bytes(tmp_path, "attention.py", archive_path.read_bytes())
+    assert "not a text file" in staged.error and "zip" in staged.error
+
+
+def test_oversized_source_is_refused_with_its_size(tmp_path):
+    staged = _stage_bytes(tmp_path, "attention.py", b"x = 1\n" * 400_000)
+    assert staged.file is None and "KB" in staged.error
+
+
+def test_missing_path_and_unknown_kind_are_refused(tmp_path):
+    missing = stage(str(tmp_path / "nothing.py"), str(tmp_path / "a"), "x")
+    assert "does not exist" in missing.error
+    text = _stage_bytes(tmp_path, "attention.txt", ATTENTION.encode())
+    assert "not a .py file" in text.error
+
+
+# ----------------------------------------------------------------------------- names
+
+def test_lms_renamed_file_is_staged_as_attention_py(tmp_path):
+    staged = _stage_bytes(tmp_path, "attention (1).py", ATTENTION.encode())
+    assert _read_staged(staged) == ATTENTION
+    assert staged.file == str(tmp_path / "staged" / "attention.py")
+    assert submission_names([str(tmp_path / "upload" / "attention (1).py")]) == ["attention (1)"]
+
+
+def test_submission_names_strip_extensions():
+    assert submission_names(["in/alice.py", "in/bob.ipynb", "in/carol.zip", "in/Dave.PY"]) == \
+        ["alice", "bob", "carol", "Dave"]
+
+
+def test_submission_names_deduplicate_same_file_names(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "attention.py").write_text(ATTENTION)
+    names = submission_names([str(tmp_path / "a" / "attention.py"), str(tmp_path / "b" / "attention.py")])
+    assert names == ["a-attention", "b-attention"]
+
+
+def test_submission_names_for_nbgrader_layout_are_the_students(tmp_path):
+    paths = []
+    for student in ("alice", "bob"):
+        folder = tmp_path / "submitted" / student / "attention"
+        folder.mkdir(parents=True)
+        (folder / "attention.ipynb").write_bytes(_notebook([("code", ATTENTION)]))
+        paths.append(str(folder) + os.sep)  # a trailing slash, as a shell glob gives it
+    assert submission_names(paths) == ["alice", "bob"]
+
+
+def test_submission_names_are_always_unique(tmp_path):
+    paths = ["d/x.py", "d/x.zip", "e/d-x-2.py", "f/x.ipynb", "f/x.py", "g/attention.py",
+             "h/attention.py", "h/attention.zip"]
+    names = submission_names([str(tmp_path / p) for p in paths])
+    assert len(set(names)) == len(names), names
+
+
+# ----------------------------------------------------------------------------- notebooks
+
+MIXED_CELLS = [
+    ("markdown", "# 注意力机制\n\n本节实现**缩放点积注意力**。"),
+    ("code", "%matplotlib inline\n!pip install d2l\nimport math"),
+    ("code", "def scale(d):\n    return 1 / math.sqrt(d)\n"),
+    ("code", "%%time\nTOTAL = sum(range(10))\n"),
+    ("code", "%%bash\necho this is not python\nexit 1\n"),
+    ("markdown", "## 演示\n下面的单元格画热力图。"),
+    ("code", "show_heatmaps(scale(4))  # a d2l helper the grader lacks\n"),
+    ("code", "def double(x):\n    return 2 * x\n"),
+]
+
+
+def test_notebook_with_magics_and_a_failing_demo_defines_everything(tmp_path):
+    staged = _stage_bytes(tmp_path, "attention.ipynb", _notebook(MIXED_CELLS))
+    _read_staged(staged)
+    module = _import(staged.file)
+    assert module.scale(4) == 0.5
+    assert module.TOTAL == 45
+    assert module.double(21) == 42  # the cell after the failing demo still ran
+    errors = module.__attnkit_cell_errors__
+    assert [(n, kind) for n, kind, _ in errors] == [(7, "NameError")]
+    assert "show_heatmaps" in errors[0][2]
+    notes = _notes(staged)
+    assert "%matplotlib inline" in notes
+    assert "!pip install d2l" in notes
+    assert "%%bash" in notes and "skipped" in notes
+    assert "%%time" in notes
+    assert "5 code cells" in notes
+
+
+def test_notebook_source_as_list_or_string_gives_the_same_module(tmp_path):
+    texts = []
+    for as_lines in (True, False):
+        data = _notebook(MIXED_CELLS, as_lines=as_lines)
+        cells = json.loads(data)["cells"]
+        assert isinstance(cells[2]["source"], list if as_lines else str)
+        out = tmp_path / ("lines" if as_lines else "string")
+        out.mkdir()
+        staged = _stage_bytes(out, "attention.ipynb", data)
+        texts.append(_read_staged(staged))
+        assert _import(staged.file).scale(16) == 0.25
+    assert texts[0] == texts[1]
+
+
+def test_notebook_with_crlf_and_bom_is_read(tmp_path):
+    data = codecs.BOM_UTF8 + _notebook([("code", "def scale(d):\r\n    return d\r\n")])
+    staged = _stage_bytes(tmp_path, "attention.ipynb", data)
+    _read_staged(staged)
+    assert _import(staged.file).scale(3) == 3
+
+
+@pytest.mark.parametrize("filename", ['my "final" attention.ipynb', "attention\\N.ipynb",
+                                      "注意力 作业.ipynb"])
+def test_notebook_with_an_odd_file_name_still_imports(tmp_path, filename):
+    staged = _stage_bytes(tmp_path, filename, _notebook([("code", "VALUE = 1\n"), ("code", "1/0\n")]))
+    _read_staged(staged)
+    module = _import(staged.file)
+    assert module.VALUE == 1
+    assert [(n, kind) for n, kind, _ in module.__attnkit_cell_errors__] == [(2, "ZeroDivisionError")]
+
+
+def test_notebook_cell_with_a_syntax_error_is_recorded_not_fatal(tmp_path):
+    cells = [("code", "files = !ls\n"), ("code", "def ok():\n    return 1\n")]
+    staged = _stage_bytes(tmp_path, "attention.ipynb", _notebook(cells))
+    module = _import(staged.file)
+    assert module.ok() == 1
+    assert [n for n, _, _ in module.__attnkit_cell_errors__] == [1]
+
+
+def test_invalid_notebook_json_names_line_and_column(tmp_path):
+    data = b'{"cells": [\n  {"cell_type": "code",,}\n]}'
+    staged = _stage_bytes(tmp_path, "attention.ipynb", data)
+    assert staged.file is None
+    assert "line 2, column 24" in staged.error
+    assert "Jupyter" in staged.error
+
+
+@pytest.mark.parametrize("data", [b'{"hello": 1}', b"[1, 2, 3]", b'"cells"'])
+def test_json_that_is_not_a_notebook_is_refused(tmp_path, data):
+    staged = _stage_bytes(tmp_path, "attention.ipynb", data)
+    assert "not a Jupyter notebook" in staged.error
+
+
+def test_notebook_without_code_is_refused(tmp_path):
+    data = _notebook([("markdown", "# 只有说明"), ("code", "   \n")])
+    staged = _stage_bytes(tmp_path, "attention.ipynb", data)
+    assert "no code cells" in staged.error
+
+
+def test_nbformat3_notebook_is_read(tmp_path):
+    notebook = {"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                "worksheets": [{"cells": [{"cell_type": "code", "language": "python",
+                                           "input": ["def scale(d):\n", "    return d\n"],
+                                           "outputs": []}]}]}
+    staged = _stage_bytes(tmp_path, "attention.ipynb", json.dumps(notebook).encode())
+    assert _import(staged.file).scale(2) == 2
+
+
+# ----------------------------------------------------------------------------- zips
+
+def test_zip_with_nested_folder_and_mac_junk_stages_the_right_file(tmp_path):
+    upload = _zip(tmp_path / "alice.zip", {
+        "__MACOSX/sub/dir/._attention.py": b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X",
+        "__MACOSX/._sub": b"\x00\x05\x16\x07",
+        "sub/.DS_Store": b"\x00\x00\x00\x01Bud1" + b"\x00" * 64,
+        "sub/dir/__pycache__/attention.cpython-311.pyc": b"\xa7\r\r\n\x00\x00",
+        "sub/dir/attention.py": ATTENTION.replace("import math", "import math\nfrom helpers import twice"),
+        "sub/dir/helpers.py": "def twice(x):\n    return 2 * x\n",
+        "sub/readme.txt": "notes",
+    })
+    staged = _stage(tmp_path, upload)
+    assert "from helpers import twice" in _read_staged(staged)
+    assert sorted(os.listdir(tmp_path / "staged")) == ["attention.py", "helpers.py"]
+    assert _import(staged.file).twice(3) == 6
+    assert "junk" in _notes(staged)
+
+
+def test_zip_holding_a_notebook_is_converted(tmp_path):
+    upload = _zip(tmp_path / "bob.zip", {"hw/attention.ipynb": _notebook(MIXED_CELLS)})
+    staged = _stage(tmp_path, upload)
+    assert _import(staged.file).double(2) == 4
+
+
+def test_zip_entries_pointing_outside_are_refused(tmp_path):
+    evil = f"evil_{uuid.uuid4().hex}.py"
+    bad_names = {f"../{evil}", f"../../{evil}", f"../../../{evil}", f"sub/../../{evil}",
+                 f"..\\..\\{evil}", f"{tempfile.gettempdir()}/{evil}", f"/tmp/{evil}", f"C:/{evil}"}
+    entries = {"attention.py": ATTENTION}
+    entries.update((name, "raise SystemExit('escaped')\n") for name in sorted(bad_names))
+    upload = _zip(tmp_path / "evil.zip", entries)
+    with zipfile.ZipFile(upload) as zf:  # the names really are stored as written
+        assert f"/tmp/{evil}" in zf.namelist() and f"../../{evil}" in zf.namelist()
+
+    def escaped():
+        places = [tmp_path, tmp_path.parent, tmp_path.parent.parent, "/tmp", tempfile.gettempdir(),
+                  os.path.dirname(tempfile.gettempdir()), "/", os.getcwd()]
+        return [p for p in places if os.path.exists(os.path.join(p, evil))]
+
+    # straight into a folder deep in tmp_path, so every `..` would land somewhere checkable
+    dest = tmp_path / "x" / "y" / "z"
+    dest.mkdir(parents=True)
+    notes = archive.extract(str(upload), str(dest), "evil.zip")
+    assert escaped() == []
+    written = [os.path.relpath(os.path.join(d, f), dest) for d, _, files in os.walk(dest) for f in files]
+    assert written == ["attention.py"]
+    assert f"refused {len(bad_names)} entries" in "\n".join(notes)
+
+    staged = _stage(tmp_path, upload)
+    assert _read_staged(staged) == ATTENTION
+    assert escaped() == []
+    assert os.listdir(tmp_path / "staged") == ["attention.py"]
+    assert "refused" in _notes(staged) and "outside" in _notes(staged)
+
+
+def test_zip_symlink_entry_is_skipped(tmp_path):
+    upload = tmp_path / "links.zip"
+    with zipfile.ZipFile(upload, "w") as zf:
+        zf.writestr("attention.py", ATTENTION)
+        for name in ("helpers.py", "secrets"):
+            link = zipfile.ZipInfo(name)
+            link.create_system = 3
+            link.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(link, "/etc/passwd")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    notes = archive.extract(str(upload), str(dest), "links.zip")
+    assert sorted(os.listdir(dest)) == ["attention.py"]
+    assert "links" in "\n".join(notes) and "refused 2" in "\n".join(notes)
+
+    staged = _stage(tmp_path, upload)
+    assert _read_staged(staged) == ATTENTION
+    assert os.listdir(tmp_path / "staged") == ["attention.py"]
+
+
+def test_zip_bomb_is_refused_by_size(tmp_path):
+    upload = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(upload, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("attention.py", ATTENTION)
+        with zf.open("data/zeros.bin", "w") as out:
+            chunk = bytes(1 << 20)
+            for _ in range(100):  # 100 MB of zeros: about 100 KB compressed
+                out.write(chunk)
+    assert upload.stat().st_size < 1 << 20
+    staged = _stage(tmp_path, upload)
+    assert staged.file is None
+    assert "MB" in staged.error and "100 MB" in staged.error
+
+
+def _patch_declared_size(path, size, crc=None):
+    """Rewrite the (only) entry's declared uncompressed size (and CRC) in both headers."""
+    blob = bytearray(path.read_bytes())
+    local = blob.index(b"PK\x03\x04")
+    central = blob.index(b"PK\x01\x02")
+    struct.pack_into("<I", blob, local + 22, size)
+    struct.pack_into("<I", blob, central + 24, size)
+    if crc is not None:
+        struct.pack_into("<I", blob, local + 14, crc)
+        struct.pack_into("<I", blob, central + 16, crc)
+    path.write_bytes(bytes(blob))
+
+
+def test_entry_that_inflates_beyond_its_declared_size_is_not_unpacked(tmp_path):
+    upload = _zip(tmp_path / "liar.zip", {"attention.py": bytes(20 * 2**20)})  # 20 MB of zeros
+    _patch_declared_size(upload, 1000)
+    with zipfile.ZipFile(upload) as zf:
+        assert zf.getinfo("attention.py").file_size == 1000
+    staged = _stage(tmp_path, upload)
+    assert staged.file is None
+    assert "could not be read" in staged.error or "zip bomb" in staged.error
+
+    # Even with a CRC that matches its first 1000 bytes, no more than declared is written.
+    _patch_declared_size(upload, 1000, crc=zlib.crc32(bytes(1000)))
+    dest = tmp_path / "out"
+    dest.mkdir()
+    archive.extract(str(upload), str(dest), "liar.zip")
+    assert (dest / "attention.py").stat().st_size == 1000
+
+
+def test_large_data_file_beside_the_code_does_not_sink_the_submission(tmp_path):
+    # a student zips their whole folder, with a 20 MB dataset next to attention.py
+    upload = _zip(tmp_path / "carol.zip", {"attention.py": ATTENTION, "data/big.npy": bytes(20 * 2**20)})
+    staged = _stage(tmp_path, upload)
+    assert _read_staged(staged) == ATTENTION
+    assert "big.npy" in _notes(staged)
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "empty"])
+def test_corrupt_zip_is_refused(tmp_path, kind):
+    good = _zip(tmp_path / "good.zip", {"attention.py": ATTENTION * 50}).read_bytes()
+    data = {"garbage": b"this is not a zip at all" * 10, "truncated": good[: len(good) // 2],
+            "empty": b""}[kind]
+    upload = tmp_path / "broken.zip"
+    upload.write_bytes(data)
+    staged = _stage(tmp_path, upload)
+    assert staged.file is None
+    assert "zip" in staged.error
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA],
+                         ids=["deflate", "bzip2", "lzma"])
+def test_zip_entry_with_corrupt_data_is_refused(tmp_path, method):
+    upload = tmp_path / "bad.zip"
+    with zipfile.ZipFile(upload, "w", method) as zf:
+        zf.writestr("attention.py", ATTENTION * 50)
+    blob = bytearray(upload.read_bytes())
+    start = 30 + len("attention.py")
+    blob[start + 10: start + 40] = b"\xff" * 30  # inside the compressed data
+    upload.write_bytes(bytes(blob))
+    staged = _stage(tmp_path, upload)
+    assert staged.file is None
+    assert "attention.py" in staged.error and "could not be read" in staged.error
+
+
+def test_zip_names_stored_in_gbk_are_decoded(tmp_path):
+    upload = _zip_with_raw_names(tmp_path / "gbk.zip", {
+        "作业/attention.py".encode("gbk"): "import 工具\nVALUE = 工具.LABEL\n",
+        "作业/工具.py".encode("gbk"): "LABEL = '注意力'\n",
+    })
+    dest = tmp_path / "out"
+    dest.mkdir()
+    archive.extract(str(upload), str(dest), "gbk.zip")
+    assert sorted(os.listdir(dest / "作业")) == ["attention.py", "工具.py"]
+
+    staged = _stage(tmp_path, upload)
+    assert sorted(os.listdir(tmp_path / "staged")) == ["attention.py", "工具.py"]
+    assert _import(staged.file).VALUE == "注意力"
+
+
+def test_zip_names_stored_in_utf8_without_the_flag_are_decoded(tmp_path):
+    # macOS Archive Utility stores UTF-8 names without setting the UTF-8 flag
+    upload = _zip_with_raw_names(tmp_path / "mac.zip", {
+        "作业/attention.py".encode("utf-8"): "import 辅助函数\nVALUE = 辅助函数.LABEL\n",
+        "作业/辅助函数.py".encode("utf-8"): "LABEL = '注意力'\n",
+    })
+    dest = tmp_path / "out"
+    dest.mkdir()
+    archive.extract(str(upload), str(dest), "mac.zip")
+    assert sorted(os.listdir(dest)) == ["作业"]
+    assert sorted(os.listdir(dest / "作业")) == ["attention.py", "辅助函数.py"]
+
+    staged = _stage(tmp_path, upload)
+    assert _import(staged.file).VALUE == "注意力"
+
+
+def test_zip_names_flagged_utf8_are_kept(tmp_path):
+    upload = _zip(tmp_path / "utf8.zip", {"attention.py": "from 工具 import LABEL\n",
+                                          "工具.py": "LABEL = 'ok'\n"})
+    staged = _stage(tmp_path, upload)
+    assert sorted(os.listdir(tmp_path / "staged")) == ["attention.py", "工具.py"]
+    assert _import(staged.file).LABEL == "ok"
+
+
+def test_zip_extraction_folder_is_removed(tmp_path, monkeypatch):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where stage() unpacks
+    good = _zip(tmp_path / "a.zip", {"attention.py": ATTENTION})
+    assert _stage(tmp_path, good).error is None
+    bad = _zip(tmp_path / "b.zip", {"attention.py": "x = 1\n" * 10, "c.bin": bytes(100 * 2**20)})
+    assert _stage(tmp_path, bad).error
+    assert os.listdir(scratch) == []
+
+
+# ----------------------------------------------------------------------------- folders
+
+def test_folder_helpers_are_staged_beside_attention(tmp_path):
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    (folder / "attention.py").write_text("from helpers import twice\nfrom masks import MASK\n",
+                                         encoding="utf-8")
+    (folder / "helpers.py").write_bytes("# 辅助函数\ndef twice(x):\r\n    return 2 * x\r\n".encode("gbk"))
+    (folder / "masks.py").write_text("MASK = -1e9\n")
+    (folder / "notes.txt").write_text("not code")
+    staged = _stage(tmp_path, folder)
+    _read_staged(staged)
+    assert sorted(os.listdir(tmp_path / "staged")) == ["attention.py", "helpers.py", "masks.py"]
+    helper = (tmp_path / "staged" / "helpers.py").read_bytes().decode("utf-8")
+    assert helper.startswith("# 辅助函数\n") and "\r" not in helper
+    module = _import(staged.file)
+    assert module.twice(4) == 8 and module.MASK == -1e9
+
+
+def test_folder_tests_and_conftest_are_not_the_submission(tmp_path):
+    folder = tmp_path / "bob"
+    folder.mkdir()
+    (folder / "conftest.py").write_text("import pytest\n")
+    (folder / "test_my_attention.py").write_text("def test_x():\n    assert True\n")
+    (folder / "my_attention_test.py").write_text("def test_y():\n    assert True\n")
+    (folder / "setup.py").write_text("from setuptools import setup\n")
+    (folder / "my_attention.py").write_text(ATTENTION)
+    staged = _stage(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+
+
+def test_folder_prefers_attention_py_and_the_shallowest_copy(tmp_path):
+    folder = tmp_path / "carol"
+    (folder / "old").mkdir(parents=True)
+    (folder / "old" / "attention.py").write_text("OLD = True\n")
+    (folder / "attention.py").write_text(ATTENTION)
+    (folder / "attention.ipynb").write_bytes(_notebook([("code", "NOTEBOOK = True\n")]))
+    (folder / "scratch.py").write_text("x = 1\n")
+    assert _read_staged(_stage(tmp_path, folder)) == ATTENTION
+
+
+def test_folder_skips_checkpoints_and_hidden_folders(tmp_path):
+    folder = tmp_path / "dave"
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / ".ipynb_checkpoints" / "attention-checkpoint.ipynb").write_bytes(_notebook([("code", "A = 0\n")]))
+    (folder / ".venv" / "lib").mkdir(parents=True)
+    (folder / ".venv" / "lib" / "attention.py").write_text("A = 1\n")
+    (folder / "attention.ipynb").write_bytes(_notebook([("code", "A = 2\n")]))
+    staged = _stage(tmp_path, folder)
+    assert _import(staged.file).A == 2
+
+
+@pytest.mark.parametrize("layout", [("a/attention.py", "b/attention.py"),
+                                    ("attention (1).py", "attention (2).py")])
+def test_folder_with_two_candidates_at_the_same_depth_is_an_error(tmp_path, layout):
+    folder = tmp_path / "eve"
+    for relative in layout:
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(ATTENTION)
+    staged = _stage(tmp_path, folder)
+    assert staged.file is None
+    assert "several candidate files" in staged.error and "keep only one" in staged.error
+    for relative in layout:
+        assert os.path.normpath(relative) in staged.error
+
+
+def test_folder_with_two_unrelated_modules_asks_for_attention_py(tmp_path):
+    folder = tmp_path / "frank"
+    folder.mkdir()
+    (folder / "one.py").write_text("x = 1\n")
+    (folder / "two.py").write_text("y = 2\n")
+    staged = _stage(tmp_path, folder)
+    assert "one.py" in staged.error and "two.py" in staged.error
+    assert "Name your file attention.py" in staged.error
+
+
+def test_folder_without_python_lists_its_contents(tmp_path):
+    folder = tmp_path / "grace"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "report.pdf").write_bytes(b"%PDF-1.4")
+    (folder / "docs" / "readme.txt").write_text("hi")
+    staged = _stage(tmp_path, folder)
+    assert staged.file is None
+    assert "no attention.py" in staged.error
+    assert "report.pdf" in staged.error and os.path.join("docs", "readme.txt") in staged.error
+
+
+def test_empty_folder_says_so(tmp_path):
+    folder = tmp_path / "heidi"
+    folder.mkdir()
+    staged = _stage(tmp_path, folder)
+    assert "contains: nothing" in staged.error
