@@ -120,11 +120,12 @@ class Submission:
             raise GraderError(f"the worker died while starting: {failure.reason}") from None
         timeout = min(self.limits.import_seconds, self._remaining())
         try:
-            reply = self.worker.request({"op": "load", "names": list(API_NAMES)}, timeout)
+            reply = self.worker.request({"op": "load", "names": list(API_NAMES)}, timeout,
+                                        doing="running the top level of attention.py")
         except WorkerFailure as failure:
             self.load_error = (f"importing attention.py failed: {failure.reason}. Code at the top "
                                f"level of the file runs on import; an endless loop or exit there "
-                               f"stops everything.")
+                               f"stops everything (put demos under `if __name__ == '__main__':`).")
             raise StudentFailure(self.load_error) from None
         if reply.get("ok") is not True:
             self.load_error = explain_import_error(reply.get("error"))

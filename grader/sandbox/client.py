@@ -121,6 +121,7 @@ class Worker:
         self.info = {}
         self.failure = None
         self._over_memory = False
+        self._tree_size = 1
         self._stop_watch = threading.Event()
 
     # -- starting -------------------------------------------------------------------
@@ -174,7 +175,8 @@ class Worker:
         return self.info
 
     # -- talking --------------------------------------------------------------------
-    def request(self, message, timeout):
+    def request(self, message, timeout, doing=None):
+        """Send one request and wait for its reply; `doing` names it in failure reasons."""
         if self.proc is None or self.failure is not None:
             raise WorkerFailure("the worker is not running", "crash")
         self.wait_ready()
@@ -182,7 +184,7 @@ class Worker:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:
             raise self._failed(self._death_reason("while receiving a request"), "crash") from None
-        return self._receive(timeout, None)
+        return self._receive(timeout, doing)
 
     def _receive(self, timeout, doing):
         try:
@@ -198,8 +200,8 @@ class Worker:
                 raise self._failed(self._memory_reason(), "memory") from None
             if "closed" in str(exc):
                 raise self._failed(self._death_reason(doing and f"while {doing}"), "crash") from None
-            raise self._failed(f"the submission's process sent a garbled reply ({exc})",
-                               "protocol") from None
+            raise self._failed(f"the submission's process sent a reply the grader refuses to "
+                               f"read: {exc}", "protocol") from None
         if not isinstance(reply, dict):
             raise self._failed("the submission's process sent a reply that is not a dict", "protocol")
         return reply
@@ -221,12 +223,17 @@ class Worker:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
             if -code == signal.SIGXCPU:
                 return f"the process used more than {self.limits.cpu_seconds} s of CPU time{when}"
+            if -code == signal.SIGXFSZ:
+                return (f"the process tried to write a file larger than "
+                        f"{self.limits.file_size_mb} MB{when} (SIGXFSZ)")
             return f"the process was killed by signal {name}{when}"
         return (f"the process exited with status {code}{when} "
                 f"(os._exit() or sys.exit() in the submission, or a crash)")
 
     def _memory_reason(self):
-        return f"the process used more than {self.limits.memory_mb} MB of memory and was stopped"
+        many = f" (with the {self._tree_size - 1} processes it started)" if self._tree_size > 1 else ""
+        return (f"the process{many} used more than {self.limits.memory_mb} MB of memory and "
+                f"was stopped")
 
     def _watch_memory(self):
         limit_kb = self.limits.memory_mb * 1024
@@ -236,6 +243,7 @@ class Worker:
             table = _proc_table()
             tree = descendants(self.proc.pid, table, self.isolation.uid) | {self.proc.pid}
             if sum(table.get(pid, (0, 0, 0))[2] for pid in tree) > limit_kb:
+                self._tree_size = len(tree)
                 self._over_memory = True
                 self._kill_tree()
                 return

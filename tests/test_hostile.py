@@ -1,0 +1,263 @@
+"""Hostile and broken submissions, graded the way an instructor grades a class.
+
+The whole zoo (tests/hostile_zoo.py) plus the correct solution and the zero stub go through
+ONE `grader grade` call per isolation level, run from a copy of the kit so that a defence
+that failed could not damage this checkout. Then:
+- each entry scores as its table row says (an attack: no more than the zero stub), and the
+  assertion names the defence that had to hold;
+- the correct solution gets full marks and every submission has a row;
+- no process of any submission is left, nothing reached the network listener, the kit's
+  files (and torch's) are unchanged by hash, nothing was written outside the sandboxes.
+The full zoo runs at the best level this machine offers; the entries whose defence depends
+on the level run again at each weaker level where that defence still holds.
+"""
+import csv
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+
+from conftest import KIT, SOLUTION, SUBMISSIONS
+from grader.sandbox import isolation
+from hostile_zoo import ZOO
+
+SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see it
+LIMITS = ["--call-seconds", "4", "--import-seconds", "10", "--submission-seconds", "150",
+          "--memory-mb", "1024", "--jobs", "2"]
+ESCAPES = ["/tmp/results.json", "/tmp/attnkit-escaped-abs.py", "/tmp/big.bin"]
+
+
+def level_key(level):
+    if level.level == "none":
+        return "none-uid" if level.uid is not None else "none"
+    return level.level
+
+
+def available_levels():
+    best = isolation.choose("auto")
+    keys = [("auto", level_key(best))]
+    for name in ("unshare", "none"):
+        try:
+            level = isolation.choose(name)
+        except isolation.IsolationUnavailable:
+            continue
+        if level_key(level) != keys[0][1]:
+            keys.append((name, level_key(level)))
+    return keys
+
+
+LEVELS = available_levels()
+
+
+def _hash_tree(root):
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".pytest_cache"))
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(path.encode())
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def _protected():
+    """What no submission may change: this kit, and the torch it grades with."""
+    torch_init = os.path.join(os.path.dirname(torch.__file__), "__init__.py")
+    return {name: _hash_tree(os.path.join(KIT, name)) for name in ("grader", "solutions", "tests_hidden")} | {
+        "torch/__init__.py": hashlib.sha256(open(torch_init, "rb").read()).hexdigest()}
+
+
+def _stray_processes():
+    """Processes a submission could have left: a throwaway uid, or the daemon's markers."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            uid = os.stat(f"/proc/{entry}").st_uid
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if (isolation.FIRST_UID <= uid < isolation.FIRST_UID + isolation.UID_SPAN
+                or "1234.5" in cmdline or "1234.6" in cmdline):
+            found.append(f"{entry} uid={uid} {cmdline[:80]}")
+    return found
+
+
+class Listener(threading.Thread):
+    """A TCP port on the grading machine that no submission may reach."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(5)
+        self.server.settimeout(0.5)
+        self.port = self.server.getsockname()[1]
+        self.received = []
+        self.running = True
+
+    def run(self):
+        while self.running:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            self.received.append(conn.recv(1000))
+            conn.close()
+
+    def stop(self):
+        self.running = False
+        self.join(2)
+        self.server.close()
+
+
+class ZooRun:
+    def __init__(self, tmp, choice, key):
+        self.key = key
+        entries = [e for e in ZOO if key in e.levels and (choice == "auto" or e.level_sensitive)]
+        self.entries = {e.name: e for e in entries}
+        kit = tmp / "kit"
+        for part in ("grader", "solutions", "tests_hidden"):
+            shutil.copytree(os.path.join(KIT, part), kit / part,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        inputs = tmp / "submissions"
+        inputs.mkdir()
+        listener = Listener()
+        listener.start()
+        context = {"port": listener.port}
+        paths, self.names = [], {}
+        for entry in entries:
+            folder = inputs / entry.name
+            folder.mkdir()
+            path = entry.build(str(folder), context)
+            paths.append(path)
+            self.names[entry.name] = os.path.splitext(os.path.basename(path))[0]
+        for name, source in (("correct", SOLUTION), ("zero_stub", os.path.join(SUBMISSIONS, "zero_stub.py"))):
+            shutil.copy(source, inputs / f"{name}.py")
+            paths.append(str(inputs / f"{name}.py"))
+        for path in ESCAPES:
+            if os.path.exists(path):
+                os.remove(path)
+        self.autograder_existed = os.path.exists("/autograder")
+        before, kit_before = _protected(), _hash_tree(kit)
+        self.done = subprocess.run(
+            [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp / "out"),
+             "--isolation", choice, *LIMITS],
+            cwd=kit, capture_output=True, text=True, timeout=1800,
+            env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET})
+        listener.stop()
+        self.received = listener.received
+        self.protected_changed = [k for k, v in _protected().items() if before[k] != v]
+        self.kit_changed = _hash_tree(kit) != kit_before
+        self.strays = _stray_processes()
+        self.escaped = [p for p in ESCAPES if os.path.exists(p)]
+        self.escaped += [str(p) for p in (tmp.parent / "attnkit-escaped.py", tmp / "attnkit-escaped.py")
+                         if p.exists()]
+        self.out = tmp / "out"
+        with open(self.out / "grades.csv", encoding="utf-8") as handle:
+            self.rows = {row["submission"]: row for row in csv.DictReader(handle)}
+
+    def row(self, entry_name):
+        return self.rows[self.names.get(entry_name, entry_name)]
+
+    def feedback(self, entry_name):
+        name = self.names.get(entry_name, entry_name)
+        return (self.out / name / "feedback.txt").read_text(encoding="utf-8")
+
+
+_RUNS = {}
+
+
+@pytest.fixture(scope="module", params=LEVELS, ids=[key for _, key in LEVELS])
+def zoo(request, tmp_path_factory):
+    choice, key = request.param
+    if key not in _RUNS:
+        _RUNS[key] = ZooRun(tmp_path_factory.mktemp(f"zoo-{key}"), choice, key)
+    return _RUNS[key]
+
+
+def _part(row, part):
+    column = next(k for k in row if k.startswith(part + " "))
+    return float(row[column]), float(column.split("/")[1].rstrip(")"))
+
+
+def test_the_batch_ran_and_every_submission_has_a_row(zoo):
+    assert zoo.done.returncode == 0, zoo.done.stdout[-3000:] + zoo.done.stderr[-3000:]
+    assert set(zoo.rows) == set(zoo.names.values()) | {"correct", "zero_stub"}
+    assert all(row["status"] != "grader error" for row in zoo.rows.values())
+
+
+def test_the_correct_solution_keeps_full_marks(zoo):
+    row = zoo.rows["correct"]
+    assert row["total"] == row["max"] == "100", row
+
+
+def test_no_process_of_a_submission_is_left(zoo):
+    assert zoo.strays == [], "defence: PID namespace, kill by uid, subreaper"
+
+
+def test_kit_and_torch_files_are_unchanged(zoo):
+    assert not zoo.protected_changed and not zoo.kit_changed, \
+        f"defence: read-only mounts / throwaway uid; changed: {zoo.protected_changed}"
+
+
+def test_nothing_was_written_outside_the_sandboxes(zoo):
+    assert zoo.escaped == [], "defence: private root, safe unzip, throwaway uid"
+    if not zoo.autograder_existed:
+        assert not os.path.exists("/autograder"), "a submission created /autograder"
+
+
+def test_the_grader_environment_does_not_reach_any_worker(zoo):
+    leaked = [str(p) for p in zoo.out.rglob("*") if p.is_file() and SECRET in p.read_text(errors="ignore")]
+    assert leaked == [], "defence: the worker's environment is cleared"
+    printed = zoo.feedback("read-environment")
+    assert "ATTNKIT" not in printed and "True" in printed  # sys.flags.isolated
+
+
+def test_nothing_reached_the_network(zoo):
+    if "network" not in zoo.entries:
+        pytest.skip(f"no network namespace at level {zoo.key}: the worker shares the host network")
+    assert zoo.received == [], "defence: network namespace"
+
+
+def test_every_row_says_why_it_lost_points(zoo):
+    for name, row in zoo.rows.items():
+        if row["total"] != row["max"]:
+            assert row["reason"], f"{name} has no reason in grades.csv"
+
+
+@pytest.mark.parametrize("entry", ZOO, ids=[e.name for e in ZOO])
+def test_hostile_entry(zoo, entry):
+    if entry.name not in zoo.entries:
+        pytest.skip(f"its defence ({entry.defence}) does not hold at level {zoo.key}")
+    row = zoo.row(entry.name)
+    said = f"{entry.name} ({entry.attack}); defence that must hold: {entry.defence}"
+    total, top = float(row["total"] or -1), float(row["max"])
+    zero = float(zoo.rows["zero_stub"]["total"])
+    if entry.expect == "nothing":
+        assert total <= zero, f"scored {total} > zero stub {zero}: {said}"
+    elif entry.expect == "zero":
+        assert total == 0, said
+    elif entry.expect == "full":
+        assert total == top, f"{total}/{top}: {said}"
+    elif entry.expect == "rejected":
+        assert row["status"] == "not gradable" and total == 0, said
+    elif entry.expect == "parts":
+        for part in entry.full_parts:
+            score, part_max = _part(row, part)
+            assert score == part_max, f"{part} {score}/{part_max}: {said}"
+        for part in entry.lost_parts:
+            score, part_max = _part(row, part)
+            assert score < part_max, f"{part} {score}/{part_max}: {said}"
+    if entry.reason:
+        text = zoo.feedback(entry.name) + row["reason"]
+        assert entry.reason in text, f"feedback lacks {entry.reason!r}: {said}\n{text[:1500]}"
