@@ -313,7 +313,7 @@ for _target in ("big.bin", "/tmp/big.bin", os.path.expanduser("~/big2.bin")):
 
 READ_ENVIRONMENT = """
 import os, sys
-print(dict(os.environ), sys.flags.isolated, sys.path)
+print(dict(os.environ), "isolated:", bool(sys.flags.isolated), sys.path)
 """
 
 KILL_GRADER = """

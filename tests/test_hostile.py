@@ -220,7 +220,7 @@ def test_the_grader_environment_does_not_reach_any_worker(zoo):
     leaked = [str(p) for p in zoo.out.rglob("*") if p.is_file() and SECRET in p.read_text(errors="ignore")]
     assert leaked == [], "defence: the worker's environment is cleared"
     printed = zoo.feedback("read-environment")
-    assert "ATTNKIT" not in printed and "True" in printed  # sys.flags.isolated
+    assert "ATTNKIT" not in printed and "isolated: True" in printed
 
 
 def test_nothing_reached_the_network(zoo):

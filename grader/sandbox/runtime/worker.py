@@ -53,6 +53,7 @@ def main():
         "torch": str(torch.__version__), "cuda": cuda})
 
     submission = os.path.abspath(sys.argv[3])
+    sys.dont_write_bytecode = True  # the private folder holds the submission and nothing else
     # The submission's own folder comes last, so it cannot shadow torch or the standard library.
     sys.path.append(os.path.dirname(submission))
     namespace = None

@@ -1,0 +1,117 @@
+"""The worker's view of the world at each isolation level this machine offers, read by a
+spy submission that reports what it can see and do."""
+import json
+import os
+import resource
+import socket
+import tempfile
+
+import pytest
+
+from conftest import KIT
+from grader.sandbox import isolation
+from grader.sandbox.client import Worker
+from grader.sandbox.limits import Limits
+
+SPY = r'''
+import json, os, resource, socket, sys
+facts = {"uid": os.getuid(), "cwd": os.getcwd(), "files": sorted(os.listdir(".")),
+         "root": sorted(os.listdir("/")), "env": sorted(os.environ), "isolated": sys.flags.isolated,
+         "kit_visible": os.path.exists(KIT + "/solutions/attention.py"),
+         "limits": {name: resource.getrlimit(getattr(resource, name))[1]
+                    for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_NOFILE")}}
+try:
+    open("/usr/attnkit-probe", "w").close()
+    facts["usr_writable"] = True
+except OSError:
+    facts["usr_writable"] = False
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+    facts["network"] = True
+except OSError:
+    facts["network"] = False
+print("SPY" + json.dumps(facts))
+'''
+
+
+def _levels():
+    found = []
+    for name in isolation.LEVELS:
+        try:
+            found.append(isolation.choose(name))
+        except isolation.IsolationUnavailable:
+            pass
+    return found
+
+
+LEVELS = _levels()
+
+
+@pytest.fixture(params=LEVELS, ids=[f"{lv.level}{'-uid' if lv.uid else ''}" for lv in LEVELS])
+def facts(request, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "attention.py").write_text(
+        SPY.replace("KIT", repr(KIT)).replace("PORT", str(server.getsockname()[1])))
+    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    os.chmod(stage, 0o711)
+    limits = Limits(processes=16, file_size_mb=8, cpu_seconds=50, memory_mb=1500)
+    worker = Worker(str(folder / "attention.py"), request.param, limits, stage)
+    worker.start()
+    reply = worker.request({"op": "load", "names": []}, timeout=60)
+    worker.stop()
+    server.close()
+    out, err = worker.output()
+    assert reply["ok"], (reply, err)
+    line = next(l for l in out.splitlines() if l.startswith("SPY"))
+    return request.param, limits, json.loads(line[3:])
+
+
+def test_worker_runs_isolated_python_in_a_private_folder(facts):
+    level, _, seen = facts
+    assert seen["isolated"] == 1
+    assert seen["files"] == ["attention.py"]
+    assert set(seen["env"]) <= {"PATH", "HOME", "LANG", "OMP_NUM_THREADS", "LC_CTYPE", "PWD", "OLDPWD"}
+    if level.uid is not None:
+        assert seen["uid"] == level.uid if level.level == "none" else seen["uid"] >= isolation.FIRST_UID
+
+
+def test_worker_limits_are_applied_and_cannot_be_raised(facts):
+    _, limits, seen = facts
+    assert seen["limits"]["RLIMIT_CPU"] == limits.cpu_seconds
+    assert seen["limits"]["RLIMIT_FSIZE"] == limits.file_size_mb * 2**20
+    assert seen["limits"]["RLIMIT_AS"] == (limits.memory_mb + 2048) * 2**20
+    assert seen["limits"]["RLIMIT_NOFILE"] == limits.open_files
+    assert seen["limits"]["RLIMIT_NPROC"] != resource.RLIM_INFINITY
+
+
+def test_namespaces_hide_the_kit_and_the_network(facts):
+    level, _, seen = facts
+    if level.level == "none":
+        assert seen["network"] is True  # documented: level none shares the host network
+        pytest.skip("level none has no namespaces")
+    assert seen["kit_visible"] is False
+    assert seen["network"] is False
+    assert seen["usr_writable"] is False
+    assert "submission" in seen["root"] and "proc" in seen["root"]
+
+
+def test_strict_refuses_to_grade_without_namespaces(monkeypatch):
+    monkeypatch.setattr(isolation, "works", lambda level, as_uid: level == "none")
+    with pytest.raises(isolation.IsolationUnavailable, match="strict needs Linux namespaces"):
+        isolation.choose("strict")
+    assert isolation.choose("auto").level == "none"
+    with pytest.raises(isolation.IsolationUnavailable):
+        isolation.choose("bwrap")
+
+
+def test_auto_prefers_namespaces_when_this_machine_has_them():
+    levels = {lv.level for lv in LEVELS}
+    best = isolation.choose("auto")
+    if levels & {"bwrap", "unshare"}:
+        assert best.level in ("bwrap", "unshare")
+        assert isolation.choose("strict").level == best.level
+    assert best.describe()["level"] == best.level
