@@ -2,6 +2,7 @@
 import argparse
 import dataclasses
 import os
+import shutil
 import sys
 
 from . import paths
@@ -98,6 +99,9 @@ def main(argv=None):
 def _grade(args):
     from .grade import grade_batch
     from .sandbox.isolation import IsolationUnavailable, choose
+    if args.results_json and len(args.submissions) != 1:
+        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
+        return 2
     options = suite_options(args)
     try:
         level = choose(options.isolation)
@@ -106,50 +110,8 @@ def _grade(args):
         return 2
     print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
-    if args.results_json and len(args.submissions) != 1:
-        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
-        return 2
     results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
     if args.results_json:
-        import shutil
-        shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
-    failed = [r.name for r in results if r.status == "grader error"]
-    print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
-    if failed:
-        print(f"The grader itself failed on: {', '.join(failed)} (see DIR/<name>/grader-errors.log)",
-              file=sys.stderr)
-        return 2
-    return 0
-    if args.command == "grade":
-        return _grade(args)
-    if args.command == "gradescope":
-        from . import gradescope
-        return gradescope.main(args)
-    if args.command == "validate":
-        from .validate import print_table, validate
-        ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
-        print_table(rows)
-        return 0 if ok else 1
-    return 2
-
-
-def _grade(args):
-    from .grade import grade_batch
-    from .sandbox.isolation import IsolationUnavailable, choose
-    options = suite_options(args)
-    try:
-        level = choose(options.isolation)
-    except IsolationUnavailable as error:
-        print(f"grader grade: {error}", file=sys.stderr)
-        return 2
-    print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
-          f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
-    if args.results_json and len(args.submissions) != 1:
-        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
-        return 2
-    results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
-    if args.results_json:
-        import shutil
         shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
     failed = [r.name for r in results if r.status == "grader error"]
     print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
