@@ -146,13 +146,14 @@ def _mounts(view):
             plan.append(("symlink", os.readlink(link), link))
         elif os.path.isdir(link):
             plan.append(("ro", link, link))
+    # the private /tmp comes before the Python paths: a venv may live under /tmp
+    plan.append(("tmpfs", None, "/tmp"))
+    plan.append(("tmpfs", None, SANDBOX_WORK))
     for path in view.python_paths:
         if not path.startswith("/usr/"):
             plan.append(("ro", path, path))
     plan.append(("ro", view.runtime_dir, SANDBOX_RUNTIME))
     plan.append(("ro", view.work_dir, SANDBOX_STAGED))
-    plan.append(("tmpfs", None, "/tmp"))
-    plan.append(("tmpfs", None, SANDBOX_WORK))
     if view.gpu:
         for device in sorted(glob.glob("/dev/nvidia*")):
             plan.append(("dev", device, device))
