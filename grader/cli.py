@@ -97,7 +97,7 @@ def main(argv=None):
 
 
 def _grade(args):
-    from .grade import grade_batch
+    from .grade import SuiteFailed, grade_batch
     from .sandbox.isolation import IsolationUnavailable, choose
     if args.results_json and len(args.submissions) != 1:
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
@@ -110,7 +110,11 @@ def _grade(args):
         return 2
     print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
-    results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    try:
+        results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+    except SuiteFailed as error:
+        print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
+        return 2
     if args.results_json:
         shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
     failed = [r.name for r in results if r.status == "grader error"]

@@ -3,6 +3,7 @@ and a failure of the grader itself reported as such."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -110,3 +111,14 @@ def test_missing_submission_gets_a_row_with_a_reason(tmp_path):
         rows = {row["submission"]: row for row in csv.DictReader(handle)}
     assert rows["nobody"]["status"] == "not gradable" and "does not exist" in rows["nobody"]["reason"]
     assert rows["alice"]["total"] == "100"
+
+
+def test_a_broken_hidden_suite_stops_with_a_message_and_no_rows(tmp_path):
+    hidden = tmp_path / "tests_hidden"
+    shutil.copytree(os.path.join(KIT, "tests_hidden"), hidden,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (hidden / "cases.py").write_text("raise ImportError('a typo in the case table')\n")
+    done = _grade([os.path.join(EXAMPLES, "alice.py"), "--hidden-tests", str(hidden)], tmp_path)
+    assert done.returncode == 2
+    assert "nothing was graded" in done.stderr and "a typo in the case table" in done.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()

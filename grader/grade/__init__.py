@@ -22,7 +22,7 @@ from ..report.gradescope import results_json
 from . import outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
 
-__all__ = ["SuiteOptions", "grade_batch", "grade_one"]
+__all__ = ["SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 
 
 def grade_one(path, name, catalog, options, workdir, zygote=None):
