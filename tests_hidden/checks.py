@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+import cases as cases_table
 import misconceptions
 from grader.harness import StudentFailure
 from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
@@ -162,17 +163,45 @@ def _check_multi_head_dropout(case, got, eval_result):
                 f"dropout acts on every head's weights.")
 
 
+def check_on_device(case, student, reference, device="cpu", guard=False):
+    """Every case the submission gets right on the CPU, again on `device` (or under the guard):
+    same result as its own CPU run, returned on that device, no tensor on the default device."""
+    where = "on CUDA" if device == "cuda" else "with its inputs on another device"
+    graded = 0
+    for sample in cases_table.same_target(case):
+        state = _state(sample, reference)
+        probe = sample.probe(state)
+        expected = reference.run(probe, sample.call_text())
+        try:
+            on_cpu = student.run(probe, sample.call_text())
+            compare_results(sample, on_cpu, expected, state)
+        except StudentFailure:
+            continue  # wrong on the CPU: that costs points in its own part, not here
+        graded += 1
+        try:
+            on_device = student.run(sample.probe(state, device=device, guard=guard), sample.call_text())
+            for violation in on_device.violations():
+                raise StudentFailure(f"{case.target} would fail on a GPU: {violation}")
+            compare_results(sample, on_device, on_cpu, state)
+            shown = on_device.device("output")
+            expect_true(shown.startswith(device),
+                        f"the output came back on {shown}, not on the inputs' {device} device: "
+                        f"something moved it (.cpu(), .numpy(), torch.from_numpy, or a tensor "
+                        f"created without device=).")
+        except StudentFailure as failure:
+            raise StudentFailure(f"{case.target} gives the right result on the CPU for the case "
+                                 f"'{sample.name}', but not {where}:\n{failure}") from None
+    expect_true(graded > 0,
+                f"none of the {case.target} cases is right on the CPU yet, so how it behaves on a "
+                f"GPU cannot be graded: fix {case.target} first (see its own part).")
+
+
 def check_device(case, student, reference):
-    check_match(case, student, reference, guard=True)
+    check_on_device(case, student, reference, guard=True)
 
 
 def check_cuda(case, student, reference):
-    got = check_match(case, student, reference, device="cuda")
-    device = got.device("output")
-    expect_true(device.startswith("cuda"),
-                f"the output of {case.call_text()} came back on {device}, not on the inputs' "
-                f"CUDA device: something moved it to the CPU (.cpu(), .numpy(), torch.from_numpy, "
-                f"or a tensor created without device=).")
+    check_on_device(case, student, reference, device="cuda")
 
 
 CHECKS = {"match": check_match, "eval": check_eval, "dropout": check_dropout,
