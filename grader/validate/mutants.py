@@ -23,6 +23,14 @@ class Mutant:
         return source.replace(self.old, self.new)
 
 
+def dot_return(new):
+    """(old, new) for DotProductAttention's last line; AdditiveAttention ends with the same line,
+    so the text to replace runs on to the next definition to be unique."""
+    tail = "\n        ### END SOLUTION\n\n\ndef transpose_qkv"
+    return ("        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)" + tail,
+            "        " + new + tail)
+
+
 M = Mutant
 MUTANTS = [
     # -- sequence_mask -------------------------------------------------------------------
@@ -98,20 +106,11 @@ MUTANTS = [
     M("dot-scale-by-keys", "DotProductAttention", "takes d from the number of keys",
       "d = queries.shape[-1]", "d = keys.shape[1]"),
     M("dot-no-dropout", "DotProductAttention", "never applies dropout",
-      "        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv",
-      "        return torch.bmm(self.attention_weights, values)\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv"),
+      *dot_return("return torch.bmm(self.attention_weights, values)")),
     M("dot-functional-dropout", "DotProductAttention", "uses F.dropout, which ignores eval mode",
-      "        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv",
-      "        return torch.bmm(nn.functional.dropout(self.attention_weights, self.dropout.p), values)\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv"),
+      *dot_return("return torch.bmm(nn.functional.dropout(self.attention_weights, self.dropout.p), values)")),
     M("dot-dropout-on-output", "DotProductAttention", "applies dropout to the output instead of the weights",
-      "        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv",
-      "        return self.dropout(torch.bmm(self.attention_weights, values))\n"
-      "        ### END SOLUTION\n\n\ndef transpose_qkv"),
+      *dot_return("return self.dropout(torch.bmm(self.attention_weights, values))")),
     M("dot-default-none-missing", "DotProductAttention", "makes valid_lens a required argument",
       "def forward(self, queries, keys, values, valid_lens=None):",
       "def forward(self, queries, keys, values, valid_lens):"),
