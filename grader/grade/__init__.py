@@ -7,6 +7,7 @@ DIR/grades.csv. A broken submission gets a row and a reason; a failure of the gr
 reported as a grader error, never as a zero.
 """
 import concurrent.futures
+import dataclasses
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import traceback
 
 from .. import intake
 from ..report.console import Table
+from ..sandbox import isolation
 from ..report.feedback import feedback_text
 from ..report.gradebook import write_gradebook
 from ..report.gradescope import results_json
@@ -85,6 +87,8 @@ def write_result(result, out_dir):
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None):
     """Grade every submission in `paths`; returns the SubmissionResults in input order."""
     os.makedirs(out_dir, exist_ok=True)
+    # probe the isolation level once here, not again in every trusted process
+    options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
     zygote = trusted.start_zygote()
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote)

@@ -66,7 +66,8 @@ def start_zygote():
 
 
 def _drain(fd, into):
-    into.append(_read_all(fd))
+    with os.fdopen(fd, "rb") as handle:
+        into.append(handle.read())
 
 
 def run_pytest(options, extra_args, timeout, zygote=None):
@@ -123,11 +124,6 @@ def run_pytest(options, extra_args, timeout, zygote=None):
         return json.loads(data), console
     except json.JSONDecodeError as error:
         raise SuiteFailed(f"the hidden suite's report is not JSON ({error})") from None
-
-
-def _read_all(fd):
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
 
 
 def catalog(options, zygote=None):
