@@ -487,6 +487,13 @@ ZOO = [
     Hostile("imports-d2l", "imports d2l, which the grading machine lacks", "said plainly",
             file("uses_d2l.py", solution("from d2l import torch as d2l\n")), expect="zero",
             reason="`d2l`", level_sensitive=False),
+    # -- issue 6, class 1: strings that cannot be written, names that collide (outputs) ----
+    # -- issue 6, class 2: links instead of files (intake) ---------------------------------
+    # -- issue 6, class 3: files that are not regular files (intake) -----------------------
+    # -- issue 6, class 4: amplification (replies and outputs) -----------------------------
+    # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
+    # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
+    # -- issue 6, class 7: forging the device verdict --------------------------------------
 ]
 
 
