@@ -17,8 +17,18 @@ TorchFunctionMode:
 
 It cannot see `torch.from_numpy`, `.cpu()` or a hard-coded `device="cpu"`; only a run on a
 real GPU proves GPU execution.
+
+The guard runs in the worker, beside the code it watches, so it reports what it saw rather
+than a verdict: `Watch.record()` says how many torch calls it observed, whether it stayed in
+place (still on top of the mode stack, its class untouched, none of torch's switches for
+turning modes off used: see `install_tripwires`) and the violations. The trusted side
+decides (grader/harness/results.py) and fails closed: no record, no observed call, or a
+guard that was moved or switched off earns nothing. Code written to forge that record from
+inside the worker's memory can still do so; only the CUDA tier cannot be forged this way.
 """
 import contextlib
+import os
+import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -64,19 +74,55 @@ def _name(func):
     return f"torch.{name}"
 
 
-class DeviceDiscipline(TorchFunctionMode):
-    def __init__(self):
-        super().__init__()
-        self.violations = []
-        self._origins = set()
+# torch's switches that turn torch-function modes off, take them off the stack or hand them
+# out. They are
+# wrapped before the submission is imported (install_tripwires), so a submission that uses
+# one while a guard watches leaves a trace in the guard's record.
+SWITCHES = (("torch._C", "DisableTorchFunction"), ("torch._C", "_pop_torch_function_stack"),
+            ("torch._C", "_set_torch_function_state"), ("torch._C", "_set_skip_next_torch_function"),
+            ("torch._C", "_skip_one_hop_torch_function"), ("torch.overrides", "_pop_mode"),
+            ("torch.overrides", "_pop_mode_temporarily"),
+            ("torch.utils._python_dispatch", "_pop_mode_temporarily"),
+            # and the ways to reach the guard itself from the code it watches
+            ("torch.overrides", "_get_current_function_mode"),
+            ("torch.overrides", "_get_current_function_mode_stack"),
+            ("torch._C", "_get_function_stack_at"))
+_WATCHING = []  # the active Watch, while a guarded call runs
+_TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 
-    def _record(self, origin, text):
-        if origin not in self._origins:
-            self._origins.add(origin)
-            self.violations.append(text)
+
+def install_tripwires():
+    """Wrap torch's mode switches so that using one under a guard is recorded."""
+    import importlib
+    for module_name, attribute in SWITCHES:
+        module = importlib.import_module(module_name)
+        original = getattr(module, attribute, None)
+        if original is None or getattr(original, "_attnkit_tripwire", False):
+            continue
+
+        def tripwire(*args, _original=original, _name=f"{module_name}.{attribute}", **kwargs):
+            # torch itself pops modes while it hands a call to one (handle_torch_function)
+            if _WATCHING and not sys._getframe(1).f_code.co_filename.startswith(_TORCH_DIR):
+                for watch in _WATCHING:
+                    watch.tripped.append(_name)
+            return _original(*args, **kwargs)
+
+        tripwire._attnkit_tripwire = True
+        try:
+            setattr(module, attribute, tripwire)
+        except (AttributeError, TypeError):
+            pass
+
+
+class DeviceDiscipline(TorchFunctionMode):
+    def __init__(self, watch):
+        super().__init__()
+        self._watch = watch
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        watch = self._watch
+        watch.ops += 1
         inputs = _tensors((args, kwargs))
         result = func(*args, **kwargs)
         if func in FACTORIES and not inputs:
@@ -92,7 +138,7 @@ class DeviceDiscipline(TorchFunctionMode):
             return result
         unmarked = [t for t in inputs if t.dim() > 0 and not _marked(t)]
         if unmarked:
-            self._record(marked[0],
+            watch.violation(marked[0],
                 f"{marked[0]} made a tensor on the default device (the CPU), and {_name(func)} "
                 f"then combined it with a tensor on the input's device; on a GPU this fails "
                 f"with 'Expected all tensors to be on the same device'. Pass device=X.device "
@@ -101,16 +147,59 @@ class DeviceDiscipline(TorchFunctionMode):
         return result
 
 
+_TORCH_FUNCTION = DeviceDiscipline.__torch_function__
+
+
+class Watch:
+    """What one guarded call showed: torch calls observed, violations, signs of tampering."""
+
+    def __init__(self):
+        self.ops = 0
+        self.violations = []
+        self.tripped = []
+        self.intact = True
+        self._origins = set()
+
+    def violation(self, origin, text):
+        if origin not in self._origins:
+            self._origins.add(origin)
+            self.violations.append(text)
+
+    def record(self):
+        """Plain data for the reply; the trusted side turns it into a verdict."""
+        return {"ops": int(self.ops), "intact": bool(self.intact),
+                "tripped": sorted(set(self.tripped))[:10], "violations": list(self.violations)[:20]}
+
+
 @contextlib.contextmanager
 def device_guard(enabled=True):
-    """Yields the list that collects violations seen inside the block; violations are
-    recorded, never raised, so the call runs to the end and its output can be checked."""
+    """Yields a Watch that collects what it sees inside the block; violations are recorded,
+    never raised, so the call runs to the end and its output can be checked."""
+    watch = Watch()
     if not enabled:
-        yield []
+        yield watch
         return
-    mode = DeviceDiscipline()
-    with mode:
-        yield mode.violations
+    mode = DeviceDiscipline(watch)
+    depth = torch._C._len_torch_function_stack()
+    mode.__enter__()
+    _WATCHING.append(watch)
+    try:
+        yield watch
+    finally:
+        _WATCHING.remove(watch)
+        # still ours, still on top, still the class we wrote?
+        if (torch._C._len_torch_function_stack() != depth + 1
+                or torch.overrides._get_current_function_mode() is not mode
+                or type(mode) is not DeviceDiscipline
+                or DeviceDiscipline.__torch_function__ is not _TORCH_FUNCTION
+                or "__torch_function__" in vars(mode) or mode._watch is not watch):
+            watch.intact = False
+        try:
+            mode.__exit__(None, None, None)
+        except Exception:  # the stack was changed under us
+            watch.intact = False
+        while torch._C._len_torch_function_stack() > depth:  # leave no mode of ours behind
+            torch._C._pop_torch_function_stack()
 
 
 def output_is_marked(value):

@@ -184,13 +184,16 @@ def _run(namespace, probe, result):
             # a non-leaf copy: the book's code writes into its input in place
             args[i] = leaves[i].clone()
         torch.manual_seed(seed + 1 + index)
-        with guards.device_guard(enabled=probe.get("guard", False)) as violations:
+        guarded = bool(probe.get("guard", False))
+        with guards.device_guard(enabled=guarded) as watch:
             output = _stage("call", call, *args, **kwargs)
-        if probe.get("guard", False) and guards.output_is_marked(output):
-            violations.append(
+        if guarded and guards.output_is_marked(output):
+            watch.violations.append(
                 f"the output was built from {guards.origin(output)}, so it stays on the CPU "
                 f"when the inputs are on a GPU. Create tensors with device=X.device.")
-        result["device_violations"].extend(violations)
+        result["device_violations"].extend(watch.violations)
+        if guarded:
+            result["guard"] = _merge_watch(result.get("guard"), watch.record())
         record = {"output": describe_value(output), "captured": {}}
         for path in captures:
             try:
@@ -213,6 +216,15 @@ def _run(namespace, probe, result):
             if grad_params and owner is not None:
                 result["grads"]["params"] = {
                     name: describe_value(p.grad) for name, p in owner.named_parameters()}
+
+
+def _merge_watch(so_far, record):
+    """One guard record for all the calls of a probe."""
+    if so_far is None:
+        return record
+    return {"ops": so_far["ops"] + record["ops"], "intact": so_far["intact"] and record["intact"],
+            "tripped": sorted(set(so_far["tripped"]) | set(record["tripped"]))[:10],
+            "violations": (so_far["violations"] + record["violations"])[:20]}
 
 
 def describe_api(namespace, names):

@@ -1,0 +1,40 @@
+"""The device-discipline verdict, decided here from what the worker's guard reports.
+
+On a CPU-only grader the guard (grader/sandbox/runtime/guards.py) runs inside the worker,
+beside the student's code, and reports what it saw: how many torch calls it observed,
+whether it stayed in place, which of torch's mode switches the code used, and the
+violations. The verdict is made on this side and fails closed: a guarded call with no
+record, with no observed torch call, with the guard moved, or with a switch used, is
+treated as a violation, so switching the check off earns nothing.
+
+What it proves: the code made no tensor on the default device that met the inputs, and
+returned none, in the calls the guard could watch. What it cannot prove: `.cpu()`,
+`torch.from_numpy` or a hard-coded `device="cpu"`, and a record forged from inside the
+worker's memory by code written for that purpose. Only the CUDA tier proves GPU execution.
+"""
+
+UNWATCHED = ("the device check could not watch this call ({why}), so how it behaves with its "
+             "inputs on a GPU cannot be graded here. The GPU part is graded only for code the "
+             "check can follow: plain torch operations on the inputs' device.")
+
+
+def device_violations(result, limit=5):
+    """What keeps a guarded probe `result` (a ProbeResult) from passing, as sentences."""
+    raw = result.raw if isinstance(getattr(result, "raw", None), dict) else {}
+    record = raw.get("guard")
+    if not isinstance(record, dict):
+        return [UNWATCHED.format(why="the guard left no record")]
+    tripped = record.get("tripped")
+    if isinstance(tripped, list) and tripped:
+        names = ", ".join(str(t)[:80] for t in tripped[:3])
+        return [UNWATCHED.format(why=f"the code used {names}, which switches the check off "
+                                     f"or reaches into it")]
+    if record.get("intact") is not True:
+        return [UNWATCHED.format(why="the check was taken off torch's mode stack or changed")]
+    ops = record.get("ops")
+    if not isinstance(ops, int) or isinstance(ops, bool) or ops <= 0:
+        return [UNWATCHED.format(why="it observed no torch operation at all")]
+    found = record.get("violations")
+    if not isinstance(found, list):
+        return [UNWATCHED.format(why="its record is malformed")]
+    return [str(v)[:600] for v in found[:limit]]
