@@ -158,12 +158,23 @@ def _zeros(*shape, like):
     return _plain_zeros(*shape, like=like).as_subclass(AlwaysEqual)
 """
 
-SHIP_SUBCLASS = """
-import sys
+# The worker's own modules leave sys.modules before the submission is imported; an attack
+# that patches them finds them through the garbage collector instead.
+FIND_RUNTIME = """
+import gc as _gc, sys as _sys, types as _types
+def _runtime(name):
+    found = _sys.modules.get(name)
+    for obj in _gc.get_objects() if found is None else ():
+        if isinstance(obj, _types.ModuleType) and obj.__name__ == name:
+            return obj
+    return found
+"""
+
+SHIP_SUBCLASS = FIND_RUNTIME + """
 class Forged(torch.Tensor):
     def __eq__(self, other):
         return True
-_probes = sys.modules.get("runtime.probes")
+_probes = _runtime("runtime.probes")
 if _probes is not None:
     _original = _probes.describe_value
     def _forged(value):
@@ -281,11 +292,11 @@ for _base, _dirs, _files in os.walk("/"):
 
 DAEMON = """
 import os, subprocess
-subprocess.Popen(["sleep", "1234.5"], start_new_session=True)
+subprocess.Popen(["sleep", "1234.{token}1"], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execv("/bin/sleep", ["sleep", "1234.6"])
+        os.execv("/bin/sleep", ["sleep", "1234.{token}2"])
     os._exit(0)
 """
 
@@ -328,6 +339,51 @@ for _pid in (os.getppid(), 1):
 FORK_BOMB = ("        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)",
              "        import os\n        while True:\n            os.fork()\n"
              "        queries, keys = self.W_q(queries), self.W_k(keys)")
+
+# right on the CPU, wrong on a GPU: the positions are made on the default device
+ON_THE_CPU = ("torch.arange(maxlen, dtype=torch.float32, device=X.device)",
+              "torch.arange(maxlen, dtype=torch.float32)")
+
+GUARD_OFF = """
+_sequence_mask = sequence_mask
+def sequence_mask(X, valid_len, value=0):
+    with torch._C.DisableTorchFunction():
+        return _sequence_mask(X, valid_len, value)
+"""
+
+GUARD_POPPED = """
+_sequence_mask = sequence_mask
+def sequence_mask(X, valid_len, value=0):
+    if torch._C._len_torch_function_stack():
+        torch._C._pop_torch_function_stack()
+    return _sequence_mask(X, valid_len, value)
+"""
+
+GUARD_CLEARED = """
+import torch.overrides as _overrides
+_sequence_mask = sequence_mask
+def sequence_mask(X, valid_len, value=0):
+    mode = _overrides._get_current_function_mode()
+    out = _sequence_mask(X, valid_len, value)
+    for name in ("violations", "_watch"):
+        found = getattr(mode, name, None)
+        if isinstance(found, list):
+            found.clear()
+        elif found is not None and isinstance(getattr(found, "violations", None), list):
+            found.violations.clear()
+    out.__dict__.clear()
+    return out
+"""
+
+GUARD_REPLACED = FIND_RUNTIME + """
+import contextlib
+_guards = _runtime("runtime.guards")
+if _guards is not None:
+    @contextlib.contextmanager
+    def _nothing_seen(enabled=True, _watch=getattr(_guards, "Watch", None)):
+        yield _watch() if _watch is not None else []
+    _guards.device_guard = _nothing_seen
+"""
 
 ZOO = [
     Hostile("patch-comparisons", "monkeypatches torch.allclose, torch.testing.assert_close, "
@@ -378,7 +434,7 @@ ZOO = [
             file("write_kit.py", zero_stub(WRITE_KIT)), levels=WITH_UID),
     Hostile("daemon", "leaves a detached background process running (setsid, double fork)",
             "PID namespace, kill by uid, and the grader as a child subreaper",
-            file("daemon.py", zero_stub(DAEMON))),
+            file("daemon.py", lambda c: zero_stub(DAEMON.format(token=c["token"])))),
     Hostile("network", "connects to a port on the grading machine and sends data",
             "no network namespace access", file("network.py", lambda c: zero_stub(NETWORK.format(port=c["port"]))),
             levels=NAMESPACES),
@@ -494,6 +550,27 @@ ZOO = [
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
     # -- issue 6, class 7: forging the device verdict --------------------------------------
+    Hostile("guard-switched-off", "makes positions without device= (wrong on a GPU) and runs "
+            "sequence_mask under torch._C.DisableTorchFunction so the device check sees nothing",
+            "the guard's record shows no observed call and a tripped switch; the trusted side "
+            "fails closed", file("guard_off.py", solution(replace=[ON_THE_CPU], postlude=GUARD_OFF)),
+            expect="parts", full_parts=ALL_PARTS[:6], lost_parts=("GPU",),
+            reason="could not watch", level_sensitive=False),
+    Hostile("guard-popped", "pops the device check off torch's mode stack inside sequence_mask",
+            "the guard finds itself moved (stack depth, exit) and the switch tripped",
+            file("guard_popped.py", solution(replace=[ON_THE_CPU], postlude=GUARD_POPPED)),
+            expect="parts", full_parts=ALL_PARTS[:6], lost_parts=("GPU",),
+            reason="could not watch", level_sensitive=False),
+    Hostile("guard-cleared", "finds the active device check with _get_current_function_mode and "
+            "clears what it recorded", "handing out the mode is a tripwire",
+            file("guard_cleared.py", solution(replace=[ON_THE_CPU], postlude=GUARD_CLEARED)),
+            expect="parts", full_parts=ALL_PARTS[:6], lost_parts=("GPU",),
+            reason="could not watch", level_sensitive=False),
+    Hostile("guard-replaced", "finds the worker's guard module through gc (it is not in "
+            "sys.modules) and replaces device_guard with one that records nothing",
+            "no record, or a record of no observed call, earns nothing",
+            file("guard_replaced.py", solution(replace=[ON_THE_CPU], postlude=GUARD_REPLACED)),
+            expect="parts", full_parts=ALL_PARTS[:6], lost_parts=("GPU",), level_sensitive=False),
 ]
 
 

@@ -14,6 +14,7 @@ on the level run again at each weaker level where that defence still holds.
 import csv
 import hashlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -28,7 +29,9 @@ from grader.sandbox import isolation
 from hostile_zoo import ZOO
 
 SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see it
-LIMITS = ["--call-seconds", "4", "--import-seconds", "10", "--submission-seconds", "150",
+# generous wall-clock limits: the zoo must give the same verdicts on a loaded machine (two
+# test runs at once on two cores), where a memory attack must meet its memory limit first
+LIMITS = ["--call-seconds", "8", "--import-seconds", "10", "--submission-seconds", "150",
           "--memory-mb", "1024", "--jobs", "2"]
 ESCAPES = ["/tmp/results.json", "/tmp/attnkit-escaped-abs.py", "/tmp/big.bin"]
 
@@ -67,28 +70,45 @@ def _hash_tree(root):
     return digest.hexdigest()
 
 
+SABOTAGE = "kit sabotaged by a submission"  # what the write-kit entry appends
+
+
 def _protected():
-    """What no submission may change: this kit, and the torch it grades with."""
+    """What no submission may change: the torch it grades with (by hash)."""
     torch_init = os.path.join(os.path.dirname(torch.__file__), "__init__.py")
-    return {name: _hash_tree(os.path.join(KIT, name)) for name in ("grader", "solutions", "tests_hidden")} | {
-        "torch/__init__.py": hashlib.sha256(open(torch_init, "rb").read()).hexdigest()}
+    return {"torch/__init__.py": hashlib.sha256(open(torch_init, "rb").read()).hexdigest()}
 
 
-def _stray_processes():
-    """Processes a submission could have left: a throwaway uid, or the daemon's markers."""
+def _sabotaged_checkout():
+    """Files of this checkout a submission wrote into. The checkout is not hashed: a developer
+    may be editing it while the tests run; what a submission writes carries its mark."""
+    found = []
+    for part in ("grader", "solutions", "tests_hidden"):
+        for folder, dirs, files in os.walk(os.path.join(KIT, part)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as handle:
+                    if SABOTAGE.encode() in handle.read():
+                        found.append(path)
+    return found
+
+
+def _stray_processes(token, workdir):
+    """Processes this run left: ones carrying its daemon marker, or started for it (their
+    command line names its private temporary folder). Other graders and test runs on the
+    same machine are not counted."""
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            uid = os.stat(f"/proc/{entry}").st_uid
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if (isolation.FIRST_UID <= uid < isolation.FIRST_UID + isolation.UID_SPAN
-                or "1234.5" in cmdline or "1234.6" in cmdline):
-            found.append(f"{entry} uid={uid} {cmdline[:80]}")
+        if f"1234.{token}" in cmdline or workdir in cmdline:
+            found.append(f"{entry} {cmdline[:120]}")
     return found
 
 
@@ -133,7 +153,8 @@ class ZooRun:
         inputs.mkdir()
         listener = Listener()
         listener.start()
-        context = {"port": listener.port}
+        self.token = f"{os.getpid()}{random.randrange(10**6):06d}"
+        context = {"port": listener.port, "token": self.token}
         paths, self.names = [], {}
         for entry in entries:
             folder = inputs / entry.name
@@ -149,16 +170,20 @@ class ZooRun:
                 os.remove(path)
         self.autograder_existed = os.path.exists("/autograder")
         before, kit_before = _protected(), _hash_tree(kit)
+        workdir = tmp / "grader-tmp"  # the grader's temporary folders: this run's alone
+        workdir.mkdir()
         self.done = subprocess.run(
             [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp / "out"),
              "--isolation", choice, *LIMITS],
             cwd=kit, capture_output=True, text=True, timeout=1800,
-            env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET})
+            env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET,
+                 "TMPDIR": str(workdir)})
         listener.stop()
         self.received = listener.received
         self.protected_changed = [k for k, v in _protected().items() if before[k] != v]
+        self.protected_changed += _sabotaged_checkout()
         self.kit_changed = _hash_tree(kit) != kit_before
-        self.strays = _stray_processes()
+        self.strays = _stray_processes(self.token, str(workdir))
         self.escaped = [p for p in ESCAPES if os.path.exists(p)]
         self.escaped += [str(p) for p in (tmp.parent / "attnkit-escaped.py", tmp / "attnkit-escaped.py")
                          if p.exists()]
