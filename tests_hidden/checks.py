@@ -5,7 +5,7 @@ import torch
 import cases as cases_table
 import misconceptions
 from grader.harness import StudentFailure
-from grader.harness.devices import device_violations
+from grader.harness.devices import device_failure
 from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
 
 
@@ -70,9 +70,9 @@ def check_match(case, student, reference, device="cpu", guard=False):
     probe = case.probe(state, device=device, guard=guard)
     expected = reference.run(probe, case.call_text())
     got = student.run(probe, case.call_text())
-    if guard:
-        for violation in device_violations(got):
-            raise StudentFailure(f"{case.target} would fail on a GPU: {violation}")
+    failure = device_failure(case.target, got) if guard else None
+    if failure:
+        raise StudentFailure(failure)
     compare_results(case, got, expected, state)
     return got
 
@@ -181,8 +181,9 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
         graded += 1
         try:
             on_device = student.run(sample.probe(state, device=device, guard=guard), sample.call_text())
-            for violation in device_violations(on_device) if guard else ():
-                raise StudentFailure(f"{case.target} would fail on a GPU: {violation}")
+            failure = device_failure(case.target, on_device) if guard else None
+            if failure:
+                raise StudentFailure(failure)
             compare_results(sample, on_device, on_cpu, state)
             shown = on_device.device("output")
             expect_true(shown.startswith(device),

@@ -13,28 +13,31 @@ returned none, in the calls the guard could watch. What it cannot prove: `.cpu()
 worker's memory by code written for that purpose. Only the CUDA tier proves GPU execution.
 """
 
-UNWATCHED = ("the device check could not watch this call ({why}), so how it behaves with its "
-             "inputs on a GPU cannot be graded here. The GPU part is graded only for code the "
+UNWATCHED = ("{target}: the device check could not watch this call ({why}), so how it "
+             "behaves with its inputs on a GPU cannot be graded here. The GPU part is graded only for code the "
              "check can follow: plain torch operations on the inputs' device.")
 
 
-def device_violations(result, limit=5):
-    """What keeps a guarded probe `result` (a ProbeResult) from passing, as sentences."""
+def device_failure(target, result):
+    """Why the guarded probe `result` (a ProbeResult) of `target` does not pass, or None."""
     raw = result.raw if isinstance(getattr(result, "raw", None), dict) else {}
     record = raw.get("guard")
     if not isinstance(record, dict):
-        return [UNWATCHED.format(why="the guard left no record")]
+        return UNWATCHED.format(target=target, why="the guard left no record")
     tripped = record.get("tripped")
     if isinstance(tripped, list) and tripped:
         names = ", ".join(str(t)[:80] for t in tripped[:3])
-        return [UNWATCHED.format(why=f"the code used {names}, which switches the check off "
-                                     f"or reaches into it")]
+        return UNWATCHED.format(target=target, why=f"the code used {names}, which switches the "
+                                                   f"check off or reaches into it")
     if record.get("intact") is not True:
-        return [UNWATCHED.format(why="the check was taken off torch's mode stack or changed")]
+        return UNWATCHED.format(target=target,
+                                why="the check was taken off torch's mode stack or changed")
     ops = record.get("ops")
     if not isinstance(ops, int) or isinstance(ops, bool) or ops <= 0:
-        return [UNWATCHED.format(why="it observed no torch operation at all")]
+        return UNWATCHED.format(target=target, why="it observed no torch operation at all")
     found = record.get("violations")
     if not isinstance(found, list):
-        return [UNWATCHED.format(why="its record is malformed")]
-    return [str(v)[:600] for v in found[:limit]]
+        return UNWATCHED.format(target=target, why="its record is malformed")
+    if found:
+        return f"{target} would fail on a GPU: {str(found[0])[:600]}"
+    return None
