@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -112,6 +113,58 @@ def _stray_processes(token, workdir):
     return found
 
 
+class PeakMemory(threading.Thread):
+    """Samples the peak resident memory (VmHWM) of the grader's main process and of its
+    trusted processes (forks of the zygote, which keep its command line) while a batch runs."""
+
+    def __init__(self, main_pid):
+        super().__init__(daemon=True)
+        self.main_pid, self.running = main_pid, True
+        self.main_mb = self.trusted_mb = 0.0
+
+    @staticmethod
+    def _hwm_mb(pid):
+        try:
+            with open(f"/proc/{pid}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def run(self):
+        while self.running:
+            self.main_mb = max(self.main_mb, self._hwm_mb(self.main_pid))
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                        cmdline = handle.read()
+                except OSError:
+                    continue
+                if b"grader.grade.zygote" in cmdline and _ancestor(int(entry), self.main_pid):
+                    self.trusted_mb = max(self.trusted_mb, self._hwm_mb(entry))
+            time.sleep(0.2)
+
+    def stop(self):
+        self.running = False
+        self.join(5)
+
+
+def _ancestor(pid, ancestor):
+    for _ in range(6):
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
 class Listener(threading.Thread):
     """A TCP port on the grading machine that no submission may reach."""
 
@@ -172,12 +225,20 @@ class ZooRun:
         before, kit_before = _protected(), _hash_tree(kit)
         workdir = tmp / "grader-tmp"  # the grader's temporary folders: this run's alone
         workdir.mkdir()
-        self.done = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp / "out"),
              "--isolation", choice, *LIMITS],
-            cwd=kit, capture_output=True, text=True, timeout=1800,
+            cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET,
                  "TMPDIR": str(workdir)})
+        peaks = PeakMemory(proc.pid)
+        peaks.start()
+        try:
+            stdout, stderr = proc.communicate(timeout=1800)
+        finally:
+            peaks.stop()
+        self.done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        self.peak_main_mb, self.peak_trusted_mb = peaks.main_mb, peaks.trusted_mb
         listener.stop()
         self.received = listener.received
         self.protected_changed = [k for k, v in _protected().items() if before[k] != v]
@@ -252,6 +313,18 @@ def test_nothing_reached_the_network(zoo):
     if "network" not in zoo.entries:
         pytest.skip(f"no network namespace at level {zoo.key}: the worker shares the host network")
     assert zoo.received == [], "defence: network namespace"
+
+
+def test_outputs_and_grader_memory_stay_bounded(zoo):
+    """One hostile batch may not inflate what the grader writes or holds (figures printed)."""
+    sizes = {p.relative_to(zoo.out).as_posix(): p.stat().st_size for p in zoo.out.rglob("*")
+             if p.is_file()}
+    largest = max(sizes.items(), key=lambda item: item[1])
+    print(f"\n[{zoo.key}] peak memory: main process {zoo.peak_main_mb:.0f} MB, trusted processes "
+          f"{zoo.peak_trusted_mb:.0f} MB; largest output {largest[0]} {largest[1] / 1024:.0f} KB")
+    assert largest[1] <= 1024 * 1024, f"defence: capped outputs; {largest}"
+    assert 0 < zoo.peak_main_mb < 500, "defence: bounded replies and outputs"
+    assert zoo.peak_trusted_mb < 1500, "defence: bounded replies (schema, sizes from the reference)"
 
 
 def test_every_row_says_why_it_lost_points(zoo):
