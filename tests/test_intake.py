@@ -8,6 +8,8 @@ import codecs
 import importlib.util
 import json
 import os
+import shutil
+import socket
 import stat
 import struct
 import sys
@@ -18,7 +20,7 @@ import zlib
 
 import pytest
 
-from grader.intake import archive, stage, submission_names
+from grader.intake import IntakeError, archive, stage, submission_names
 
 ATTENTION = '''\
 import math
@@ -695,3 +697,310 @@ def test_empty_folder_says_so(tmp_path):
     folder.mkdir()
     staged = _stage(tmp_path, folder)
     assert "contains: nothing" in staged.error
+
+
+# ----------------------------------------------------------------------------- trust boundary
+# Links, named pipes, sockets and devices (issue "trust boundary", classes 2 and 3): intake
+# reads regular files only and never follows a link. Every link here points at something
+# holding SECRET; none of it may reach the staged folder, the reason or the notes.
+
+SECRET = "attnkit-link-target-5e3c"
+SECRET_SOURCE = f"LEAK = '{SECRET}'\n\n\ndef scale(d):\n    return 100\n"
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder outside every submission: a source file, a notebook and a folder holding
+    attention.py, all carrying SECRET (and SECRET in the folder's own name)."""
+    root = tmp_path / f"outside-{SECRET}"
+    (root / "folder").mkdir(parents=True)
+    (root / "secret.py").write_text(SECRET_SOURCE)
+    (root / "secret.ipynb").write_bytes(_notebook([("code", SECRET_SOURCE)]))
+    (root / "folder" / "attention.py").write_text(SECRET_SOURCE)
+    return root
+
+
+def _no_leak(tmp_path, staged):
+    assert SECRET not in (staged.error or "") and SECRET not in _notes(staged)
+    staged_dir = tmp_path / "staged"
+    for folder, dirs, names in os.walk(staged_dir):
+        for name in dirs + names:
+            path = os.path.join(folder, name)
+            assert stat.S_ISREG(os.lstat(path).st_mode) or stat.S_ISDIR(os.lstat(path).st_mode), path
+            if os.path.isfile(path):
+                with open(path, "rb") as handle:
+                    assert SECRET.encode() not in handle.read(), path
+    for text in [staged.error or ""] + staged.notes:
+        text.encode("utf-8")  # writable as is
+
+
+def _stage_within(tmp_path, upload, wait=10, **kwargs):
+    """stage() in a thread: a blocking open or an endless read fails the test, never hangs it."""
+    import threading
+    box = {}
+
+    def run():
+        box["staged"] = stage(str(upload), str(tmp_path / "staged"), "student", **kwargs)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(wait)
+    assert not worker.is_alive(), f"stage() did not return within {wait} s"
+    return box["staged"]
+
+
+def _refused(tmp_path, upload, reason):
+    staged = _stage_within(tmp_path, upload)
+    assert staged.file is None and staged.error, staged
+    assert reason in staged.error, staged.error
+    assert not (tmp_path / "staged" / "attention.py").exists()
+    _no_leak(tmp_path, staged)
+    return staged
+
+
+def _folder(tmp_path, files=None):
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("target", ["secret.py", "solution", "/etc/passwd", "/dev/zero", "/dev/urandom",
+                                    "dangling", "self"])
+def test_folder_whose_attention_py_is_a_link_is_refused(tmp_path, outside, target):
+    from conftest import SOLUTION
+    folder = _folder(tmp_path)
+    real = {"secret.py": str(outside / "secret.py"), "solution": SOLUTION,
+            "dangling": str(tmp_path / "no-such-file"), "self": "attention.py"}.get(target, target)
+    os.symlink(real, folder / "attention.py")
+    staged = _refused(tmp_path, folder, "attention.py is a symbolic link; upload the file itself")
+    if target == "solution":  # the kit's own solution would have scored 100
+        with open(SOLUTION, encoding="utf-8") as handle:
+            assert "class MultiHeadAttention" in handle.read()
+        assert "MultiHeadAttention" not in staged.error + _notes(staged)
+
+
+def test_notebook_that_is_a_link_is_refused(tmp_path, outside):
+    folder = _folder(tmp_path)
+    os.symlink(outside / "secret.ipynb", folder / "attention.ipynb")
+    _refused(tmp_path, folder, "attention.ipynb is a symbolic link")
+
+
+@pytest.mark.parametrize("name", ["attention.py", "alice.py", "alice.ipynb", "alice.zip", "alice"])
+def test_command_line_path_that_is_a_link_is_refused(tmp_path, outside, name):
+    target = {"attention.py": outside / "secret.py", "alice.py": outside / "secret.py",
+              "alice.ipynb": outside / "secret.ipynb", "alice.zip": _zip(
+                  tmp_path / "real.zip", {"attention.py": SECRET_SOURCE}),
+              "alice": outside / "folder"}[name]
+    link = tmp_path / "uploads" / name
+    link.parent.mkdir()
+    os.symlink(target, link)
+    _refused(tmp_path, link, f"{name} is a symbolic link")
+    if name == "alice":  # a trailing slash, as a shell glob gives it, must not follow the link
+        shutil.rmtree(tmp_path / "staged")
+        _refused(tmp_path, str(link) + os.sep, "alice is a symbolic link")
+
+
+def test_folder_on_the_way_that_is_a_link_is_not_entered(tmp_path, outside):
+    folder = _folder(tmp_path)
+    os.symlink(outside / "folder", folder / "hw")  # the only attention.py is behind the link
+    staged = _refused(tmp_path, folder, "no attention.py")
+    assert "hw (a symbolic link)" in staged.error
+
+
+def test_linked_folder_beside_the_real_one_is_skipped_with_a_note(tmp_path, outside):
+    folder = _folder(tmp_path)
+    (folder / "hw").mkdir()
+    (folder / "hw" / "attention.py").write_text(ATTENTION)
+    os.symlink(outside / "folder", folder / "also")   # same depth: would be a second candidate
+    os.symlink(folder / "hw", folder / "loop")        # a link back into the submission
+    staged = _stage_within(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+    assert "also: a symbolic link" in _notes(staged) and "loop: a symbolic link" in _notes(staged)
+    _no_leak(tmp_path, staged)
+
+
+@pytest.mark.parametrize("kind", ["link-outside", "link-zero", "fifo", "socket", "device"])
+def test_odd_helper_beside_attention_is_skipped_with_a_note(tmp_path, outside, monkeypatch, kind):
+    folder = _folder(tmp_path, {"attention.py": ATTENTION, "masks.py": "MASK = -1e6\n"})
+    helper = folder / "helpers.py"
+    if kind == "link-outside":
+        os.symlink(outside / "secret.py", helper)
+    elif kind == "link-zero":
+        os.symlink("/dev/zero", helper)
+    elif kind == "fifo":
+        os.mkfifo(helper)
+    elif kind == "socket":
+        monkeypatch.chdir(folder)  # AF_UNIX paths are short: bind by a relative name
+        server = socket.socket(socket.AF_UNIX)
+        server.bind("helpers.py")
+        server.listen(1)
+    else:
+        _mknod_zero(helper)
+    staged = _stage_within(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+    assert sorted(os.listdir(tmp_path / "staged")) == ["attention.py", "masks.py"]
+    said = {"link-outside": "symbolic link", "link-zero": "symbolic link", "fifo": "named pipe",
+            "socket": "socket", "device": "a device"}[kind]
+    assert f"helpers.py: {said}" in _notes(staged) or f"helpers.py: a {said}" in _notes(staged)
+    _no_leak(tmp_path, staged)
+
+
+def _mknod_zero(path):
+    """A real character device node, the same device as /dev/zero (root only)."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 5))
+    except (PermissionError, AttributeError):
+        pytest.skip("making a device node needs root")
+
+
+def test_fifo_named_attention_py_is_refused_without_blocking(tmp_path):
+    folder = _folder(tmp_path)
+    os.mkfifo(folder / "attention.py")
+    _refused(tmp_path, folder, "attention.py is a named pipe (FIFO)")
+
+
+@pytest.mark.parametrize("name", ["alice.py", "alice.ipynb", "alice.zip"])
+def test_fifo_as_the_command_line_path_is_refused(tmp_path, name):
+    (tmp_path / "uploads").mkdir()
+    os.mkfifo(tmp_path / "uploads" / name)
+    _refused(tmp_path, tmp_path / "uploads" / name, f"{name} is a named pipe")
+
+
+def test_socket_named_attention_py_is_refused(tmp_path, monkeypatch):
+    folder = _folder(tmp_path)
+    monkeypatch.chdir(folder)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("attention.py")
+    try:
+        _refused(tmp_path, folder, "attention.py is a socket")
+    finally:
+        server.close()
+
+
+def test_device_named_attention_py_is_refused(tmp_path):
+    folder = _folder(tmp_path)
+    _mknod_zero(folder / "attention.py")
+    _refused(tmp_path, folder, "attention.py is a device (like /dev/zero)")
+
+
+def test_device_as_the_command_line_path_is_refused(tmp_path):
+    _refused(tmp_path, "/dev/zero", "zero is a device")
+
+
+def test_huge_sparse_file_is_refused_by_its_size_without_reading_it(tmp_path):
+    import time
+    folder = _folder(tmp_path)
+    for name in ("attention.py", "attention.ipynb"):
+        with open(folder / name, "wb") as handle:
+            handle.truncate(8 * 2**30)  # 8 GB of holes: reading it would take a while
+    start = time.monotonic()
+    _refused(tmp_path, folder, "attention.py is 8192 MB; a source file over 2048 KB is not accepted")
+    os.remove(folder / "attention.py")
+    shutil.rmtree(tmp_path / "staged")
+    _refused(tmp_path, folder, "attention.ipynb is 8192 MB; a notebook over 20 MB is not accepted")
+    assert time.monotonic() - start < 5
+
+
+def test_huge_helper_is_skipped_unread(tmp_path):
+    folder = _folder(tmp_path, {"attention.py": ATTENTION})
+    with open(folder / "helpers.py", "wb") as handle:
+        handle.truncate(8 * 2**30)
+    staged = _stage_within(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+    assert os.listdir(tmp_path / "staged") == ["attention.py"]
+
+
+def test_zip_that_is_too_large_is_refused_before_it_is_opened(tmp_path):
+    upload = tmp_path / "alice.zip"
+    with open(upload, "wb") as handle:
+        handle.truncate(archive.MAX_ZIP_BYTES + 1)
+    _refused(tmp_path, upload, "a zip archive over 64 MB is not accepted")
+
+
+def test_the_deadline_refuses_the_submission(tmp_path):
+    folder = _folder(tmp_path, {"attention.py": ATTENTION})
+    staged = _stage_within(tmp_path, folder, seconds=-1)
+    assert staged.file is None and "took longer than" in staged.error
+    upload = _zip(tmp_path / "a.zip", {"attention.py": ATTENTION})
+    shutil.rmtree(tmp_path / "staged")
+    staged = _stage_within(tmp_path, upload, seconds=-1)
+    assert staged.file is None and "took longer than" in staged.error
+
+
+def test_the_walk_is_bounded_in_entries_and_depth(tmp_path, monkeypatch):
+    from grader.intake import safeio
+    monkeypatch.setattr(safeio, "MAX_WALK_ENTRIES", 50)
+    monkeypatch.setattr(safeio, "MAX_DEPTH", 4)
+    folder = _folder(tmp_path, {"attention.py": ATTENTION})
+    deep = folder.joinpath(*["d"] * 8)
+    deep.mkdir(parents=True)
+    (deep / "attention.py").write_text(SECRET_SOURCE)
+    staged = _stage_within(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+    assert "deeper than 4 levels" in _notes(staged)
+    for i in range(60):
+        (folder / f"data{i}.txt").write_text("x")
+    shutil.rmtree(tmp_path / "staged")
+    _refused(tmp_path, folder, "more than 50 files and folders")
+
+
+def test_a_file_swapped_for_a_link_after_the_walk_is_refused(tmp_path, outside):
+    from grader.intake import safeio
+    folder = _folder(tmp_path)
+    (folder / "hw").mkdir()
+    (folder / "hw" / "attention.py").write_text(ATTENTION)
+    root = os.open(folder, safeio.DIR_FLAGS)
+    try:
+        deadline = safeio.Deadline(30, "student")
+        entries, _ = safeio.walk(root, "student", deadline, lambda name: False)
+        [entry] = entries
+        assert safeio.read_entry(root, entry, 10_000, "x", deadline) == ATTENTION.encode()
+        # the file becomes a link to the secret
+        os.remove(folder / "hw" / "attention.py")
+        os.symlink(outside / "secret.py", folder / "hw" / "attention.py")
+        with pytest.raises(IntakeError, match="symbolic link"):
+            safeio.read_entry(root, entry, 10_000, "hw/attention.py", deadline)
+        # the folder on the way becomes a link to a folder holding the secret
+        os.rename(folder / "hw", tmp_path / "old-hw")
+        os.symlink(outside / "folder", folder / "hw")
+        with pytest.raises(IntakeError, match="symbolic link"):
+            safeio.read_entry(root, entry, 10_000, "hw/attention.py", deadline)
+    finally:
+        os.close(root)
+
+
+def test_odd_names_in_reasons_are_made_safe(tmp_path):
+    folder = _folder(tmp_path)
+    for sub in ("a\x1b[2J", os.fsdecode(b"b\xff\xfe")):
+        (folder / sub).mkdir()
+        (folder / sub / "attention.py").write_text(ATTENTION)
+    staged = _stage_within(tmp_path, folder)
+    assert "several candidate files" in staged.error
+    assert "\x1b" not in staged.error and "\ufffd" in staged.error
+    staged.error.encode("utf-8")
+
+
+def test_helper_with_an_unusable_name_is_not_copied(tmp_path):
+    folder = _folder(tmp_path, {"attention.py": ATTENTION})
+    (folder / os.fsdecode(b"h\xffelp.py")).write_text("X = 1\n")
+    staged = _stage_within(tmp_path, folder)
+    assert _read_staged(staged) == ATTENTION
+    assert os.listdir(tmp_path / "staged") == ["attention.py"]
+    assert "cannot use" in _notes(staged)
+
+
+def test_zip_entries_that_cannot_be_written_are_skipped(tmp_path):
+    upload = _zip(tmp_path / "odd.zip", {"attention.py": ATTENTION, "x": "a file", "x/y.py": "Y = 1\n",
+                                         "n" * 300 + ".py": "Z = 1\n"})
+    staged = _stage_within(tmp_path, upload)
+    assert _read_staged(staged) == ATTENTION
+    assert "2 entries could not be unpacked" in _notes(staged)
+
+
+def test_stage_never_raises_on_odd_arguments(tmp_path):
+    for path in ["", "\x00bad", str(tmp_path / ("n" * 5000)), os.fsdecode(b"\xff.py")]:
+        staged = stage(path, str(tmp_path / "staged"), "student")
+        assert staged.file is None and staged.error
+        staged.error.encode("utf-8")

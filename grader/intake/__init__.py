@@ -5,17 +5,27 @@ finds the student's code in it, reads it as text whatever the editor did to it, 
 notebook to a module, and copies the student's other .py files beside it (their own
 helpers). What it cannot accept becomes an IntakeError whose message tells the student
 what is wrong; what it changed becomes a note in the feedback.
+
+Intake trusts nothing it is given (safeio.py): it reads regular files only, never follows
+a symbolic link (not the submitted path, not a folder inside it, not a file), never opens
+a named pipe, socket or device, reads at most each size limit plus one byte, and gives up
+on a submission after INTAKE_SECONDS. `stage` never raises: whatever goes wrong becomes
+the submission's reason for being `not gradable`.
 """
 import dataclasses
 import os
 import re
 import shutil
+import stat
 import tempfile
 
+from ..textsafety import safe_text
 from .archive import extract
 from .errors import IntakeError
-from .notebook import notebook_to_module
-from .text import decode_source
+from .notebook import MAX_NOTEBOOK_BYTES, notebook_to_module
+from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, open_submitted,
+                     read_entry, read_fd, refusal, shown, walk)
+from .text import MAX_SOURCE_BYTES, decode_source
 
 __all__ = ["IntakeError", "Staged", "stage", "submission_names"]
 
@@ -35,6 +45,13 @@ class Staged:
     error: str = None         # why it cannot be graded (IntakeError), if so
 
 
+def _is_real_folder(path):
+    try:
+        return stat.S_ISDIR(os.lstat(os.path.normpath(path)).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def submission_names(paths):
     """A unique name per submission: the file or folder name without its extension.
 
@@ -48,7 +65,7 @@ def submission_names(paths):
         if ext.lower() in (".py", ".ipynb", ".zip"):
             name = stem
         parent = os.path.basename(os.path.dirname(path))
-        if os.path.isdir(path) and name.lower() == "attention" and parent:
+        if _is_real_folder(path) and name.lower() == "attention" and parent:
             name = parent
         return name
 
@@ -69,28 +86,28 @@ def submission_names(paths):
     return names
 
 
-def _candidates(folder):
-    found = []
-    for current, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        depth = os.path.relpath(current, folder).count(os.sep) + (current != folder)
-        for name in sorted(files):
-            found.append((depth, os.path.join(current, name)))
-    return found
+def _skip_dir(name):
+    return name in SKIP_DIRS or name.startswith(".")
 
 
-def locate(folder, label):
-    """The file in `folder` that holds the student's code."""
-    files = _candidates(folder)
+def _listing(entries):
+    def one(entry):
+        return entry.shown + (f" ({entry.kind})" if entry.kind else "")
+    return ", ".join(one(e) for e in entries[:10]) or "nothing"
+
+
+def locate(entries, label):
+    """The entry (from safeio.walk) that holds the student's code; it may be a link or
+    another non-regular file, which the caller then refuses with its reason."""
     def pick(test):
-        matches = [(d, p) for d, p in files if test(os.path.basename(p))]
+        matches = [e for e in entries if test(e.name)]
         if not matches:
             return None
-        best = min(d for d, _ in matches)
-        shallowest = [p for d, p in matches if d == best]
+        best = min(e.depth for e in matches)
+        shallowest = [e for e in matches if e.depth == best]
         if len(shallowest) > 1:
-            shown = ", ".join(os.path.relpath(p, folder) for p in shallowest)
-            raise IntakeError(f"{label} holds several candidate files ({shown}); keep only one.")
+            raise IntakeError(f"{label} holds several candidate files "
+                              f"({', '.join(e.shown for e in shallowest[:10])}); keep only one.")
         return shallowest[0]
 
     for test in (lambda n: n == "attention.py",
@@ -100,72 +117,134 @@ def locate(folder, label):
         chosen = pick(test)
         if chosen:
             return chosen
-    py = [p for _, p in files if p.endswith(".py") and not NOT_THE_SUBMISSION.match(os.path.basename(p))]
-    if len(py) == 1:
-        return py[0]
-    notebooks = [p for _, p in files if p.endswith(".ipynb")]
-    if not py and len(notebooks) == 1:
-        return notebooks[0]
-    listing = ", ".join(os.path.relpath(p, folder) for _, p in files[:10]) or "nothing"
-    raise IntakeError(f"{label} has no attention.py (it contains: {listing}). Name your file "
-                      f"attention.py.")
+    py = [e for e in entries if e.name.endswith(".py") and not NOT_THE_SUBMISSION.match(e.name)]
+    notebooks = [e for e in entries if e.name.endswith(".ipynb")]
+    for group, others in ((py, ()), (notebooks, py)):
+        regular = [e for e in group if e.kind is None]
+        if not others and len(regular) == 1:
+            return regular[0]
+        if not others and not regular and len(group) == 1:
+            return group[0]  # refused by the caller, with what it is
+    raise IntakeError(f"{label} has no attention.py (it contains: {_listing(entries)}). Name your "
+                      f"file attention.py.")
 
 
-def _read(path, label):
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if path.lower().endswith(".ipynb"):
+def _convert(data, label, is_notebook):
+    if is_notebook:
         return notebook_to_module(data, label)
     return decode_source(data, label)
 
 
-def stage(path, dest, name):
-    """Stage the submission at `path` into the new folder `dest`; never raises IntakeError."""
-    label = os.path.basename(os.path.normpath(path))
+def _limit(name):
+    if name.lower().endswith(".ipynb"):
+        return MAX_NOTEBOOK_BYTES, "notebook"
+    return MAX_SOURCE_BYTES, "source file"
+
+
+def _skipped_note(label, skipped):
+    listed = "; ".join(f"{e.shown}: {e.kind}" for e in skipped[:5])
+    more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    count = ("1 entry that is not a regular file" if len(skipped) == 1
+             else f"{len(skipped)} entries that are not regular files")
+    return (f"{label}: skipped {count} ({listed}{more}); the grader reads "
+            f"only regular files, never links, pipes or devices.")
+
+
+def stage(path, dest, name, seconds=INTAKE_SECONDS):
+    """Stage the submission at `path` into the new folder `dest`; never raises.
+
+    What cannot be staged sets `error` (the student's reason) and leaves `file` None.
+    """
     staged = Staged(name=name, source=path)
-    os.makedirs(dest, exist_ok=True)
-    unpacked = None
+    unpacked, opened = None, []
     try:
-        if os.path.isdir(path):
-            folder = path
-            chosen = locate(folder, label)
-        elif path.lower().endswith(".zip"):
-            unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
-            staged.notes += extract(path, unpacked, label)
-            folder = unpacked
-            chosen = locate(folder, label)
-        elif os.path.isfile(path):
-            folder, chosen = None, path
-        else:
-            raise IntakeError(f"{path} does not exist.")
-        if not (chosen.lower().endswith((".py", ".ipynb"))):
-            raise IntakeError(f"{label} is not a .py file, a notebook, a zip or a folder.")
-        shown = os.path.relpath(chosen, folder) if folder else label
-        text, notes = _read(chosen, shown)
-        staged.notes += notes
-        if folder is not None:
-            _copy_helpers(os.path.dirname(chosen), chosen, dest, staged.notes)
-        staged.file = os.path.join(dest, MODULE)
-        with open(staged.file, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        os.makedirs(dest, exist_ok=True)
+        if not os.fsdecode(path):
+            raise IntakeError("no submission path was given.")
+        norm = os.path.normpath(os.fsdecode(path))  # no trailing slash: lstat sees a link
+        label = shown(os.path.basename(norm) or norm)
+        deadline = Deadline(seconds, label)
+        try:
+            fd, is_folder = open_submitted(norm, label)
+            opened.append(fd)
+            root = None
+            if is_folder:
+                root = fd
+            elif norm.lower().endswith(".zip"):
+                unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
+                staged.notes += extract(norm, unpacked, label, deadline=deadline, fd=fd)
+                root = os.open(unpacked, DIR_FLAGS)
+                opened.append(root)
+            if root is None:
+                if not norm.lower().endswith((".py", ".ipynb")):
+                    raise IntakeError(f"{label} is not a .py file, a notebook, a zip or a folder.")
+                limit, what = _limit(norm)
+                data = read_fd(fd, limit, label, deadline, what)
+                text, notes = _convert(data, label, norm.lower().endswith(".ipynb"))
+                staged.notes += notes
+            else:
+                entries, notes = walk(root, label, deadline, _skip_dir)
+                chosen = locate(entries, label)
+                if not chosen.name.lower().endswith((".py", ".ipynb")):
+                    raise IntakeError(f"{label} is not a .py file, a notebook, a zip or a folder.")
+                if chosen.kind:
+                    raise IntakeError(refusal(chosen.shown, chosen.kind))
+                skipped = [e for e in entries if e.kind]
+                staged.notes += notes + ([_skipped_note(label, skipped)] if skipped else [])
+                limit, what = _limit(chosen.name)
+                data = read_entry(root, chosen, limit, chosen.shown, deadline, what)
+                text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"))
+                staged.notes += notes
+                _copy_helpers(root, entries, chosen, dest, staged.notes, deadline)
+            file = os.path.join(dest, MODULE)
+            with open(file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            staged.file = file
+        except IntakeError:
+            raise
+        except OSError as error:
+            reason = os.strerror(error.errno) if error.errno else type(error).__name__
+            raise IntakeError(f"{label} could not be read ({reason}).") from None
+        except (ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
+            raise IntakeError(f"{label} could not be read ({type(error).__name__}: "
+                              f"{shown(str(error), 300)}).") from None
     except IntakeError as error:
-        staged.error = str(error)
+        staged.error = safe_text(str(error), 4000)
+    except Exception as error:  # a bug of ours must still not cost the gradebook its row
+        staged.error = safe_text(f"the grader could not take in this submission ({type(error).__name__}: "
+                                 f"{error}); tell your instructor.", 4000)
     finally:
+        for fd in reversed(opened):
+            os.close(fd)
         if unpacked:
             shutil.rmtree(unpacked, ignore_errors=True)
+    if staged.error:
+        staged.file = None
+    staged.notes = [safe_text(note, 2000) for note in staged.notes]
     return staged
 
 
-def _copy_helpers(folder, chosen, dest, notes):
-    """The student's other modules beside attention.py (their own helpers), as text."""
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if (path == chosen or not name.endswith(".py") or name == MODULE or not os.path.isfile(path)
-                or os.path.islink(path) or os.path.getsize(path) > MAX_HELPER_BYTES):
+def _copy_helpers(root, entries, chosen, dest, notes, deadline):
+    """The student's other modules beside attention.py (their own helpers), as text, read
+    the same way as attention.py itself."""
+    odd = []
+    for entry in entries:
+        if (entry.parts[:-1] != chosen.parts[:-1] or entry is chosen or entry.kind
+                or not entry.name.endswith(".py") or entry.name == MODULE
+                or entry.size > MAX_HELPER_BYTES):
+            continue
+        if safe_text(entry.name) != entry.name or os.sep in entry.name:
+            odd.append(entry)
             continue
         try:
-            text, _ = _read(path, name)
+            data = read_entry(root, entry, MAX_HELPER_BYTES, entry.shown, deadline, "helper file")
+            text, _ = decode_source(data, entry.shown)
+        except IntakeTimeout:
+            raise
         except IntakeError:
             continue
-        with open(os.path.join(dest, name), "w", encoding="utf-8") as handle:
+        with open(os.path.join(dest, entry.name), "w", encoding="utf-8") as handle:
             handle.write(text)
+    if odd:
+        notes.append(f"{len(odd)} helper files have names the grader cannot use "
+                     f"({', '.join(e.shown for e in odd[:5])}) and were not copied; rename them.")

@@ -4,7 +4,9 @@ Nothing is written outside the extraction folder: entries with absolute paths, d
 letters or `..` components are refused, symlinks are skipped, and the sizes are capped
 both as declared and as actually read (a zip bomb declares small sizes and inflates).
 Archive junk (`__MACOSX/`, `.DS_Store`, `__pycache__`) is dropped. Names stored in GBK
-by Chinese Windows zip tools are decoded.
+by Chinese Windows zip tools are decoded. The archive itself is opened like any other
+upload (safeio: a regular file, not through a link, at most MAX_ZIP_BYTES), and the
+intake deadline is checked while it is unpacked.
 """
 import os
 import stat
@@ -12,6 +14,7 @@ import zipfile
 import zlib
 
 from .errors import IntakeError
+from .safeio import INTAKE_SECONDS, Deadline, kind_of, open_submitted, refusal, shown, too_large
 
 try:
     from lzma import LZMAError
@@ -21,6 +24,7 @@ except ImportError:  # a Python built without lzma cannot open such entries at a
 MAX_ENTRIES = 2000
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
+MAX_ZIP_BYTES = 64 * 1024 * 1024   # the archive as uploaded
 READ_ERRORS = (zipfile.BadZipFile, zlib.error, LZMAError, EOFError, OSError, RuntimeError,
                NotImplementedError)  # what a damaged entry raises while it is read
 JUNK = ("__MACOSX/", ".DS_Store", "__pycache__/", ".ipynb_checkpoints/", ".git/", "Thumbs.db")
@@ -58,13 +62,37 @@ def _safe_parts(name):
     return parts
 
 
-def extract(zip_path, dest, label):
-    """Extract `zip_path` into `dest`; returns notes for the student."""
+def extract(zip_path, dest, label, deadline=None, fd=None):
+    """Extract `zip_path` (already open as `fd`, if given) into `dest`; returns notes for
+    the student."""
+    deadline = deadline or Deadline(INTAKE_SECONDS, label)
+    own = fd is None
+    if own:
+        fd, is_folder = open_submitted(os.path.normpath(zip_path), label)
+        if is_folder:
+            os.close(fd)
+            raise IntakeError(f"{label} is a folder, not a zip archive.")
+    try:
+        info = os.fstat(fd)
+        if kind_of(info.st_mode):
+            raise IntakeError(refusal(label, kind_of(info.st_mode)))
+        if info.st_size > MAX_ZIP_BYTES:
+            raise IntakeError(too_large(label, info.st_size, MAX_ZIP_BYTES, "zip archive"))
+        with open(os.dup(fd), "rb") as handle:
+            handle.seek(0)
+            return _extract(handle, dest, label, deadline)
+    finally:
+        if own:
+            os.close(fd)
+
+
+def _extract(handle, dest, label, deadline):
     notes = []
     try:
-        archive = zipfile.ZipFile(zip_path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise IntakeError(f"{label} is not a readable zip archive ({error}).") from None
+        archive = zipfile.ZipFile(handle)
+    except Exception as error:  # BadZipFile, but also ValueError, UnicodeDecodeError, ... on damage
+        raise IntakeError(f"{label} is not a readable zip archive "
+                          f"({shown(str(error) or type(error).__name__, 300)}).") from None
     with archive:
         entries = archive.infolist()
         if len(entries) > MAX_ENTRIES:
@@ -73,9 +101,10 @@ def extract(zip_path, dest, label):
         if declared > MAX_TOTAL_BYTES:
             raise IntakeError(f"{label} would unpack to {declared // 2**20} MB; at most "
                               f"{MAX_TOTAL_BYTES // 2**20} MB are accepted.")
-        refused, junk, total, too_big = [], 0, 0, []
+        refused, junk, total, too_big, unwritable = [], 0, 0, [], []
         root = os.path.realpath(dest)
         for info in entries:
+            deadline.check()
             name = _entry_name(info)
             if _is_junk(name):
                 junk += 1
@@ -83,25 +112,31 @@ def extract(zip_path, dest, label):
             parts = _safe_parts(name)
             mode = info.external_attr >> 16
             if parts is None or stat.S_ISLNK(mode):
-                refused.append(name)
+                refused.append(shown(name, 200))
                 continue
             if not parts:
                 continue
             target = os.path.realpath(os.path.join(root, *parts))
             if not target.startswith(root + os.sep):
-                refused.append(name)
+                refused.append(shown(name, 200))
                 continue
-            if info.is_dir():
-                os.makedirs(target, exist_ok=True)
+            if info.file_size > MAX_ENTRY_BYTES and not info.is_dir():  # a dataset beside the code
+                too_big.append(shown(name, 200))
                 continue
-            if info.file_size > MAX_ENTRY_BYTES:  # a dataset or weights beside the code
-                too_big.append(name)
+            try:  # names the file system refuses: too long, a file where a folder must go, ...
+                if info.is_dir():
+                    os.makedirs(target, exist_ok=True)
+                    continue
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                out = open(target, "wb")
+            except (OSError, ValueError):
+                unwritable.append(shown(name, 200))
                 continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
             written = 0
             try:
-                with archive.open(info) as source, open(target, "wb") as out:
+                with out, archive.open(info) as source:
                     while True:
+                        deadline.check()
                         chunk = source.read(1 << 16)
                         if not chunk:
                             break
@@ -113,14 +148,18 @@ def extract(zip_path, dest, label):
                                 f"it was not unpacked.")
                         out.write(chunk)
             except READ_ERRORS as error:
-                raise IntakeError(f"{label}: the entry {name!r} could not be read ({error}).") from None
+                raise IntakeError(f"{label}: the entry {shown(name, 200)!r} could not be read "
+                                  f"({shown(str(error) or type(error).__name__, 300)}).") from None
         if junk:
             notes.append(f"{label}: ignored {junk} archive junk entries (__MACOSX, .DS_Store, caches).")
         if too_big:
             notes.append(f"{label}: skipped {len(too_big)} files over {MAX_ENTRY_BYTES // 2**20} MB "
                          f"({', '.join(too_big[:5])}); the grader unpacks only smaller files.")
+        if unwritable:
+            notes.append(f"{label}: {len(unwritable)} entries could not be unpacked under their "
+                         f"names ({', '.join(unwritable[:5])}); they were skipped.")
         if refused:
-            shown = ", ".join(refused[:5])
+            listed = ", ".join(refused[:5])
             notes.append(f"{label}: refused {len(refused)} entries that point outside the archive "
-                         f"or are links ({shown}); nothing was written for them.")
+                         f"or are links ({listed}); nothing was written for them.")
     return notes

@@ -1,0 +1,258 @@
+"""Read an upload without trusting it: regular files only, never through a link.
+
+Everything intake reads goes through here. The submitted path is looked at with lstat (a
+command-line path that is a symbolic link is refused, not followed); a folder is walked
+with directory file descriptors, each one opened with O_NOFOLLOW, so no folder on the way
+can be a link; a file is opened relative to its folder with O_NOFOLLOW | O_NONBLOCK, and
+fstat on the open descriptor must say it is the regular file the walk saw, so nothing can
+be swapped in between the check and the read. Named pipes, sockets and devices are never
+opened. At most `limit + 1` bytes are ever read. The walk is bounded (entries, depth) and
+the whole intake of one submission has a wall-clock deadline, checked as it goes.
+"""
+import dataclasses
+import errno
+import os
+import stat
+import time
+
+from ..textsafety import safe_text
+from .errors import IntakeError
+
+INTAKE_SECONDS = 30          # one submission's intake, walk + unzip + reads
+MAX_WALK_ENTRIES = 10_000    # files and folders visited in a submitted folder
+MAX_DEPTH = 32               # folders deeper than this are not walked
+CHUNK = 1 << 16
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+
+SYMLINK = "a symbolic link"
+
+
+class IntakeTimeout(IntakeError):
+    """The deadline passed: the whole submission is refused, not one file skipped."""
+
+
+class Deadline:
+    def __init__(self, seconds, label):
+        self.seconds, self.label = seconds, label
+        self.end = time.monotonic() + seconds
+
+    def check(self):
+        if time.monotonic() > self.end:
+            raise IntakeTimeout(
+                f"{self.label}: reading the submission took longer than {self.seconds:g} s, "
+                f"the limit; upload only your code (attention.py and its helper files).")
+
+
+def shown(name, limit=200):
+    """A name from the upload, fit for a message (surrogates, control characters removed)."""
+    return safe_text(name, limit)
+
+
+def kind_of(mode):
+    """None for a regular file, else what it is, in words a student understands."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "not a regular file"
+
+
+_EXPLAINED = {"a named pipe": "a named pipe (FIFO)", "a device": "a device (like /dev/zero)",
+              "a block device": "a block device (a disk)"}
+
+
+def refusal(label, kind):
+    if kind == SYMLINK:
+        return f"{label} is a symbolic link; upload the file itself."
+    if kind == "not a regular file":
+        return f"{label} is not a regular file; upload the file itself."
+    return (f"{label} is {_EXPLAINED.get(kind, kind)}, not a file; the grader reads only regular "
+            f"files. Upload the file itself.")
+
+
+def _amount(size):
+    return f"{size // 2**20} MB" if size >= 4 * 2**20 else f"{size // 1024} KB"
+
+
+def too_large(label, size, limit, what="file"):
+    return f"{label} is {_amount(size)}; a {what} over {_amount(limit)} is not accepted."
+
+
+def _reason(error):
+    return os.strerror(error.errno) if error.errno else type(error).__name__
+
+
+def open_submitted(path, label):
+    """(descriptor, is_folder) for the path given on the command line, never through a link."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise IntakeError(f"{shown(path, 500)} does not exist.") from None
+    except OSError as error:
+        raise IntakeError(f"{label} could not be read ({_reason(error)}).") from None
+    except ValueError:  # a NUL in the name
+        raise IntakeError(f"{label} could not be read (its name is not a valid file name).") from None
+    kind = kind_of(info.st_mode)
+    if kind not in (None, "a folder"):
+        raise IntakeError(refusal(label, kind))
+    is_folder = kind == "a folder"
+    try:
+        fd = os.open(path, DIR_FLAGS if is_folder else FILE_FLAGS)
+    except OSError as error:
+        raise IntakeError(_open_failure(label, error)) from None
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or \
+            stat.S_IFMT(opened.st_mode) != stat.S_IFMT(info.st_mode):
+        os.close(fd)
+        raise IntakeError(f"{label} changed while the grader was reading it; upload it again.")
+    return fd, is_folder
+
+
+def _open_failure(label, error):
+    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return f"{label} is (or lies in a folder that is) a symbolic link; upload the file itself."
+    if error.errno == errno.ENXIO:
+        return refusal(label, "a socket")  # what open() says of one
+    return f"{label} could not be read ({_reason(error)})."
+
+
+def read_fd(fd, limit, label, deadline, what="file"):
+    """The bytes of the open regular file `fd`: at most `limit`, or IntakeError."""
+    info = os.fstat(fd)
+    kind = kind_of(info.st_mode)
+    if kind:
+        raise IntakeError(refusal(label, kind))
+    if info.st_size > limit:
+        raise IntakeError(too_large(label, info.st_size, limit, what))
+    chunks, total = [], 0
+    while True:
+        deadline.check()
+        try:
+            chunk = os.read(fd, min(CHUNK, limit + 1 - total))
+        except BlockingIOError:
+            raise IntakeError(refusal(label, "not a regular file")) from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:  # it grew while it was read
+            raise IntakeError(too_large(label, total, limit, what))
+
+
+@dataclasses.dataclass
+class Entry:
+    """One thing found in a submitted folder (folders themselves are not entries)."""
+    parts: tuple          # path components relative to the submitted folder
+    kind: str = None      # None: a regular file; else what it is (kind_of)
+    size: int = 0
+
+    @property
+    def name(self):
+        return self.parts[-1]
+
+    @property
+    def depth(self):
+        return len(self.parts) - 1
+
+    @property
+    def shown(self):
+        return shown("/".join(self.parts), 500)
+
+
+def walk(root_fd, label, deadline, skip_dir):
+    """(entries, notes) for the folder open as `root_fd`: every non-folder entry, regular or
+    not, in os.walk's top-down order; folders for which `skip_dir(name)` is true, links to
+    folders and folders deeper than MAX_DEPTH are not entered."""
+    entries, too_deep, unreadable = [], [], []
+    visited = 0
+
+    def visit(fd, prefix):
+        nonlocal visited
+        items = []
+        with os.scandir(fd) as listing:
+            for item in listing:
+                visited += 1
+                if visited > MAX_WALK_ENTRIES:
+                    raise IntakeError(f"{label} holds more than {MAX_WALK_ENTRIES} files and folders; "
+                                      f"upload only your code (attention.py and its helper files).")
+                if visited % 64 == 0:
+                    deadline.check()
+                items.append(item)
+        folders = []
+        for item in sorted(items, key=lambda i: i.name):
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:  # gone since it was listed
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if not skip_dir(item.name):
+                    folders.append((item.name, info))
+            else:
+                entries.append(Entry(prefix + (item.name,), kind_of(info.st_mode), info.st_size))
+        for name, info in folders:
+            deadline.check()
+            parts = prefix + (name,)
+            if len(parts) > MAX_DEPTH:
+                too_deep.append(parts)
+                continue
+            try:
+                sub = os.open(name, DIR_FLAGS, dir_fd=fd)
+            except OSError:  # swapped for a link, or unreadable
+                unreadable.append(parts)
+                continue
+            try:
+                opened = os.fstat(sub)
+                if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                    unreadable.append(parts)
+                    continue
+                visit(sub, parts)
+            finally:
+                os.close(sub)
+
+    visit(root_fd, ())
+    notes = []
+    if too_deep:
+        notes.append(f"{label}: folders nested deeper than {MAX_DEPTH} levels were not read "
+                     f"({', '.join(shown('/'.join(p), 200) for p in too_deep[:3])}).")
+    if unreadable:
+        notes.append(f"{label}: {len(unreadable)} folders could not be read "
+                     f"({', '.join(shown('/'.join(p), 200) for p in unreadable[:3])}).")
+    return entries, notes
+
+
+def read_entry(root_fd, entry, limit, label, deadline, what="file"):
+    """The bytes of `entry` under the folder open as `root_fd`, opened component by component
+    without following any link; IntakeError if it is not (any more) a regular file."""
+    opened = []
+    try:
+        fd = root_fd
+        for part in entry.parts[:-1]:
+            fd = os.open(part, DIR_FLAGS, dir_fd=fd)
+            opened.append(fd)
+        info = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+        kind = kind_of(info.st_mode)
+        if kind:
+            raise IntakeError(refusal(label, kind))
+        handle = os.open(entry.name, FILE_FLAGS, dir_fd=fd)
+        opened.append(handle)
+        now = os.fstat(handle)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            raise IntakeError(f"{label} changed while the grader was reading it; upload it again.")
+        return read_fd(handle, limit, label, deadline, what)
+    except OSError as error:
+        raise IntakeError(_open_failure(label, error)) from None
+    finally:
+        for fd in reversed(opened):
+            os.close(fd)
