@@ -2,6 +2,7 @@
 spy submission that reports what it can see and do."""
 import json
 import os
+import random
 import resource
 import shutil
 import socket
@@ -32,6 +33,9 @@ try:
     facts["network"] = True
 except OSError:
     facts["network"] = False
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+facts["shm_id"] = _libc.shmget(SHMKEY, 1 << 20, 0o1600)  # IPC_CREAT | 0600: a System V segment
 print("SPY" + json.dumps(facts))
 '''
 
@@ -56,20 +60,33 @@ def facts(request, tmp_path):
     server.listen(1)
     folder = tmp_path / "submission"
     folder.mkdir()
-    (folder / "attention.py").write_text(
-        SPY.replace("KIT", repr(KIT)).replace("PORT", str(server.getsockname()[1])))
+    key = random.randrange(1 << 20, 1 << 30)
+    (folder / "attention.py").write_text(SPY.replace("KIT", repr(KIT)).replace(
+        "PORT", str(server.getsockname()[1])).replace("SHMKEY", str(key)))
     stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
     os.chmod(stage, 0o711)
     limits = Limits(processes=16, file_size_mb=8, cpu_seconds=50, memory_mb=1500)
     worker = Worker(str(folder / "attention.py"), request.param, limits, stage)
     worker.start()
     reply = worker.request({"op": "load", "names": []}, timeout=60)
+    host_shm_running = _host_shm_keys()
     worker.stop()
+    host_shm_after = _host_shm_keys()
     server.close()
     out, err = worker.output()
     assert reply["ok"], (reply, err)
     line = next(l for l in out.splitlines() if l.startswith("SPY"))
-    return request.param, limits, json.loads(line[3:])
+    seen = json.loads(line[3:])
+    seen["host_shm_running"] = key in host_shm_running
+    seen["host_shm_after"] = key in host_shm_after
+    return request.param, limits, seen
+
+
+def _host_shm_keys():
+    """Keys of the System V shared memory segments the host's IPC namespace holds."""
+    with open("/proc/sysvipc/shm") as handle:
+        next(handle)
+        return {int(line.split()[0]) for line in handle if line.split()}
 
 
 def test_worker_runs_isolated_python_in_a_private_folder(facts):
@@ -77,8 +94,29 @@ def test_worker_runs_isolated_python_in_a_private_folder(facts):
     assert seen["isolated"] == 1
     assert seen["files"] == ["attention.py"]
     assert set(seen["env"]) <= {"PATH", "HOME", "LANG", "OMP_NUM_THREADS", "LC_CTYPE", "PWD", "OLDPWD"}
-    if level.uid is not None:
-        assert seen["uid"] == level.uid if level.level == "none" else seen["uid"] >= isolation.FIRST_UID
+    if level.uid is not None:  # each worker leases a throwaway uid of its own
+        assert isolation.FIRST_UID <= seen["uid"] < isolation.FIRST_UID + isolation.UID_SPAN
+
+
+def test_system_v_shared_memory_stays_in_the_sandbox(facts):
+    """Each namespace level has an IPC namespace of its own: a segment the submission makes
+    is not in the host's; at level `none` it is, and is removed when the worker stops."""
+    level, _, seen = facts
+    assert seen["shm_id"] >= 0, "the spy could not create a segment"
+    if level.level == "none":
+        assert seen["host_shm_running"] is True
+    else:
+        assert seen["host_shm_running"] is False, "defence: IPC namespace"
+    assert seen["host_shm_after"] is False, "the segment outlived the worker"
+
+
+def test_results_say_what_limited_memory_and_processes():
+    for level in LEVELS:
+        said = level.describe()
+        assert said["memory_limit"] in ("cgroup v1", "cgroup v2", "watchdog (PSS)")
+        assert said["pids_limit"] in ("cgroup v1", "cgroup v2", "RLIMIT_NPROC")
+        assert (said["memory_limit"] != "watchdog (PSS)") == (
+            level.uses_cgroups() and isolation.cgroups.support()["memory"] is not None)
 
 
 def test_worker_limits_are_applied_and_cannot_be_raised(facts):

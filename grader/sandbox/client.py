@@ -12,6 +12,7 @@ student can read; after one, the worker is gone and a new Worker must be started
 """
 import ctypes
 import os
+import stat
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 
+from . import cgroups as cgroups_mod
 from . import isolation as isolation_mod
 from .runtime import protocol
 
@@ -46,6 +48,19 @@ def become_subreaper():
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _pss_kb(pid, rss_kb):
+    """Proportional set size: shared (copy-on-write) pages counted once over the processes
+    that share them; the resident size where smaps_rollup cannot be read."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss_kb
 
 
 def _proc_table():
@@ -111,8 +126,9 @@ class _CappedReader(threading.Thread):
 
 
 class Worker:
-    def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False):
+    def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True):
         self.submission_file = submission_file
+        self.use_cgroups = use_cgroups  # False: the PSS watchdog alone (as where no cgroups exist)
         self.isolation = isolation.fresh()
         self.limits = limits
         self.gpu = gpu
@@ -120,14 +136,34 @@ class Worker:
         self.proc = None
         self.info = {}
         self.failure = None
-        self._over_memory = False
+        self._watchdog_over = False
         self._tree_size = 1
         self._stop_watch = threading.Event()
+        self.cgroups = None          # cgroups.WorkerCgroups while the worker runs in its own
+        self._cgroup_killed = False  # the cgroup's counters said memory, read before removal
+        self._seen_pids = set()      # the worker's process tree as it ran (level `none` IPC cleanup)
+
+    @property
+    def _over_memory(self):
+        """Was the worker stopped for memory: by the watchdog, or by the kernel at the
+        cgroup's limit (read from the cgroup's own counters)?"""
+        if self._watchdog_over or self._cgroup_killed:
+            return True
+        return self.cgroups is not None and self.cgroups.memory_killed()
+
+    @_over_memory.setter
+    def _over_memory(self, value):
+        self._watchdog_over = value
 
     # -- starting -------------------------------------------------------------------
     def start(self):
         become_subreaper()
-        runtime = os.path.join(self.stage_dir, "runtime")
+        # runtime/'s parent goes on the worker's sys.path at level `none`: it must be listable
+        # by a throwaway uid, which the stage folder (0711) is not
+        shared = os.path.join(self.stage_dir, "shared")
+        os.makedirs(shared, mode=0o755, exist_ok=True)
+        os.chmod(shared, 0o755)
+        runtime = os.path.join(shared, "runtime")
         if not os.path.isdir(runtime):
             shutil.copytree(RUNTIME_DIR, runtime, ignore=shutil.ignore_patterns("__pycache__"))
             for folder, dirs, files in os.walk(runtime):
@@ -145,18 +181,25 @@ class Worker:
         read_fd, write_fd = os.pipe()
         processes_base = 0 if self.isolation.uid is not None else _process_count(os.getuid())
         rlimits = self.limits.rlimits(gpu=self.gpu, processes_base=processes_base)
+        if self.use_cgroups and self.isolation.uses_cgroups():
+            self.cgroups = cgroups_mod.WorkerCgroups.create(self.limits.memory_mb * 2**20,
+                                                            self.limits.cgroup_pids())
+        prefix = self.cgroups.join_prefix() if self.cgroups is not None else ()
+        self._ipc_before = _ipc_snapshot() if self.isolation.level == "none" else None
+        self._started_at = time.time()
         import json
         argv = [sys.executable, "-I", os.path.join(runtime_inside, "worker.py"), str(write_fd),
                 json.dumps(rlimits), os.path.join(work, os.path.basename(self.submission_file))]
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
         try:
             self.proc = subprocess.Popen(
-                self.isolation.wrap(argv, self.view), cwd=self.view.work_dir, env=env,
+                self.isolation.wrap(argv, self.view, prefix), cwd=self.view.work_dir, env=env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(write_fd,), start_new_session=True, **self.isolation.popen_user())
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
+            self._release()
             raise WorkerFailure(f"the grader could not start a worker: {exc}", "start") from None
         os.close(write_fd)
         _LIVE_WORKERS.add(self.proc.pid)
@@ -165,8 +208,14 @@ class Worker:
         self.stderr = _CappedReader(self.proc.stderr, self.limits.output_kb * 1024)
         self.stdout.start()
         self.stderr.start()
+        self._seen_pids.add(self.proc.pid)
         self._watch = threading.Thread(target=self._watch_memory, daemon=True)
         self._watch.start()
+
+    def limited_by(self):
+        """What limited this worker's memory and processes (for its summary)."""
+        memory, pids = self.cgroups.describe() if self.cgroups is not None else (None, None)
+        return {"memory_limit": memory or "watchdog (PSS)", "pids_limit": pids or "RLIMIT_NPROC"}
 
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
@@ -221,6 +270,8 @@ class Worker:
             return f"the submission's process closed its channel{when}"
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
+            if self._over_memory:
+                return self._memory_reason()
             if -code == signal.SIGXCPU:
                 return f"the process used more than {self.limits.cpu_seconds} s of CPU time{when}"
             if -code == signal.SIGXFSZ:
@@ -231,18 +282,32 @@ class Worker:
                 f"(os._exit() or sys.exit() in the submission, or a crash)")
 
     def _memory_reason(self):
+        if not self._watchdog_over:
+            return (f"the process used more than {self.limits.memory_mb} MB of memory and was "
+                    f"stopped (counted by the kernel: shared memory and in-memory files included)")
         many = f" (with the {self._tree_size - 1} processes it started)" if self._tree_size > 1 else ""
         return (f"the process{many} used more than {self.limits.memory_mb} MB of memory and "
                 f"was stopped")
 
     def _watch_memory(self):
+        """Without a memory cgroup: the watchdog, summing the PSS of the worker's processes
+        (copy-on-write pages of a fork counted once). At level `none`: also the record of
+        the worker's process tree, whose System V objects are removed at the end."""
         limit_kb = self.limits.memory_mb * 1024
+        watchdog = self.cgroups is None or "memory" not in self.cgroups.folders
+        record = self.isolation.level == "none"
+        if not (watchdog or record):
+            return
         while not self._stop_watch.wait(0.1):
             if self.proc is None or self.proc.poll() is not None:
                 return
             table = _proc_table()
             tree = descendants(self.proc.pid, table, self.isolation.uid) | {self.proc.pid}
-            if sum(table.get(pid, (0, 0, 0))[2] for pid in tree) > limit_kb:
+            if self.cgroups is not None:
+                tree |= self.cgroups.pids()
+            if record:
+                self._seen_pids |= tree
+            if watchdog and sum(_pss_kb(pid, table[pid][2]) for pid in tree if pid in table) > limit_kb:
                 self._tree_size = len(tree)
                 self._over_memory = True
                 self._kill_tree()
@@ -258,6 +323,7 @@ class Worker:
     def stop(self):
         """End the worker and every process it started; safe to call more than once."""
         if self.proc is None:
+            self._release()
             return
         self._stop_watch.set()
         if self.proc.poll() is None and self.failure is None:
@@ -285,6 +351,18 @@ class Worker:
             pass
         self.reply_fd = -1
         shutil.rmtree(self.view.home, ignore_errors=True)
+        if self.isolation.level == "none" and self._ipc_before is not None:
+            _remove_ipc(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at)
+            self._ipc_before = None
+        self._release()
+
+    def _release(self):
+        """Remove the worker's cgroups (killing what is left in them) and give back its uid."""
+        if self.cgroups is not None:
+            self._cgroup_killed = self._cgroup_killed or self.cgroups.memory_killed()
+            self.cgroups.remove(reap=_reap)
+            self.cgroups = None
+        self.isolation.release()
 
     def _kill_tree(self):
         """SIGKILL the worker's process group, its descendants (orphans come to us: we are a
@@ -296,6 +374,8 @@ class Worker:
                 pass
             left = descendants(self.proc.pid, uid=self.isolation.uid)
             left |= _orphans_of_ours(exclude={self.proc.pid})
+            if self.cgroups is not None:
+                left |= self.cgroups.pids()
             if self.proc.poll() is None:
                 left.add(self.proc.pid)
             if not left:
@@ -336,3 +416,111 @@ def _reap(pids):
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+
+# -- System V IPC and POSIX shared memory left at level `none` ------------------------------
+IPC_RMID = 0
+DEV_SHM = "/dev/shm"
+
+
+def _sysv_table(kind):
+    """Rows of /proc/sysvipc/{shm,sem,msg} as dicts of ints."""
+    try:
+        with open(f"/proc/sysvipc/{kind}") as fh:
+            header = fh.readline().split()
+            rows = []
+            for line in fh:
+                values = line.split()
+                if len(values) >= len(header):
+                    rows.append({k: int(v) for k, v in zip(header, values) if v.lstrip("-").isdigit()})
+            return rows
+    except OSError:
+        return []
+
+
+def _ipc_snapshot():
+    """What exists before a worker starts: System V ids and /dev/shm names."""
+    ids = {kind: {row.get({"shm": "shmid", "sem": "semid", "msg": "msqid"}[kind]) for row in _sysv_table(kind)}
+           for kind in ("shm", "sem", "msg")}
+    try:
+        names = set(os.listdir(DEV_SHM))
+    except OSError:
+        names = set()
+    return ids, names
+
+
+def _remove_ipc(uid, pids, before, started):
+    """Remove the System V objects and /dev/shm files a worker at level `none` left: those of
+    its throwaway uid, or (without one) the shared memory segments its process tree created
+    or last used and message queues it last used, and /dev/shm files new since it started that
+    no live process holds. Segments and files are memory no process's RSS shows."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    calls = {"shm": ("shmid", lambda i: libc.shmctl(i, IPC_RMID, None)),
+             "sem": ("semid", lambda i: libc.semctl(i, 0, IPC_RMID)),
+             "msg": ("msqid", lambda i: libc.msgctl(i, IPC_RMID, None))}
+    for kind, (key, remove) in calls.items():
+        for row in _sysv_table(kind):
+            if uid is not None:
+                ours = uid in (row.get("uid"), row.get("cuid"))
+            elif row.get(key) in before[0][kind]:
+                ours = False
+            elif kind == "shm":
+                ours = row.get("cpid") in pids or row.get("lpid") in pids
+            elif kind == "msg":
+                ours = row.get("lspid") in pids or row.get("lrpid") in pids
+            else:
+                ours = False  # a semaphore set names no process; small, left alone
+            if ours:
+                remove(row[key])
+    try:
+        names = os.listdir(DEV_SHM)
+    except OSError:
+        return
+    candidates = []
+    for name in names:
+        path = os.path.join(DEV_SHM, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if uid is not None:
+            if info.st_uid == uid:
+                candidates.append((path, info))
+        elif (name not in before[1] and info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode)
+              and max(info.st_mtime, info.st_ctime) >= started - 1):
+            candidates.append((path, info))
+    if uid is None and candidates:
+        held = _held_files({os.path.realpath(p) for p, _ in candidates})
+        candidates = [(p, i) for p, i in candidates if os.path.realpath(p) not in held]
+    for path, info in candidates:
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _held_files(paths):
+    """Which of `paths` some live process has open or mapped."""
+    held = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{entry}/fd/{fd}")
+                except OSError:
+                    continue
+                if target in paths:
+                    held.add(target)
+            with open(f"/proc/{entry}/maps") as fh:
+                for line in fh:
+                    target = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                    if target in paths:
+                        held.add(target)
+        except OSError:
+            continue
+    return held

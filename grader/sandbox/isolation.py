@@ -16,9 +16,16 @@ Three levels, best first; `auto` takes the best one that works on this machine:
 
 Every level also gets a throwaway uid when the grader runs as root: RLIMIT_NPROC only
 binds non-root users, and a uid of its own lets the grader find and kill every process a
-submission left behind.
+submission left behind. Each uid is leased with a lock file (flock) held for the worker's
+life, so two graders on one machine never hand out the same uid.
+
+Where the grader may create cgroups (see cgroups.py), each worker also runs in a cgroup of
+its own with a memory limit (which counts shared memory and tmpfs pages) and a pids limit;
+the wrapped command starts with a short shell that joins it before anything else runs.
 """
 import dataclasses
+import errno
+import fcntl
 import functools
 import glob
 import os
@@ -28,6 +35,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+
+from . import cgroups
 
 LEVELS = ("bwrap", "unshare", "none")
 CHOICES = ("auto", "strict") + LEVELS
@@ -42,6 +51,8 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 SANDBOX_WORK = "/submission"
 SANDBOX_STAGED = "/staged"
 SANDBOX_RUNTIME = "/runtime"
+UID_LOCK_DIRS = ("/run/attnkit-uids", "/tmp/attnkit-uids")
+_UID_LEASES = {}  # uid -> fd of its lock file, held while a worker of this process uses it
 
 
 def tool(name):
@@ -82,17 +93,32 @@ class Isolation:
     def describe(self):
         """What results.json records about how the code was run."""
         namespaces = self.level in ("bwrap", "unshare")
+        memory, pids = cgroups.describe()
         return {
             "level": self.level,
             "network": "none" if namespaces else "host",
             "filesystem": "private root: system and Python read-only, kit not visible"
             if namespaces else "host filesystem, as the worker's user may read it",
             "user": "throwaway uid" if self.uid is not None else "the grader's own user",
+            "memory_limit": (memory or "watchdog (PSS)") if self.uses_cgroups() else "watchdog (PSS)",
+            "pids_limit": (pids or "RLIMIT_NPROC") if self.uses_cgroups() else "RLIMIT_NPROC",
         }
 
+    def uses_cgroups(self):
+        """Do this level's workers run in cgroups of their own? (At level `none` a throwaway
+        uid is then taken by setpriv after the cgroup is joined, so setpriv is needed.)"""
+        if not any(cgroups.support().values()):
+            return False
+        return self.level != "none" or self.uid is None or tool("setpriv") is not None
+
     def fresh(self):
-        """The same level for one more worker, with a throwaway uid of its own."""
-        return dataclasses.replace(self, uid=throwaway_uid()) if self.uid is not None else self
+        """The same level for one more worker, with a throwaway uid of its own (leased until
+        release())."""
+        return dataclasses.replace(self, uid=lease_uid()) if self.uid is not None else self
+
+    def release(self):
+        """Give back this worker's uid lease (once every process of that uid is gone)."""
+        release_uid(self.uid)
 
     def paths(self, view):
         """(work dir, runtime dir) as the worker sees them."""
@@ -100,19 +126,28 @@ class Isolation:
             return view.work_dir, view.runtime_dir
         return SANDBOX_WORK, SANDBOX_RUNTIME
 
-    def wrap(self, argv, view):
-        """The command line that runs `argv` (paths as the worker sees them) at this level."""
+    def wrap(self, argv, view, prefix=()):
+        """The command line that runs `argv` (paths as the worker sees them) at this level;
+        `prefix` (joining the worker's cgroups) runs first, still as the grader's user."""
         privileged = os.geteuid() == 0
         if self.level == "bwrap":
-            return bwrap_command(argv, view, self.uid, privileged)
+            return list(prefix) + bwrap_command(argv, view, self.uid, privileged)
         if self.level == "unshare":
-            return unshare_command(argv, view, self.uid, privileged)
-        return list(argv)
+            return list(prefix) + unshare_command(argv, view, self.uid, privileged)
+        if self._setpriv_at_none():
+            return list(prefix) + _drop_to(self.uid) + list(argv)
+        if self.level == "none" and self.uid is not None:
+            return list(argv)  # no setpriv: Popen changes the uid, too late to join a cgroup
+        return list(prefix) + list(argv)
+
+    def _setpriv_at_none(self):
+        return self.level == "none" and self.uid is not None and tool("setpriv") is not None
 
     def popen_user(self):
-        """subprocess.Popen arguments: at level `none` the uid changes before exec;
-        inside namespaces setpriv changes it once the private root is built."""
-        if self.uid is None or self.level != "none":
+        """subprocess.Popen arguments: inside namespaces, and at level `none` where setpriv
+        exists, setpriv changes the uid (after the cgroups are joined); at level `none`
+        without setpriv the uid changes before exec."""
+        if self.uid is None or self.level != "none" or self._setpriv_at_none():
             return {}
         return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
@@ -164,14 +199,16 @@ def _mounts(view):
 def _enter(argv, uid):
     """Inside the new root: drop to the throwaway uid, copy the submission into the writable
     /submission and start the worker there."""
-    drop = []
-    if uid is not None:
-        drop = [tool("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    drop = _drop_to(uid) if uid is not None else []
     env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={SANDBOX_WORK}", "LANG=C.UTF-8",
            "OMP_NUM_THREADS=1"]
     script = f'cp -R {SANDBOX_STAGED}/. {SANDBOX_WORK} && cd {SANDBOX_WORK} && exec "$@"'
     return drop + env + ["/bin/sh", "-c", script, "sh"] + list(argv)
+
+
+def _drop_to(uid):
+    return [tool("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def bwrap_command(argv, view, uid, privileged):
@@ -253,10 +290,60 @@ def prepare_home(view, isolation):
 
 
 def throwaway_uid():
-    """A uid no real user has, or None when the grader does not run as root."""
+    """A uid no real user has, or None when the grader does not run as root (not leased:
+    for choosing a level; each worker leases its own with lease_uid())."""
     if os.geteuid() != 0:
         return None
     return FIRST_UID + random.randrange(UID_SPAN)
+
+
+def _uid_lock_dir():
+    for folder in UID_LOCK_DIRS:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder
+        except OSError:
+            continue
+    return None
+
+
+def lease_uid():
+    """A throwaway uid locked for this process (fcntl.flock, LOCK_EX|LOCK_NB on a file named
+    after it): no other grader on this machine draws it until release_uid() or this
+    process's death, when the kernel drops the lock. None when not root."""
+    if os.geteuid() != 0:
+        return None
+    folder = _uid_lock_dir()
+    for _ in range(1000):
+        uid = FIRST_UID + random.randrange(UID_SPAN)
+        if uid in _UID_LEASES:
+            continue
+        if folder is None:
+            return uid  # nowhere to keep locks: as random as before
+        try:
+            fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                continue  # another grader's worker holds it
+            return uid
+        _UID_LEASES[uid] = fd
+        return uid
+    raise RuntimeError("no free throwaway uid: 1000 draws were all leased")
+
+
+def release_uid(uid):
+    fd = _UID_LEASES.pop(uid, None)
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 @functools.lru_cache(maxsize=None)
@@ -272,7 +359,7 @@ def works(level, as_uid):
     with tempfile.TemporaryDirectory(prefix="attnkit-probe-") as tmp:
         os.chmod(tmp, 0o711)
         view = View(os.path.join(tmp, "home"), os.path.join(tmp, "runtime"), python_paths())
-        iso = Isolation(level, FIRST_UID if as_uid else None)
+        iso = Isolation(level, lease_uid() if as_uid else None)
         prepare_home(view, iso)
         os.makedirs(view.runtime_dir)
         cmd = iso.wrap([sys.executable, "-I", "-c", "import os; os.listdir('.')"], view)
@@ -281,6 +368,8 @@ def works(level, as_uid):
                                   timeout=30, **iso.popen_user())
         except (OSError, subprocess.SubprocessError):
             return False
+        finally:
+            iso.release()
         return done.returncode == 0
 
 

@@ -9,7 +9,8 @@ class Limits:
     startup_seconds: float = 60.0     # wall clock for starting Python and importing torch
     submission_seconds: float = 300.0  # wall clock for all of one submission's tests
     cpu_seconds: int = 120            # CPU time of the worker process (RLIMIT_CPU)
-    memory_mb: int = 3072             # resident memory of all the worker's processes together
+    memory_mb: int = 3072             # memory of the worker: its cgroup's limit (shared memory and
+                                      # tmpfs included), or the watchdog's on summed PSS
     file_size_mb: int = 16            # largest file the worker may write (RLIMIT_FSIZE)
     disk_mb: int = 64                 # size of its private /submission and /tmp (namespaces only)
     processes: int = 32               # processes and threads (RLIMIT_NPROC, with a throwaway uid)
@@ -27,6 +28,11 @@ class Limits:
             "processes": processes_base + self.processes,
             "open_files": self.open_files,
         }
+
+    def cgroup_pids(self):
+        """pids.max of the worker's cgroup: its processes and threads, plus the few the
+        sandbox itself runs there (the joining shell, bwrap or unshare and their init)."""
+        return self.processes + 8
 
     def describe(self):
         return dataclasses.asdict(self)
