@@ -106,6 +106,27 @@ def notebook(name, cells):
     return build
 
 
+def odd_files(folder_name, contents, odd):
+    """A submission holding links and pipes (issue 6, classes 2 and 3): `contents` are
+    {relative path: text}, `odd` are {relative path: ("link", target) | ("fifo",)}. With
+    `folder_name` None the one odd entry itself is the submission (a command-line link)."""
+    def build(folder, context):
+        root = os.path.join(folder, folder_name) if folder_name else folder
+        os.makedirs(root, exist_ok=True)
+        for rel, text in contents.items():
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as handle:
+                handle.write(text(context) if callable(text) else text)
+        for rel, (kind, *target) in odd.items():
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if kind == "link":
+                os.symlink(target[0], path)
+            else:
+                os.mkfifo(path)
+        return root if folder_name else os.path.join(root, next(iter(odd)))
+    return build
+
+
 def _code(source):
     return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
             "source": source.splitlines(True)}
@@ -579,7 +600,38 @@ def _write_bytes(folder, name, data):
     with open(path, "wb") as handle:
         handle.write(data)
     return path
+    Hostile("link-to-solution", "a folder whose attention.py is a symbolic link to the kit's "
+            "solution (read by the grader's user, it would score 100)",
+            "intake never follows a link: the chosen file being one is refused",
+            odd_files("link_to_solution", {}, {"attention.py": ("link", SOLUTION)}),
+            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
+    Hostile("link-to-shadow", "a folder whose attention.py links to /etc/shadow, to show its "
+            "first line in the feedback", "intake never follows a link",
+            odd_files("link_to_shadow", {}, {"attention.py": ("link", "/etc/shadow")}),
+            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
+    Hostile("link-as-upload", "the uploaded file itself is a link to a classmate's submission",
+            "the submitted path is looked at with lstat and refused when it is a link",
+            odd_files(None, {}, {"classmate.py": ("link", SOLUTION)}),
+            expect="rejected", reason="classmate.py is a symbolic link", level_sensitive=False),
+    Hostile("linked-folder", "a folder whose only content is a link to the kit's solutions/ "
+            "folder (attention.py behind it)", "the walk never enters a linked folder",
+            odd_files("linked_folder", {}, {"hw": ("link", os.path.dirname(SOLUTION))}),
+            expect="rejected", reason="hw (a symbolic link)", level_sensitive=False),
 
+    Hostile("fifo-attention", "a folder whose attention.py is a named pipe (opening it would block "
+            "the grader forever)", "intake never opens anything but a regular file",
+            odd_files("fifo_attention", {}, {"attention.py": ("fifo",)}),
+            expect="rejected", reason="attention.py is a named pipe", level_sensitive=False),
+    Hostile("zero-upload", "the uploaded file is a link to /dev/zero (read to the end, it fills "
+            "the memory)", "lstat of the submitted path; reads capped at the size limit",
+            odd_files(None, {}, {"zero.py": ("link", "/dev/zero")}),
+            expect="rejected", reason="zero.py is a symbolic link", level_sensitive=False),
+    Hostile("odd-helpers", "a correct attention.py beside helpers that are a named pipe and links "
+            "to /dev/zero and /dev/urandom", "only regular files are copied; the rest is skipped "
+            "with a note", odd_files("odd_helpers", {"attention.py": solution()},
+                                     {"helpers.py": ("fifo",), "zeros.py": ("link", "/dev/zero"),
+                                      "noise.py": ("link", "/dev/urandom")}),
+            expect="full", reason="entries that are not regular files", level_sensitive=False),
 
 def _zip_bomb(folder):
     path = os.path.join(folder, "bomb.zip")

@@ -157,8 +157,11 @@ def _run(namespace, probe, result):
             raise ProbeFailed("init", TypeError(
                 f"{target_name}(...) gave a {type(module).__name__}, not an nn.Module"))
         state = probe.get("state")
+        # nn.LazyLinear (the book's 1.0 edition) has no shapes until its first call or until
+        # load_state_dict gives it the grader's weights: its shapes are reported as None
         result["state_keys"] = _stage("state_dict", lambda: [
-            [name, list(t.shape)] for name, t in module.state_dict().items()])
+            [name, None if torch.nn.parameter.is_lazy(t) else list(t.shape)]
+            for name, t in module.state_dict().items()])
         if state is not None:
             _stage("load_state_dict", module.load_state_dict, state, strict=True)
         module_dtype = probe.get("module_dtype")
