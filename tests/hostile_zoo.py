@@ -566,7 +566,38 @@ ZOO = [
             reason="`d2l`", level_sensitive=False),
     # -- issue 6, class 1: strings that cannot be written, names that collide (outputs) ----
     # -- issue 6, class 2: links instead of files (intake) ---------------------------------
+    Hostile("link-to-solution", "a folder whose attention.py is a symbolic link to the kit's "
+            "solution (read by the grader's user, it would score 100)",
+            "intake never follows a link: the chosen file being one is refused",
+            odd_files("link_to_solution", {}, {"attention.py": ("link", SOLUTION)}),
+            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
+    Hostile("link-to-shadow", "a folder whose attention.py links to /etc/shadow, to show its "
+            "first line in the feedback", "intake never follows a link",
+            odd_files("link_to_shadow", {}, {"attention.py": ("link", "/etc/shadow")}),
+            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
+    Hostile("link-as-upload", "the uploaded file itself is a link to a classmate's submission",
+            "the submitted path is looked at with lstat and refused when it is a link",
+            odd_files(None, {}, {"classmate.py": ("link", SOLUTION)}),
+            expect="rejected", reason="classmate.py is a symbolic link", level_sensitive=False),
+    Hostile("linked-folder", "a folder whose only content is a link to the kit's solutions/ "
+            "folder (attention.py behind it)", "the walk never enters a linked folder",
+            odd_files("linked_folder", {}, {"hw": ("link", os.path.dirname(SOLUTION))}),
+            expect="rejected", reason="hw (a symbolic link)", level_sensitive=False),
     # -- issue 6, class 3: files that are not regular files (intake) -----------------------
+    Hostile("fifo-attention", "a folder whose attention.py is a named pipe (opening it would block "
+            "the grader forever)", "intake never opens anything but a regular file",
+            odd_files("fifo_attention", {}, {"attention.py": ("fifo",)}),
+            expect="rejected", reason="attention.py is a named pipe", level_sensitive=False),
+    Hostile("zero-upload", "the uploaded file is a link to /dev/zero (read to the end, it fills "
+            "the memory)", "lstat of the submitted path; reads capped at the size limit",
+            odd_files(None, {}, {"zero.py": ("link", "/dev/zero")}),
+            expect="rejected", reason="zero.py is a symbolic link", level_sensitive=False),
+    Hostile("odd-helpers", "a correct attention.py beside helpers that are a named pipe and links "
+            "to /dev/zero and /dev/urandom", "only regular files are copied; the rest is skipped "
+            "with a note", odd_files("odd_helpers", {"attention.py": solution()},
+                                     {"helpers.py": ("fifo",), "zeros.py": ("link", "/dev/zero"),
+                                      "noise.py": ("link", "/dev/urandom")}),
+            expect="full", reason="entries that are not regular files", level_sensitive=False),
     # -- issue 6, class 4: amplification (replies and outputs) -----------------------------
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
@@ -600,38 +631,7 @@ def _write_bytes(folder, name, data):
     with open(path, "wb") as handle:
         handle.write(data)
     return path
-    Hostile("link-to-solution", "a folder whose attention.py is a symbolic link to the kit's "
-            "solution (read by the grader's user, it would score 100)",
-            "intake never follows a link: the chosen file being one is refused",
-            odd_files("link_to_solution", {}, {"attention.py": ("link", SOLUTION)}),
-            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
-    Hostile("link-to-shadow", "a folder whose attention.py links to /etc/shadow, to show its "
-            "first line in the feedback", "intake never follows a link",
-            odd_files("link_to_shadow", {}, {"attention.py": ("link", "/etc/shadow")}),
-            expect="rejected", reason="attention.py is a symbolic link", level_sensitive=False),
-    Hostile("link-as-upload", "the uploaded file itself is a link to a classmate's submission",
-            "the submitted path is looked at with lstat and refused when it is a link",
-            odd_files(None, {}, {"classmate.py": ("link", SOLUTION)}),
-            expect="rejected", reason="classmate.py is a symbolic link", level_sensitive=False),
-    Hostile("linked-folder", "a folder whose only content is a link to the kit's solutions/ "
-            "folder (attention.py behind it)", "the walk never enters a linked folder",
-            odd_files("linked_folder", {}, {"hw": ("link", os.path.dirname(SOLUTION))}),
-            expect="rejected", reason="hw (a symbolic link)", level_sensitive=False),
 
-    Hostile("fifo-attention", "a folder whose attention.py is a named pipe (opening it would block "
-            "the grader forever)", "intake never opens anything but a regular file",
-            odd_files("fifo_attention", {}, {"attention.py": ("fifo",)}),
-            expect="rejected", reason="attention.py is a named pipe", level_sensitive=False),
-    Hostile("zero-upload", "the uploaded file is a link to /dev/zero (read to the end, it fills "
-            "the memory)", "lstat of the submitted path; reads capped at the size limit",
-            odd_files(None, {}, {"zero.py": ("link", "/dev/zero")}),
-            expect="rejected", reason="zero.py is a symbolic link", level_sensitive=False),
-    Hostile("odd-helpers", "a correct attention.py beside helpers that are a named pipe and links "
-            "to /dev/zero and /dev/urandom", "only regular files are copied; the rest is skipped "
-            "with a note", odd_files("odd_helpers", {"attention.py": solution()},
-                                     {"helpers.py": ("fifo",), "zeros.py": ("link", "/dev/zero"),
-                                      "noise.py": ("link", "/dev/urandom")}),
-            expect="full", reason="entries that are not regular files", level_sensitive=False),
 
 def _zip_bomb(folder):
     path = os.path.join(folder, "bomb.zip")
