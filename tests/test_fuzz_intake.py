@@ -124,7 +124,7 @@ def _stage_bounded(path, dest):
     def run():
         try:
             box["staged"] = stage(path, dest, "student")
-        except BaseException as error:  # noqa: B902 - the property is that nothing escapes
+        except BaseException as error:  # the property: nothing escapes stage()
             box["raised"] = error
 
     start = time.monotonic()
@@ -205,9 +205,4 @@ def test_stage_survives_any_tree_and_never_reads_through_a_link(tree, plant, bes
             staged, elapsed = _stage_bounded(upload, dest)
             _check(staged, dest, elapsed)
     finally:
-        _unblock_and_remove(base)
-
-
-def _unblock_and_remove(base):
-    shutil.rmtree(base, ignore_errors=True)
-    assert not os.path.exists(base)
+        shutil.rmtree(base, ignore_errors=True)
