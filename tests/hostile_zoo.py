@@ -599,8 +599,121 @@ ZOO = [
                                       "noise.py": ("link", "/dev/urandom")}),
             expect="full", reason="entries that are not regular files", level_sensitive=False),
     # -- issue 6, class 4: amplification (replies and outputs) -----------------------------
+    Hostile("shared-frames", "raises in every call and patches the worker's describe_exception "
+            "to send one stack-frame dict referenced 200,000 times (a few hundred KB of pickle, "
+            "GBs of feedback once expanded)", "the reply's pickle is bounded before torch.load, "
+            "and the schema counts shared parts each time they are used (grader/sandbox/replies.py)",
+            file("shared_frames.py", zero_stub(FIND_RUNTIME + textwrap.dedent("""
+                _probes = _runtime("runtime.probes")
+                if _probes is not None:
+                    def _amplified(exc):
+                        frame = {"file": "attention.py", "line": 1, "function": "forward",
+                                 "code": "x = 1" + "\\n" * 2000}
+                        return {"type": "ValueError", "message": "\\n" * 1000, "where": [frame] * 200000}
+                    _probes.describe_exception = _amplified
+                """), postlude="""
+                def _boom(*args, **kwargs):
+                    raise ValueError("boom")
+                sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
+                AdditiveAttention.forward = DotProductAttention.forward = _boom
+                MultiHeadAttention.forward = _boom
+                """))),
+    Hostile("shared-strings", "raises in every call and patches describe_exception to send one "
+            "100,000-newline string as the message and as every field of 16 frames (under the "
+            "pickle bound, 5 million characters expanded)", "the expanded-size budget of the "
+            "reply's schema; every string is capped and made safe",
+            file("shared_strings.py", zero_stub(FIND_RUNTIME + textwrap.dedent("""
+                _probes = _runtime("runtime.probes")
+                if _probes is not None:
+                    def _amplified(exc):
+                        text = "\\n" * 100000
+                        frame = {"file": text, "line": 1, "function": text, "code": text}
+                        return {"type": text, "message": text, "where": [frame] * 16}
+                    _probes.describe_exception = _amplified
+                """), postlude="""
+                def _boom(*args, **kwargs):
+                    raise ValueError("boom")
+                sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
+                AdditiveAttention.forward = DotProductAttention.forward = _boom
+                MultiHeadAttention.forward = _boom
+                """))),
+    Hostile("surrogate-message", "transpose_output raises a message of lone surrogates, terminal "
+            "escapes and 200,000 newlines, passed on uncut by a patched describe_exception",
+            "strings in replies are made safe (safe_text) and capped; only the parts using "
+            "transpose_output lose points",
+            file("surrogate_message.py", solution(postlude=FIND_RUNTIME + textwrap.dedent("""
+                _probes = _runtime("runtime.probes")
+                if _probes is not None:
+                    _plain_describe = _probes.describe_exception
+                    def _uncut(exc):
+                        out = _plain_describe(exc)
+                        out["message"] = str(exc)
+                        return out
+                    _probes.describe_exception = _uncut
+                _BAD = "\\udcff\\ud800\\x1b[2J\\u202e" * 100 + "\\n" * 200000
+                def transpose_output(X, num_heads):
+                    raise ValueError(_BAD)
+                """))),
+            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
+            reason="ValueError"),
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
+    Hostile("odd-tensor-returns", "returns a sparse COO tensor, a quantized one, a nested one, a "
+            "complex one, one on the meta device and a 2**31-entry stride-0 view",
+            "only plain dense CPU tensors of a real dtype, no larger than the reference's, are "
+            "compared; the others fail the call with the reason (grader/sandbox/replies.py)",
+            file("odd_returns.py", zero_stub(postlude="""
+                def sequence_mask(X, valid_len, value=0):
+                    return torch.zeros_like(X).to_sparse()
+                def masked_softmax(X, valid_lens):
+                    return torch.quantize_per_tensor(torch.zeros_like(X).float(), 0.1, 0, torch.quint8)
+                def transpose_qkv(X, num_heads):
+                    return torch.nested.nested_tensor([X[0], X[0][:1]])
+                def transpose_output(X, num_heads):
+                    return torch.zeros(X.shape[0] // num_heads, X.shape[1], X.shape[2] * num_heads,
+                                       dtype=torch.complex64)
+                AdditiveAttention.forward = lambda self, queries, keys, values, valid_lens: torch.empty(
+                    queries.shape[0], queries.shape[1], values.shape[-1], device="meta")
+                DotProductAttention.forward = lambda self, queries, keys, values, valid_lens=None: (
+                    torch.zeros(1, dtype=queries.dtype).expand(2**31))
+                MultiHeadAttention.forward = lambda self, queries, keys, values, valid_lens: (
+                    torch.zeros(queries.shape[0], queries.shape[1], 4).to_sparse_csr())
+                """))),
+    Hostile("odd-serializer", "computes the right values (the solution) but patches the worker's "
+            "describe_value to send each tensor as a sparse, quantized, meta, complex, float8 or "
+            "stride-0 giant tensor", "the trusted side refuses every tensor that is not plain, "
+            "dense, CPU, real and of a bounded size: densifying one would have to trust it",
+            file("odd_serializer.py", solution(postlude=FIND_RUNTIME + textwrap.dedent("""
+                _probes = _runtime("runtime.probes")
+                _turn = [0]
+                def _odd(value):
+                    t = value.detach().as_subclass(torch.Tensor).to("cpu").contiguous()
+                    _turn[0] += 1
+                    pick = _turn[0] % 6
+                    if pick == 0:
+                        t = t.to_sparse()
+                    elif pick == 1:
+                        t = torch.quantize_per_tensor(t.float(), 0.001, 0, torch.qint32)
+                    elif pick == 2:
+                        t = torch.empty(t.shape, dtype=t.dtype, device="meta")
+                    elif pick == 3:
+                        t = t.to(torch.complex64)
+                    elif pick == 4 and t.numel():
+                        t = t.reshape(-1)[:1].expand(2**31)
+                    else:
+                        t = t.to(torch.float8_e5m2)
+                    return {"kind": "tensor", "tensor": t, "device": "cpu", "dtype": "float32"}
+                if _probes is not None:
+                    _plain_value = _probes.describe_value
+                    def _describe(value):
+                        if isinstance(value, torch.Tensor):
+                            try:
+                                return _odd(value)
+                            except Exception:
+                                pass
+                        return _plain_value(value)
+                    _probes.describe_value = _describe
+                """)))),
     # -- issue 6, class 7: forging the device verdict --------------------------------------
     Hostile("guard-switched-off", "makes positions without device= (wrong on a GPU) and runs "
             "sequence_mask under torch._C.DisableTorchFunction so the device check sees nothing",

@@ -69,7 +69,7 @@ def check_match(case, student, reference, device="cpu", guard=False):
     state = _state(case, reference)
     probe = case.probe(state, device=device, guard=guard)
     expected = reference.run(probe, case.call_text())
-    got = student.run(probe, case.call_text())
+    got = student.run(probe, case.call_text(), expected)
     failure = device_failure(case.target, got) if guard else None
     if failure:
         raise StudentFailure(failure)
@@ -81,7 +81,7 @@ def check_eval(case, student, reference):
     """Eval mode with dropout > 0: every call equals the reference (which drops nothing)."""
     state = _state(case, reference)
     expected = reference.run(case.probe(state, calls=1), case.call_text())
-    got = student.run(case.probe(state), case.call_text())
+    got = student.run(case.probe(state), case.call_text(), expected)
     try:
         compare_results(case, got, expected, state, calls=case.calls)
     except AssertionError as failure:
@@ -94,7 +94,7 @@ def check_eval(case, student, reference):
 def check_dropout(case, student, reference):
     state = _state(case, reference)
     eval_result = reference.run(case.probe(state, mode="eval", calls=1), case.call_text())
-    got = student.run(case.probe(state), case.call_text())
+    got = student.run(case.probe(state), case.call_text(), eval_result)
     weights_name = case.captures()[0]
     eval_weights = eval_result.tensor(weights_name)
     for index in range(case.calls):
@@ -121,6 +121,8 @@ def _check_weights_dropout(case, got, eval_weights):
         expect_true(out.shape == (eval_weights.shape[0], eval_weights.shape[1], values.shape[2]),
                     f"the output in training mode has shape {tuple(out.shape)}, expected "
                     f"{(eval_weights.shape[0], eval_weights.shape[1], values.shape[2])}")
+        expect_true(out.dtype == eval_weights.dtype,
+                    f"the output in training mode has dtype {out.dtype}, expected {eval_weights.dtype}")
         D = out[..., :keys]
         scaled = eval_weights / (1 - p)
         is_zero = torch.isclose(D, torch.zeros_like(D), atol=atol)
@@ -157,6 +159,8 @@ def _check_multi_head_dropout(case, got, eval_result):
         expect_true(out.shape == eval_out.shape,
                     f"the output in training mode has shape {tuple(out.shape)}, expected "
                     f"{tuple(eval_out.shape)}")
+        expect_true(out.dtype == eval_out.dtype,
+                    f"the output in training mode has dtype {out.dtype}, expected {eval_out.dtype}")
         changed |= not torch.allclose(out, eval_out, rtol=1e-4, atol=1e-5)
     expect_true(changed,
                 f"In training mode with dropout={case.init['dropout']} the output never changed in "
@@ -174,13 +178,14 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
         probe = sample.probe(state)
         expected = reference.run(probe, sample.call_text())
         try:
-            on_cpu = student.run(probe, sample.call_text())
+            on_cpu = student.run(probe, sample.call_text(), expected)
             compare_results(sample, on_cpu, expected, state)
         except StudentFailure:
             continue  # wrong on the CPU: that costs points in its own part, not here
         graded += 1
         try:
-            on_device = student.run(sample.probe(state, device=device, guard=guard), sample.call_text())
+            on_device = student.run(sample.probe(state, device=device, guard=guard),
+                                    sample.call_text(), expected)
             failure = device_failure(case.target, on_device) if guard else None
             if failure:
                 raise StudentFailure(failure)

@@ -4,6 +4,7 @@ import os
 import time
 
 from ..sandbox.client import Worker, WorkerFailure
+from ..textsafety import safe_text
 from ..sandbox.runtime.probes import run_probe
 from .failures import GraderError, StudentFailure
 from .results import ProbeResult, format_error
@@ -127,17 +128,17 @@ class Submission:
                                f"level of the file runs on import; an endless loop or exit there "
                                f"stops everything (put demos under `if __name__ == '__main__':`).")
             raise StudentFailure(self.load_error) from None
+        # the reply was checked against replies.SCHEMAS["load"]: types, sizes, safe strings
         if reply.get("ok") is not True:
             self.load_error = explain_import_error(reply.get("error"))
             raise StudentFailure(self.load_error)
-        api = reply.get("api")
-        self.api = {str(k): str(v) for k, v in api.items()} if isinstance(api, dict) else {}
-        cells = reply.get("cell_errors")
-        self.cell_errors = [[str(x) for x in c][:3] for c in cells if isinstance(c, list)] \
-            if isinstance(cells, list) else []
+        self.api = dict(reply.get("api", {}))
+        self.cell_errors = [[str(n), kind, message] for n, kind, message in reply.get("cell_errors", [])]
         self.loaded = True
 
-    def run(self, probe, call_text):
+    def run(self, probe, call_text, expected=None):
+        """Run `probe` in the worker; `expected` (the reference's ProbeResult for the same
+        probe) bounds the size of the tensors the submission may send back."""
         target = probe["target"]
         if target in self.broken:
             raise StudentFailure(f"Not run: {self.broken[target]}")
@@ -145,7 +146,9 @@ class Submission:
         self._ensure_loaded()
         timeout = min(self.limits.call_seconds, self._remaining())
         try:
-            reply = self.worker.request({"op": "probe", "probe": probe}, timeout)
+            reply = self.worker.request({"op": "probe", "probe": probe}, timeout,
+                                        reference_numel=expected.largest_numel()
+                                        if expected is not None else None)
         except WorkerFailure as failure:
             self.broken[target] = f"an earlier call to {target} failed: {failure.reason}."
             if timeout < self.limits.call_seconds and failure.kind == "timeout":
@@ -184,6 +187,9 @@ class Submission:
         """Plain data about the submission's run, for the report."""
         out, err = self.output()
         limit = self.limits.output_kb * 1024
-        return {"api": self.api, "load_error": self.load_error, "cell_errors": self.cell_errors,
-                "broken": dict(self.broken), "workers_started": self.workers_started,
-                "stdout": out[:limit], "stderr": err[:limit]}
+        return {"api": self.api,
+                "load_error": None if self.load_error is None else safe_text(self.load_error, 20000),
+                "cell_errors": self.cell_errors,
+                "broken": {k: safe_text(v, 4000) for k, v in self.broken.items()},
+                "workers_started": self.workers_started,
+                "stdout": safe_text(out, limit), "stderr": safe_text(err, limit)}

@@ -1,10 +1,13 @@
 """What one probe brought back, read defensively.
 
-A student's result arrives from the worker as plain data and is treated as a claim: every
-field is checked for type before use, and anything malformed is the submission's failure.
+A student's result arrives from the worker as plain data and is treated as a claim: the
+worker's reply has been checked against its schema (grader/sandbox/replies.py: types,
+sizes, safe strings, plain dense CPU tensors, as contiguous clones) before it gets here,
+and every field is still read defensively; anything malformed is the submission's failure.
 """
 import torch
 
+from ..textsafety import safe_text
 from .failures import GraderError, StudentFailure
 
 STAGES = {
@@ -34,7 +37,7 @@ def format_error(error, limit=1500):
     """'IndexError: ...' plus the student's own frames, from a describe_exception dict."""
     if not isinstance(error, dict):
         return "an error the grader could not read"
-    text = f"{str(error.get('type', 'Error'))[:80]}: {str(error.get('message', ''))[:limit]}"
+    text = f"{safe_text(error.get('type', 'Error'), 80)}: {safe_text(error.get('message', ''), limit)}"
     return "\n".join([text] + _describe_where(error.get("where")))
 
 
@@ -124,6 +127,8 @@ class ProbeResult:
         if kind == "missing":
             self._fail(f"{label} does not exist ({str(desc.get('repr', ''))[:200]}). "
                        f"Store it as an attribute in forward, e.g. self.attention_weights = ...")
+        if kind == "refused":
+            self._fail(f"{label} cannot be compared: {str(desc.get('reason', ''))[:400]}.")
         if kind == "tensor-on-meta":
             self._fail(f"{label} is a tensor on the 'meta' device: it was created on the default "
                        f"device instead of the input's device. Pass device=X.device.")
@@ -162,3 +167,18 @@ class ProbeResult:
 
     def calls(self):
         return len(self._calls())
+
+    def largest_numel(self):
+        """Entries of the largest tensor in this result (outputs, stored values, gradients):
+        what bounds the tensors accepted from the submission for the same probe."""
+        descs = []
+        for record in self.raw.get("calls") or []:
+            if isinstance(record, dict):
+                descs.append(record.get("output"))
+                descs += list((record.get("captured") or {}).values())
+        grads = self.raw.get("grads") or {}
+        for group in ("args", "params"):
+            descs += list((grads.get(group) or {}).values())
+        sizes = [d["tensor"].numel() for d in descs
+                 if isinstance(d, dict) and isinstance(d.get("tensor"), torch.Tensor)]
+        return max(sizes, default=0)

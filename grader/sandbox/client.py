@@ -22,6 +22,8 @@ import time
 
 from . import cgroups as cgroups_mod
 from . import isolation as isolation_mod
+from . import replies
+from ..textsafety import safe_text
 from .runtime import protocol
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
@@ -119,7 +121,7 @@ class _CappedReader(threading.Thread):
             pass
 
     def text(self):
-        text = self.kept.decode("utf-8", "replace")
+        text = safe_text(self.kept.decode("utf-8", "replace"))
         if self.total > len(self.kept):
             text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
         return text
@@ -220,12 +222,15 @@ class Worker:
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
         if not self.info:
-            self.info = self._receive(self.limits.startup_seconds, "starting Python and torch")
+            self.info = self._receive(self.limits.startup_seconds, "starting Python and torch",
+                                      kind="hello")
         return self.info
 
     # -- talking --------------------------------------------------------------------
-    def request(self, message, timeout, doing=None):
-        """Send one request and wait for its reply; `doing` names it in failure reasons."""
+    def request(self, message, timeout, doing=None, reference_numel=None):
+        """Send one request and wait for its reply, checked against the schema of its kind
+        (replies.py); `doing` names it in failure reasons; `reference_numel`: the largest
+        tensor the reference returned for the same probe, which bounds the reply's tensors."""
         if self.proc is None or self.failure is not None:
             raise WorkerFailure("the worker is not running", "crash")
         self.wait_ready()
@@ -233,12 +238,18 @@ class Worker:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:
             raise self._failed(self._death_reason("while receiving a request"), "crash") from None
-        return self._receive(timeout, doing)
+        return self._receive(timeout, doing, replies.kind_of(message), reference_numel)
 
-    def _receive(self, timeout, doing):
+    def _receive(self, timeout, doing, kind="other", reference_numel=None):
+        """The next reply, read, decoded and checked within `timeout` seconds in all."""
+        deadline = time.monotonic() + timeout
         try:
-            reply = protocol.read_frame(self.reply_fd, timeout=timeout)
-        except protocol.FrameTimeout:
+            payload = protocol.read_payload(self.reply_fd, timeout=timeout,
+                                            max_bytes=replies.MAX_FRAME_BYTES)
+            reply = replies.read(payload, kind, reference_numel, deadline)
+            if time.monotonic() > deadline:
+                raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
+        except (protocol.FrameTimeout, replies.ReplyTooSlow):
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
             what = doing or "the call"
@@ -247,12 +258,10 @@ class Worker:
         except protocol.ProtocolError as exc:
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
-            if "closed" in str(exc):
+            if not isinstance(exc, replies.ReplyRefused) and "closed" in str(exc):
                 raise self._failed(self._death_reason(doing and f"while {doing}"), "crash") from None
             raise self._failed(f"the submission's process sent a reply the grader refuses to "
-                               f"read: {exc}", "protocol") from None
-        if not isinstance(reply, dict):
-            raise self._failed("the submission's process sent a reply that is not a dict", "protocol")
+                               f"read: {safe_text(exc, 600)}", "protocol") from None
         return reply
 
     def _failed(self, reason, kind):

@@ -1,0 +1,571 @@
+"""Hostile replies pushed through the trusted side's real reading path.
+
+Each example is a frame a worker could send: built with protocol.encode, or by hand (forged
+zip archives and pickles). It goes into an os.pipe and is read by the real
+Worker.request / Worker._receive / Worker.wait_ready, then by Submission.run (ProbeResult)
+and the hidden suite's compare_results against a real reference result. Whatever the
+frame holds, the outcome must be a valid result or a StudentFailure / WorkerFailure with a
+bounded message that encodes as UTF-8 (never another exception, which would be a grader
+error), within a bounded time and memory.
+"""
+import io
+import os
+import pickle
+import resource
+import struct
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import types
+import zipfile
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from conftest import KIT, SOLUTION
+from grader.harness import Reference, StudentFailure, Submission
+from grader.sandbox import replies
+from grader.sandbox.client import Worker, WorkerFailure
+from grader.sandbox.limits import Limits
+from grader.sandbox.runtime import protocol
+
+sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
+import cases as cases_table  # noqa: E402
+import checks  # noqa: E402
+
+SECONDS = 2.0            # one example, end to end
+MESSAGE_CHARS = 20_000   # what a student may be shown for one call
+PY_PEAK_BYTES = 64 * 2**20
+RSS_GROWTH_KB = 768 * 1024
+FUZZ = settings(max_examples=150, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+# -- the real path, fed from a pipe ------------------------------------------------------
+class PipeWorker(Worker):
+    """A Worker whose process is a pipe: requests go to /dev/null, replies come from a
+    frame the test wrote. Everything from Worker.request on is the real code."""
+
+    _over_memory = False
+
+    def __init__(self, limits, frame):
+        self.limits, self.failure, self.info = limits, None, {}
+        self.proc = types.SimpleNamespace(stdin=open(os.devnull, "wb"), pid=-1)
+        self.reply_fd, write_fd = os.pipe()
+        self.writer = threading.Thread(target=self._write, args=(write_fd, frame), daemon=True)
+        self.writer.start()
+
+    @staticmethod
+    def _write(fd, frame):
+        try:
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def _failed(self, reason, kind):
+        self.failure = WorkerFailure(reason, kind)
+        self.close()
+        return self.failure
+
+    def _death_reason(self, when=None):
+        return f"the submission's process closed its channel{when or ''}"
+
+    def close(self):
+        if self.reply_fd >= 0:
+            os.close(self.reply_fd)
+            self.reply_fd = -1
+        self.writer.join(5)
+        self.proc.stdin.close()
+
+
+LIMITS = Limits(call_seconds=5, import_seconds=5, startup_seconds=5)
+STAGE = tempfile.mkdtemp(prefix="attnkit-fuzz-")
+REFERENCE = Reference(SOLUTION)
+
+
+def _case(target, check="match", grads=False):
+    return next(c for c in cases_table.cases(check) if c.target == target
+                and (not grads or c.grad_args or c.grad_params))
+
+
+CASES = [_case("masked_softmax"), _case("MultiHeadAttention", grads=True),
+         _case("DotProductAttention", "dropout")]
+
+
+def _expected(case):
+    """(state, probe, what the reference says, a correct reply): for the dropout check the
+    reference runs in eval mode, as checks.check_dropout does, and the reply in train mode."""
+    state = checks._state(case, REFERENCE)
+    probe = case.probe(state)
+    if case.check == "dropout":
+        expected = REFERENCE.run(case.probe(state, mode="eval", calls=1), case.call_text())
+    else:
+        expected = REFERENCE.run(probe, case.call_text())
+    return state, probe, expected, REFERENCE.run(probe, case.call_text()).raw
+
+
+EXPECTED = {c.id: _expected(c) for c in CASES}
+
+
+def frame_of(obj):
+    return protocol.encode(obj)
+
+
+def raw_frame(payload):
+    return protocol.HEADER.pack(len(payload)) + payload
+
+
+def _bounded(text):
+    assert isinstance(text, str)
+    assert len(text) <= MESSAGE_CHARS, len(text)
+    text.encode("utf-8")  # no lone surrogate
+    return text
+
+
+LAST = {}
+
+
+def deliver(frame, kind="probe", case=None):
+    """Push `frame` through the trusted side; return 'ok', 'student' or 'worker'."""
+    case = case or CASES[0]
+    state, probe, expected, _ = EXPECTED[case.id]
+    worker = PipeWorker(LIMITS, frame)
+    submission = Submission("attention.py", None, LIMITS, STAGE)
+    submission.worker = worker
+    started = time.monotonic()
+    outcome = "ok"
+    try:
+        if kind == "hello":
+            worker.wait_ready()
+        elif kind == "load":
+            worker.info = {"ok": True}
+            submission._ensure_loaded()
+            _bounded(repr(submission.summary()))
+        else:
+            worker.info = {"ok": True}
+            submission.loaded = True
+            got = submission.run(probe, case.call_text(), expected)
+            if case.check == "dropout":
+                checks._check_weights_dropout(case, got, expected.tensor(case.captures()[0]))
+            else:
+                checks.compare_results(case, got, expected, state)
+            _bounded(repr(got.violations()))
+    except WorkerFailure as failure:
+        outcome = "worker"
+        LAST["message"] = _bounded(failure.reason)
+    except StudentFailure as failure:  # an AssertionError, as pytest's plugin reads it
+        outcome = "student"
+        LAST["message"] = _bounded(str(failure))
+    finally:
+        worker.close()
+    if worker.failure is not None:  # Submission.run turned it into a StudentFailure
+        outcome = "worker"
+    elapsed = time.monotonic() - started
+    assert elapsed < SECONDS, f"{elapsed:.2f} s"
+    summary = submission.summary()
+    for key in ("load_error", "stdout", "stderr"):
+        if summary[key] is not None:
+            _bounded(summary[key])
+    return outcome
+
+
+_RSS_START = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _rss_ok():
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _RSS_START
+    assert grown < RSS_GROWTH_KB, f"peak RSS grew by {grown // 1024} MB"
+
+
+def deliver_bounded(frame, kind="probe", case=None):
+    """deliver() with the Python heap's peak measured."""
+    tracemalloc.start()
+    try:
+        outcome = deliver(frame, kind, case)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < PY_PEAK_BYTES, f"peak {peak // 2**20} MB of Python objects"
+    _rss_ok()
+    return outcome
+
+
+# -- valid replies, as the real worker writes them ----------------------------------------
+def _reference_raw(case):
+    return EXPECTED[case.id][3]
+
+
+def valid_reply(case):
+    raw = _reference_raw(case)
+    calls = [{"output": dict(c["output"]), "captured": dict(c["captured"])} for c in raw["calls"]]
+    return {"ok": True, "result": dict(raw, calls=calls)}
+
+
+deliver(frame_of(valid_reply(CASES[1])), case=CASES[1])  # warm up: torch's lazy imports are not the reply's cost
+
+
+def test_the_reference_result_itself_is_accepted_and_passes():
+    for case in CASES:
+        assert deliver(frame_of(valid_reply(case)), case=case) == "ok", case.id
+
+
+def test_a_real_error_reply_and_load_and_hello_replies_are_accepted():
+    try:
+        raise ValueError("bad \udcff value\x1b[2J")
+    except ValueError as exc:
+        from grader.sandbox.runtime.probes import describe_exception
+        error = describe_exception(exc)
+    assert deliver(frame_of({"ok": False, "error": error})) == "student"
+    ok_load = {"ok": True, "api": {"sequence_mask": "function"}, "cell_errors": [[3, "NameError", "x"]],
+               "seconds": 0.1}
+    assert deliver(frame_of(ok_load), "load") == "ok"
+    assert deliver(frame_of({"ok": False, "error": error, "seconds": 0.1}), "load") == "student"
+    hello = {"ok": True, "ready": True, "pid": 5, "uid": 0, "torch": "2", "cuda": False}
+    assert deliver(frame_of(hello), "hello") == "ok"
+
+
+# -- arbitrary structures ------------------------------------------------------------------
+SURROGATES = st.sampled_from(["\udcff", "\ud800", "\x00", "\x1b[31m", "\u202e", "\n" * 50, "é"])
+TEXT = st.one_of(st.text(max_size=30), st.lists(SURROGATES, max_size=5).map("".join))
+SMALL_TENSORS = st.sampled_from([
+    torch.zeros(2, 3), torch.ones(4, dtype=torch.bool), torch.arange(6).reshape(2, 3),
+    torch.zeros(()), torch.empty(0, 5), torch.ones(3, dtype=torch.float16)])
+LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXT, st.binary(max_size=20),
+                   SMALL_TENSORS, st.just(torch.float32), st.just(torch.device("cpu")))
+ANY = st.recursive(LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=6), st.tuples(inner, inner),
+    st.dictionaries(st.one_of(TEXT, st.integers()), inner, max_size=6)), max_leaves=40)
+KEYS = ["ok", "result", "error", "calls", "output", "captured", "grads", "args", "params", "kind",
+        "tensor", "device", "dtype", "type", "repr", "where", "message", "stage", "guard",
+        "state_keys", "device_violations", "seconds", "shape", "api", "cell_errors"]
+
+
+@st.composite
+def schema_like(draw, depth=0):
+    """Dicts using the schema's own keys, so the walk gets deep into the schema."""
+    if depth > 4 or draw(st.booleans()):
+        return draw(st.one_of(ANY, st.sampled_from(["tensor", "other", "missing", "tensor-on-meta"])))
+    keys = draw(st.lists(st.sampled_from(KEYS), max_size=6, unique=True))
+    return {k: draw(schema_like(depth + 1)) for k in keys}
+
+
+@FUZZ
+@given(reply=st.one_of(ANY, schema_like()), kind=st.sampled_from(["probe", "load", "hello"]))
+def test_arbitrary_replies(reply, kind):
+    deliver(frame_of(reply), kind)
+
+
+def _paths(obj, path=()):
+    yield path
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, path + (i,))
+
+
+def _replace(obj, path, value):
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(obj, dict):
+        return {**obj, head: _replace(obj[head], rest, value)}
+    copy = list(obj)
+    copy[head] = _replace(obj[head], rest, value)
+    return copy
+
+
+@FUZZ
+@given(data=st.data(), which=st.integers(0, len(CASES) - 1), value=st.one_of(ANY, schema_like()))
+def test_valid_replies_with_one_part_replaced(data, which, value):
+    case = CASES[which]
+    reply = valid_reply(case)
+    paths = list(_paths(reply))
+    path = data.draw(st.sampled_from(paths))
+    deliver(frame_of(_replace(reply, path, value)), case=case)
+
+
+# -- odd tensors ---------------------------------------------------------------------------
+def _odd_tensors():
+    """Every kind of tensor torch.save can write (and a few it reads back oddly)."""
+    like = torch.randn(2, 3, 4)
+    made = {
+        "sparse_coo": lambda: like.to_sparse(),
+        "sparse_csr": lambda: like[0].to_sparse_csr(),
+        "sparse_csc": lambda: like[0].to_sparse_csc(),
+        "sparse_bsr": lambda: torch.randn(4, 4).to_sparse_bsr((2, 2)),
+        "quantized": lambda: torch.quantize_per_tensor(like, 0.1, 0, torch.quint8),
+        "quantized_channel": lambda: torch.quantize_per_channel(
+            like[0], torch.ones(2), torch.zeros(2, dtype=torch.long), 0, torch.qint8),
+        "meta": lambda: torch.empty(2, 3, 4, device="meta"),
+        "meta_huge": lambda: torch.empty(2**40, device="meta"),
+        "nested": lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]),
+        "complex": lambda: like.to(torch.complex64),
+        "float8": lambda: like.to(torch.float8_e4m3fn),
+        "uint16": lambda: like.to(torch.uint16),
+        "bool": lambda: like > 0,
+        "int64": lambda: like.to(torch.int64),
+        "requires_grad": lambda: like.clone().requires_grad_(),
+        "parameter": lambda: torch.nn.Parameter(like.clone()),
+        "stride0_huge": lambda: torch.zeros(1).expand(2**31),
+        "stride0_shape": lambda: torch.zeros(1, 1, 1).expand(2, 3, 4),
+        "view_of_big_storage": lambda: torch.zeros(1000)[10:34].view(2, 3, 4),
+        "transposed": lambda: torch.randn(4, 3, 2).permute(2, 1, 0),
+        "scalar": lambda: torch.tensor(3.0),
+        "empty": lambda: torch.empty(0, 3, 4),
+        "nine_dims": lambda: torch.zeros([1] * 9 + [2, 3, 4]),
+        "big": lambda: torch.zeros(300, 300, 10),
+        "conj": lambda: like.to(torch.complex64).conj(),
+        "neg_bit": lambda: like.to(torch.complex64).conj().imag,
+    }
+    out = {}
+    for name, make in made.items():
+        try:
+            tensor = make()
+            protocol.encode({"t": tensor})
+        except Exception:  # this torch cannot build or save that kind
+            continue
+        out[name] = tensor
+    return out
+
+
+ODD = _odd_tensors()
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+@pytest.mark.parametrize("where", ["output", "captured", "grad"])
+def test_odd_tensors_are_a_student_failure(name, where):
+    case = CASES[1]  # MultiHeadAttention, with captured weights and gradients
+    reply = valid_reply(case)
+    result = reply["result"]
+    desc = {"kind": "tensor", "tensor": ODD[name], "device": "cpu", "dtype": "float32"}
+    if where == "output":
+        result["calls"][0]["output"] = desc
+    elif where == "captured":
+        result["calls"][0]["captured"] = {k: desc for k in result["calls"][0]["captured"]}
+    else:
+        result["grads"] = {"args": {k: desc for k in result["grads"]["args"]},
+                           "params": result["grads"]["params"]}
+    outcome = deliver_bounded(frame_of(reply), case=case)
+    assert outcome in ("student", "worker")
+
+
+class Sneaky(torch.Tensor):
+    def __eq__(self, other):
+        return True
+
+
+def test_a_tensor_subclass_is_refused():
+    reply = valid_reply(CASES[0])
+    reply["result"]["calls"][0]["output"]["tensor"] = torch.zeros(2, 3).as_subclass(Sneaky)
+    assert deliver(frame_of(reply)) == "worker"  # torch.load(weights_only=True) refuses it
+    assert "Sneaky" in LAST["message"]
+
+
+def test_an_odd_tensor_costs_the_call_only_with_its_reason():
+    reply = valid_reply(CASES[0])
+    reply["result"]["calls"][0]["output"]["tensor"] = torch.zeros(2, 3, dtype=torch.complex64)
+    worker = PipeWorker(LIMITS, frame_of(reply))
+    try:
+        got = worker._receive(5, None, "probe", 10)
+    finally:
+        worker.close()
+    output = got["result"]["calls"][0]["output"]
+    assert output["kind"] == "refused" and "complex64" in output["reason"]
+    assert deliver(frame_of(reply)) == "student"
+    assert "complex64" in LAST["message"] and "cannot be compared" in LAST["message"]
+
+
+@FUZZ
+@given(shape=st.lists(st.integers(0, 2**20), min_size=0, max_size=10),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.int32, torch.bool, torch.bfloat16]))
+def test_stride0_tensors_of_any_shape(shape, dtype):
+    try:
+        tensor = torch.zeros((1,) * len(shape), dtype=dtype).expand(shape)
+        protocol.encode(tensor)
+    except RuntimeError:  # more entries than an int64 counts
+        assume(False)
+    reply = valid_reply(CASES[0])
+    reply["result"]["calls"][0]["output"]["tensor"] = tensor
+    deliver_bounded(frame_of(reply))
+
+
+# -- amplification -------------------------------------------------------------------------
+NEWLINES = "\n" * 200_000
+
+
+def _amplified():
+    frame = {"file": NEWLINES, "line": 1, "function": NEWLINES, "code": NEWLINES}
+    value = {"kind": "other", "type": NEWLINES, "repr": NEWLINES}
+    tensor = {"kind": "tensor", "tensor": torch.zeros(2, 3), "device": NEWLINES, "dtype": "float32"}
+    error = {"type": "E", "message": NEWLINES, "where": [frame] * 16}
+    base = valid_reply(CASES[0])
+    result = base["result"]
+    return {
+        "frames_200k": {"ok": False, "error": {"type": "E", "message": "m", "where": [frame] * 200_000}},
+        "frames_16": {"ok": False, "error": error},
+        "message_newlines": {"ok": False, "error": {"type": "E", "message": NEWLINES}},
+        "calls_shared": {"ok": True, "result": dict(result, calls=[{"output": value, "captured": {
+            f"k{i}": value for i in range(16)}}] * 64)},
+        "tensors_shared": {"ok": True, "result": dict(result, calls=[{"output": tensor, "captured": {
+            f"k{i}": tensor for i in range(16)}}] * 64)},
+        "violations": {"ok": True, "result": dict(result, device_violations=[NEWLINES] * 32)},
+        "guard": {"ok": True, "result": dict(result, guard={f"g{i}": [NEWLINES] * 32 for i in range(16)})},
+        "state_keys": {"ok": True, "result": dict(result, state_keys=[[NEWLINES, [1] * 16]] * 256)},
+        "stage_error": {"ok": True, "result": dict(result, ok=False, stage="call", error=error)},
+        "load_cells": {"ok": True, "api": {}, "cell_errors": [[1, NEWLINES, NEWLINES]] * 50},
+        "long_list": {"ok": True, "result": dict(result, calls=[result["calls"][0]] * 100_000)},
+        "many_keys": {"ok": True, "result": dict(result, **{f"x{i}": i for i in range(50_000)})},
+    }
+
+
+AMPLIFIED = _amplified()
+
+
+@pytest.mark.parametrize("name", sorted(AMPLIFIED))
+def test_amplified_replies_are_bounded(name):
+    reply = AMPLIFIED[name]
+    kind = "load" if name.startswith("load") else "probe"
+    deliver_bounded(frame_of(reply), kind)
+
+
+@pytest.mark.parametrize("depth", [50, 5_000, 120_000])
+def test_deep_nesting_by_hand(depth):
+    """Lists nested `depth` deep, as a pickle torch.save could not write (its pickler
+    recurses); the largest fills the pickle bound. Timed without tracemalloc, which slows
+    every allocation."""
+    pickled = b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b"."
+    assert deliver(raw_frame(forge(pickled))) == "worker"
+    pickled = b"\x80\x02}(X\x02\x00\x00\x00okX\x06\x00\x00\x00result" + b"]" * depth + \
+        b"a" * (depth - 1) + b"u."
+    assert deliver(raw_frame(forge(pickled))) == "worker"
+    _rss_ok()
+
+
+# -- forged archives and pickles ------------------------------------------------------------
+def forge(pickled, entries=(), method=zipfile.ZIP_STORED, prefix="archive"):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        archive.writestr(f"{prefix}/data.pkl", pickled)
+        archive.writestr(f"{prefix}/byteorder", "little")
+        archive.writestr(f"{prefix}/version", "3\n")
+        for name, data in entries:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _payload(reply):
+    return frame_of(reply)[protocol.HEADER.size:]
+
+
+def _set_sizes(payload, size):
+    """Every entry's declared sizes set to `size`, in the local headers and the directory."""
+    data = bytearray(payload)
+    at = 0
+    while (at := data.find(b"PK\x01\x02", at)) >= 0:
+        struct.pack_into("<II", data, at + 20, size, size)
+        at += 4
+    at = 0
+    while (at := data.find(b"PK\x03\x04", at)) >= 0:
+        struct.pack_into("<II", data, at + 18, size, size)
+        at += 4
+    return bytes(data)
+
+
+def _forged_frames():
+    reply = valid_reply(CASES[0])
+    payload = _payload(reply)
+    with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+        contents = [(i.filename, archive.read(i.filename)) for i in archive.infolist()]
+    deflated = io.BytesIO()
+    with zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in contents:
+            archive.writestr(name, data)
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in contents:
+            archive.writestr(name, data if name.endswith("data.pkl") else b"\x00" * (64 * 2**20))
+    many = forge(pickle.dumps(reply["result"]["ok"], protocol=2),
+                 [(f"archive/data/{i}", b"") for i in range(5000)])
+    big_frame = forge(pickle.dumps(True, protocol=2), [("archive/data/0", b"\x00" * (40 * 2**20))])
+    big_storage = forge(pickle.dumps(True, protocol=2), [("archive/data/0", b"\x00" * (17 * 2**20))])
+    big_pickle = forge(pickle.dumps(["x" * 100] * 1 + ["y" * 600_000], protocol=2))
+    bad_utf8 = forge(b"\x80\x02}X\x02\x00\x00\x00ok\x88sX\x05\x00\x00\x00error}X\x07\x00\x00\x00"
+                     b"message" + b"X\x02\x00\x00\x00\xed\xb3" + b"ss.")
+    global_pickle = forge(b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00idR.")
+    frames = {
+        "deflated": raw_frame(deflated.getvalue()),
+        "bomb": raw_frame(bomb.getvalue()),
+        "many_entries": raw_frame(many),
+        "big_storage": raw_frame(big_storage),
+        "big_frame": raw_frame(big_frame),
+        "big_pickle": raw_frame(big_pickle),
+        "bad_utf8": raw_frame(bad_utf8),
+        "global": raw_frame(global_pickle),
+        "huge_declared_sizes": raw_frame(_set_sizes(payload, 2**32 - 1)),
+        "wrong_declared_sizes": raw_frame(_set_sizes(payload, 3)),
+        "truncated": raw_frame(payload[: len(payload) // 2]),
+        "not_a_zip": raw_frame(b"hello" * 100),
+        "empty": raw_frame(b""),
+        "header_only": protocol.HEADER.pack(100),
+        "huge_header": protocol.HEADER.pack(2**40) + b"x" * 100,
+        "no_pickle": raw_frame(_without_pickle()),
+        "two_pickles": raw_frame(forge(pickle.dumps(True, protocol=2),
+                                       [("other/data.pkl", pickle.dumps(False, protocol=2))])),
+    }
+    return frames
+
+
+def _without_pickle():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/version", "3\n")
+    return buffer.getvalue()
+
+
+FORGED = _forged_frames()
+
+
+@pytest.mark.parametrize("name", sorted(FORGED))
+def test_forged_frames_are_refused(name):
+    assert deliver_bounded(FORGED[name]) == "worker"
+
+
+@FUZZ
+@given(data=st.data())
+def test_flipped_bytes_in_a_valid_frame(data):
+    payload = bytearray(_payload(valid_reply(CASES[1])))
+    for _ in range(data.draw(st.integers(1, 8))):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    deliver(raw_frame(bytes(payload)), case=CASES[1])
+
+
+@FUZZ
+@given(junk=st.binary(max_size=2000))
+def test_random_bytes(junk):
+    deliver(raw_frame(junk))
+
+
+def test_pickle_memo_amplification_in_a_small_frame():
+    """A few KB of pickle that expands to millions of values: refused fast, small memory."""
+    frame = {"file": "f" * 1000, "line": 1, "function": "g", "code": "c"}
+    inner = [frame] * 1000
+    reply = {"ok": False, "error": {"type": "E", "message": "m", "where": [inner] * 1000}}
+    encoded = frame_of(reply)
+    assert len(encoded) < 64 * 1024
+    assert deliver_bounded(encoded) == "worker"
+    value = {"kind": "other", "type": "x", "repr": "\n" * 100_000}
+    reply = {"ok": True, "result": {"ok": True, "calls": [{"output": value, "captured": {
+        str(i): value for i in range(16)}}] * 64}}
+    assert len(frame_of(reply)) < 256 * 1024
+    assert deliver_bounded(frame_of(reply)) == "worker"
