@@ -2,7 +2,6 @@
 import argparse
 import dataclasses
 import os
-import shutil
 import sys
 
 from . import paths
@@ -22,8 +21,9 @@ def build_parser():
     grade = commands.add_parser(
         "grade", help="grade submissions against the hidden suite",
         description="Grade each SUBMISSION (a folder, .py, .ipynb or .zip): writes "
-                    "DIR/<name>/results.json (Gradescope format), DIR/<name>/feedback.txt and "
-                    "DIR/grades.csv. Exit status 0 when grading ran, whatever the scores; 2 when "
+                    "DIR/<folder>/results.json (Gradescope format), DIR/<folder>/feedback.txt and "
+                    "DIR/grades.csv (its folder column names each submission's folder: the name "
+                    "itself unless the name was odd or collided). Exit status 0 when grading ran, whatever the scores; 2 when "
                     "the grader itself failed on some submission.")
     grade.add_argument("submissions", nargs="+", metavar="SUBMISSION")
     grade.add_argument("--out", required=True, metavar="DIR")
@@ -116,11 +116,28 @@ def _grade(args):
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
         return 2
     if args.results_json:
-        shutil.copy(os.path.join(args.out, results[0].name, "results.json"), args.results_json)
-    failed = [r.name for r in results if r.status == "grader error"]
+        _copy_results(args.out, results[0], args.results_json)
+    failed = [r for r in results if r.status == "grader error"]
     print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
     if failed:
-        print(f"The grader itself failed on: {', '.join(failed)} (see DIR/<name>/grader-errors.log)",
+        from .textsafety import safe_text
+        shown = ", ".join(safe_text(getattr(r, "folder", r.name), 100) for r in failed[:50])
+        more = f" and {len(failed) - 50} more" if len(failed) > 50 else ""
+        print(f"The grader itself failed on: {shown}{more} (see DIR/<folder>/grader-errors.log)",
               file=sys.stderr)
         return 2
     return 0
+
+
+def _copy_results(out_dir, result, target):
+    """Gradescope's results.json: the one in the submission's folder, or, if that could not
+    be written, one written here from the result (atomically, capped, as always)."""
+    from .report import files
+    from .report.gradescope import results_text
+    source = os.path.join(out_dir, getattr(result, "folder", result.name), "results.json")
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        data = results_text(result).encode("utf-8")
+    files.write_bytes(target, data)

@@ -2,13 +2,17 @@
 
 For each submission: intake stages a plain attention.py; a trusted process runs the hidden
 suite, reaching the submission only through its sandboxed worker; the outcomes become
-DIR/<name>/results.json (Gradescope's format), DIR/<name>/feedback.txt, and a row of
+DIR/<folder>/results.json (Gradescope's format), DIR/<folder>/feedback.txt, and a row of
 DIR/grades.csv. A broken submission gets a row and a reason; a failure of the grader is
 reported as a grader error, never as a zero.
+
+<folder> is the submission's name made safe and unique (report/folders.py): the name itself
+for ordinary names. Every file is written atomically and capped (report/files.py); a
+failure to write one submission's files is that row's grader error, and grades.csv is
+written whatever happened to the rows.
 """
 import concurrent.futures
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
@@ -18,9 +22,11 @@ import traceback
 from .. import intake
 from ..report.console import Table
 from ..sandbox import isolation
+from ..report import files, folders
 from ..report.feedback import feedback_text
 from ..report.gradebook import write_gradebook
-from ..report.gradescope import results_json
+from ..report.gradescope import results_text
+from ..textsafety import safe_text
 from . import outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
 
@@ -30,7 +36,7 @@ __all__ = ["SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 def grade_one(path, name, catalog, options, workdir, zygote=None):
     """Stage and grade one submission; always returns a SubmissionResult."""
     started = time.monotonic()
-    stage_root = tempfile.mkdtemp(prefix=f"{_safe(name)}-", dir=workdir)
+    stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(name)[:40]}-", dir=workdir)
     os.chmod(stage_root, 0o711)
     try:
         staged = intake.stage(path, os.path.join(stage_root, "staged"), name)
@@ -62,26 +68,45 @@ def grade_one(path, name, catalog, options, workdir, zygote=None):
         shutil.rmtree(stage_root, ignore_errors=True)
 
 
-def _safe(name):
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40] or "submission"
-
-
 def write_result(result, out_dir):
-    folder = os.path.join(out_dir, result.name)
+    """results.json, feedback.txt and (when the grader failed) grader-errors.log in the
+    result's folder, each written atomically and capped."""
+    folder = os.path.join(out_dir, getattr(result, "folder", None) or folders.candidate(result.name))
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "results.json"), "w", encoding="utf-8") as handle:
-        json.dump(results_json(result), handle, indent=2, ensure_ascii=False)
-    with open(os.path.join(folder, "feedback.txt"), "w", encoding="utf-8") as handle:
-        handle.write(feedback_text(result))
+    files.write_text(os.path.join(folder, "results.json"), results_text(result))
+    files.write_text(os.path.join(folder, "feedback.txt"), feedback_text(result),
+                     files.FEEDBACK_BYTES)
     log = os.path.join(folder, "grader-errors.log")
-    problems = [f"{t.name}:\n{t.grader_traceback}" for t in result.grader_failures]
+    problems = [f"{safe_text(t.name, 500)}:\n{safe_text(t.grader_traceback, 16000)}"
+                for t in result.grader_failures[:100]]
     if result.grader_error:
-        problems.insert(0, result.grader_error)
+        problems.insert(0, safe_text(result.grader_error, 64000))
     if problems:
-        with open(log, "w", encoding="utf-8") as handle:
-            handle.write("\n\n".join(problems) + "\n\n" + getattr(result, "console", ""))
+        console = safe_text(getattr(result, "console", "") or "", 256000)
+        files.write_text(log, "\n\n".join(problems) + "\n\n" + console, files.LOG_BYTES)
     elif os.path.exists(log):
         os.remove(log)
+
+
+def _not_graded(catalog, name, path, why):
+    tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
+    return outcome.SubmissionResult(name, path, tests, grader_error=why)
+
+
+def _could_not_write(result, out_dir):
+    """Writing the result failed: the row becomes a grader error, and the traceback goes
+    where it can (the folder's grader-errors.log, else nowhere but the row)."""
+    trace = traceback.format_exc()[-4000:]
+    result.grader_error = ("the grader could not write its results for this submission: "
+                           + (trace.strip().splitlines() or ["?"])[-1])
+    try:
+        folder = os.path.join(out_dir, result.folder)
+        os.makedirs(folder, exist_ok=True)
+        files.write_text(os.path.join(folder, "grader-errors.log"),
+                         result.grader_error + "\n\n" + trace, files.LOG_BYTES)
+        files.write_text(os.path.join(folder, "results.json"), results_text(result))
+    except Exception:
+        pass
 
 
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None):
@@ -101,6 +126,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     names = intake.submission_names(paths)
+    folder_names = folders.folder_names(names)
     table = Table(parts, len(paths), **({"stream": stream} if stream else {}))
     table.header()
     results = [None] * len(paths)
@@ -115,13 +141,24 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote):
                 try:
                     result = future.result()
                 except Exception:  # a bug of ours: reported as such, and the batch goes on
-                    tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
-                    result = outcome.SubmissionResult(names[index], paths[index], tests,
-                                                      grader_error=traceback.format_exc()[-4000:])
+                    result = _not_graded(catalog, names[index], paths[index],
+                                         traceback.format_exc()[-4000:])
+                result.folder = folder_names[index]
                 results[index] = result
-                write_result(result, out_dir)
-                table.row(result)
+                try:
+                    write_result(result, out_dir)
+                except Exception:
+                    _could_not_write(result, out_dir)
+                try:
+                    table.row(result)
+                except Exception:  # the console is not worth a row
+                    pass
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    write_gradebook(results, parts, os.path.join(out_dir, "grades.csv"))
+        for index, result in enumerate(results):  # grades.csv has a row for everyone
+            if result is None:
+                results[index] = _not_graded(catalog, names[index], paths[index],
+                                             "the grader stopped before this submission was graded")
+                results[index].folder = folder_names[index]
+        write_gradebook(results, parts, os.path.join(out_dir, "grades.csv"))
     return results

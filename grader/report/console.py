@@ -1,5 +1,10 @@
-"""The table `grader grade` prints as it goes."""
+"""The table `grader grade` prints as it goes.
+
+Names and reasons come from submissions: they pass through safe_text, so no terminal
+escape, control character or lone surrogate reaches the instructor's terminal."""
 import sys
+
+from ..textsafety import safe_text
 
 SHORT = {"sequence_mask": "mask", "masked_softmax": "softmax", "AdditiveAttention": "additive",
          "DotProductAttention": "dot", "transpose": "transp", "MultiHeadAttention": "multihead",
@@ -23,14 +28,26 @@ class Table:
         score = "—" if result.status == "grader error" else f"{result.score:g}"
         note = result.status if result.status != "graded" else ""
         if result.intake_error:
-            note += f": {result.intake_error.splitlines()[0][:60]}"
+            note += f": {_line(result.intake_error, 60)}"
         elif (result.summary or {}).get("load_error"):
-            note = result.summary["load_error"].splitlines()[0][:70]
-        self._print(f"[{self.done:>3}/{self.total:<3}] {result.name[:self.width]:<{self.width}} "
+            note = _line(result.summary["load_error"], 70)
+        name = _line(result.name, self.width)
+        self._print(f"[{self.done:>3}/{self.total:<3}] {name:<{self.width}} "
                     f"{score:>5}/{result.max_score:<5g} {cols} {result.seconds:5.1f}s {note}")
 
     def _print(self, text):
-        print(text, file=self.stream, flush=True)
+        text = safe_text(text)
+        try:
+            print(text, file=self.stream, flush=True)
+        except UnicodeEncodeError:  # a terminal that is not UTF-8
+            encoding = getattr(self.stream, "encoding", None) or "ascii"
+            print(text.encode(encoding, "replace").decode(encoding), file=self.stream, flush=True)
+
+
+def _line(text, width):
+    """The first line of `text`, made safe, at most `width` characters."""
+    lines = safe_text(text, 4 * width + 64).splitlines()
+    return (lines[0] if lines else "").replace("\t", " ")[:width]
 
 
 def _cell(pair):
