@@ -78,7 +78,8 @@ class ProbeResult:
         got = self.raw.get("state_keys") or []
         expected = self.probe.get("state") or {}
         want = ", ".join(f"{k} {tuple(v.shape)}" for k, v in expected.items()) or "(none)"
-        have = ", ".join(f"{k} {tuple(s)}" for k, s in got if isinstance(k, str)) or "(none)"
+        have = ", ".join(f"{k} {tuple(s) if isinstance(s, list) else '(lazy, no shape yet)'}"
+                         for k, s in got if isinstance(k, str)) or "(none)"
         return (f"  The grader's module has parameters: {want}\n"
                 f"  Yours has:                          {have}\n"
                 f"  Parameter names, shapes and bias settings are part of the interface "
