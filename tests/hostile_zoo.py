@@ -657,6 +657,48 @@ ZOO = [
             expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
             reason="ValueError"),
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
+    # No process's RSS shows these pages; the kernel's memory cgroup of the worker charges
+    # them, so these entries run only where that cgroup exists.
+    Hostile("sysv-shm", "creates 8 System V shared memory segments of 256 MB in "
+            "DotProductAttention.forward, touches each and detaches it (held by no process)",
+            "the worker's memory cgroup charges shared memory; its IPC namespace (or, at level "
+            "none, the grader) removes the segments",
+            file("sysv_shm.py", solution(replace=[(
+                "        d = queries.shape[-1]",
+                "        import ctypes\n        _libc = ctypes.CDLL(None, use_errno=True)\n"
+                "        _libc.shmat.restype = ctypes.c_void_p\n        for _ in range(8):\n"
+                "            _id = _libc.shmget(0, 256 << 20, 0o1600)\n"
+                "            _at = _libc.shmat(_id, None, 0)\n"
+                "            ctypes.memset(_at, 1, 256 << 20)\n"
+                "            _libc.shmdt(ctypes.c_void_p(_at))\n        d = queries.shape[-1]")])),
+            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose",),
+            lost_parts=("DotProductAttention", "MultiHeadAttention"), reason="MB of memory",
+            levels=EVERYWHERE if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"]
+            else frozenset()),
+    Hostile("memfd", "fills 160 memfds of 12 MB (each under RLIMIT_FSIZE) in AdditiveAttention.forward",
+            "the worker's memory cgroup charges memfd pages",
+            file("memfd.py", solution(replace=[(
+                "        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)",
+                "        import os\n        _chunk, _held = b'x' * (12 << 20), []\n        for _ in range(160):\n"
+                "            _held.append(os.memfd_create('hog'))\n            os.write(_held[-1], _chunk)\n"
+                "        queries, keys = self.W_q(queries), self.W_k(keys)")])),
+            expect="parts", full_parts=("sequence_mask", "masked_softmax", "DotProductAttention",
+                                        "transpose", "MultiHeadAttention"),
+            lost_parts=("AdditiveAttention",), reason="MB of memory",
+            levels=EVERYWHERE if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"]
+            else frozenset()),
+    Hostile("fill-dev-shm", "writes 250 files of 8 MB into the host's /dev/shm in transpose_output",
+            "the worker's memory cgroup charges tmpfs pages; the grader removes the files",
+            file("fill_dev_shm.py", solution(replace=[(
+                "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])  # (B, heads, n, hidden/heads)",
+                "    import os\n    _chunk = b'x' * (8 << 20)\n    for _i in range(250):\n"
+                "        with open('/dev/shm/attnkit-hog-%d-%d' % (os.getpid(), _i), 'wb') as _f:\n"
+                "            _f.write(_chunk)\n"
+                "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])")])),
+            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
+            reason="MB of memory",
+            levels=frozenset({"none", "none-uid"})
+            if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"] else frozenset()),
     # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
     Hostile("odd-tensor-returns", "returns a sparse COO tensor, a quantized one, a nested one, a "
             "complex one, one on the meta device and a 2**31-entry stride-0 view",
