@@ -1,26 +1,142 @@
 """The student folder works alone: plain `pytest` fails clearly on the skeleton and passes
-with a correct solution, using only torch, pytest and the student's attention.py."""
+with a correct solution, using only torch, pytest and the student's attention.py.
+
+Its messages teach without giving the answer: they point at the step, the shape or an
+experiment, never at the line of code that fixes the mistake, and they exist in English and
+in Chinese (`pytest --lang zh` or ATTN_LANG=zh, read from a gettext catalog in the folder).
+"""
 import ast
+import gettext
+import json
 import os
+import re
 import shutil
+import string
 import subprocess
 import sys
+
+import pytest
 
 from conftest import KIT, SOLUTION
 
 FOLDER = os.path.join(KIT, "assignments", "attention")
+CHECKS = os.path.join(FOLDER, "test_attention.py")
+PO = os.path.join(FOLDER, "locale", "zh_CN", "LC_MESSAGES", "selfcheck.po")
+MO = os.path.join(FOLDER, "locale", "zh_CN", "LC_MESSAGES", "selfcheck.mo")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+# Realistic mistakes: (line of the solution, what the student wrote instead), and a phrase
+# the English and the Chinese message must contain.
+MUTANTS = {
+    "le": (("mask = positions[None, :] < valid_len[:, None]", "mask = positions[None, :] <= valid_len[:, None]"),
+           "one position too many", "多保留了一个位置"),
+    "wrong_way": (("X[~mask] = value", "X[mask] = value"), "wrong way round", "方向反了"),
+    "inf": (("valid_lens, value=-1e6)  #", "valid_lens, value=float('-inf'))  #"), "came out NaN", "结果是 NaN"),
+    "softmax_repeat": (("valid_lens = torch.repeat_interleave(valid_lens, shape[1])",
+                        "valid_lens = valid_lens.repeat(shape[1])"), "copied whole", "整体复制"),
+    "scale_by_d": (("/ math.sqrt(d)", "/ d"), "square root of d", "平方根"),
+    "no_permute": (("    X = X.permute(0, 2, 1, 3)  # (B, heads, n, hidden/heads)\n", ""),
+                   "a reshape alone", "只做 reshape"),
+    "mha_repeat": (("valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)",
+                    "valid_lens = valid_lens.repeat(self.num_heads)"), "torch.repeat_interleave does", "整体复制"),
+}
+
+# Fragments of the solution that no message may print (besides every whole solution line).
+FIXING_CODE = [
+    "math.sqrt(d)", "permute(0, 2, 1, 3)", "repeat_interleave(valid_lens, repeats=", "repeat_interleave(valid_lens",
+    "repeat_interleave(..., dim=0)", "dim=0)", "X[~mask]", "valid_len[:, None]", "[None, :]",
+    "keys.transpose(1, 2)", "unsqueeze(2) +", "squeeze(-1)", "reshape(-1)", "DotProductAttention(dropout)",
+    "self.dropout(self.attention_weights)", "torch.bmm(weights, values)", "bias=bias", "value=-1e6",
+    "/ math.sqrt", "W_o(transpose_output(", "device=X.device",
+]
 
 
-def _run_pytest(folder):
-    return subprocess.run([sys.executable, "-m", "pytest"], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})
+def _run_pytest(folder, *args, env=None):
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": "", **(env or {})})
 
 
-def _copy(tmp_path):
-    target = tmp_path / "attention"
+def _copy(tmp_path, name="attention"):
+    target = tmp_path / name
     shutil.copytree(FOLDER, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     return target
 
+
+def _msgids():
+    """Every string passed to _() in the self-checks, in order."""
+    with open(CHECKS, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_":
+            assert len(node.args) == 1 and not node.keywords, f"line {node.lineno}: _() takes one string"
+            arg = node.args[0]
+            assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), \
+                f"line {node.lineno}: _() needs a literal string (use .format after it, not an f-string)"
+            found.append(arg.value)
+    return list(dict.fromkeys(found))
+
+
+def _parse_po(path):
+    """{msgid: (msgstr, flags)} of a .po file (plain entries, as this catalog uses)."""
+    entries, flags, cur, field = {}, set(), None, None
+
+    def close():
+        if cur is not None:
+            entries[cur["msgid"]] = (cur["msgstr"], frozenset(cur["flags"]))
+
+    with open(path, encoding="utf-8") as handle:
+        for raw in handle:
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("#,"):
+                flags |= {f.strip() for f in line[2:].split(",")}
+            elif line.startswith("#"):
+                assert not line.startswith("#~"), "obsolete entries: remove them from the .po"
+            elif line.startswith("msgid "):
+                close()
+                cur, field = {"msgid": "", "msgstr": "", "flags": flags}, "msgid"
+                flags = set()
+                cur["msgid"] = ast.literal_eval(line[6:])
+            elif line.startswith("msgstr "):
+                field = "msgstr"
+                cur["msgstr"] = ast.literal_eval(line[7:])
+            elif line.startswith('"'):
+                cur[field] += ast.literal_eval(line)
+            else:
+                raise AssertionError(f"unexpected line in {path}: {line}")
+    close()
+    return entries
+
+
+def _fields(text):
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+def _solution_lines():
+    """The code lines between the solution markers, as a student would have to write them."""
+    lines, inside = [], False
+    with open(SOLUTION, encoding="utf-8") as handle:
+        for line in handle:
+            if "### BEGIN SOLUTION" in line:
+                inside = True
+            elif "### END SOLUTION" in line:
+                inside = False
+            elif inside:
+                code = line.split("#")[0].strip()
+                if len(code) >= 12:
+                    lines.append(code)
+    return lines
+
+
+def _forbidden():
+    return FIXING_CODE + _solution_lines()
+
+
+# ---------------------------------------------------------------------------
+# Plain runs
+# ---------------------------------------------------------------------------
 
 def test_skeleton_fails_each_check_with_a_one_line_reason(tmp_path):
     folder = _copy(tmp_path)
@@ -31,28 +147,194 @@ def test_skeleton_fails_each_check_with_a_one_line_reason(tmp_path):
     assert " passed" not in done.stdout.splitlines()[-1]
 
 
-def test_solution_passes(tmp_path):
+HIDE_NUMPY = ("import sys; sys.modules['numpy'] = None; import pytest; "
+              "sys.exit(pytest.main(['-p', 'no:cacheprovider']))")
+
+
+def test_solution_passes_without_numpy_and_without_warnings(tmp_path):
+    """Installed as its README says (torch and pytest, no numpy): all pass, nothing else shown."""
     folder = _copy(tmp_path)
     shutil.copy(SOLUTION, folder / "attention.py")
-    done = _run_pytest(folder)
+    done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": ""})
+    last = done.stdout.splitlines()[-1]
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "passed" in done.stdout.splitlines()[-1]
+    assert "passed" in last and "warning" not in last, done.stdout[-3000:]
+    assert "Failed to initialize NumPy" not in done.stdout + done.stderr
 
 
-def test_a_realistic_mistake_is_explained(tmp_path, solution_source):
+def test_hiding_numpy_does_reproduce_the_warning_that_pytest_ini_silences(tmp_path):
+    """The control for the test above: without the filter, the same run shows the warning."""
     folder = _copy(tmp_path)
-    wrong = solution_source.replace(
-        "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)",
-        "valid_lens = valid_lens.repeat(self.num_heads)")
-    assert wrong != solution_source
-    (folder / "attention.py").write_text(wrong, encoding="utf-8")
-    done = _run_pytest(folder)
-    assert done.returncode == 1
-    assert "repeat_interleave" in done.stdout
+    shutil.copy(SOLUTION, folder / "attention.py")
+    ini = (folder / "pytest.ini").read_text(encoding="utf-8")
+    assert "ignore:Failed to initialize NumPy:UserWarning" in ini
+    (folder / "pytest.ini").write_text(ini.replace("ignore:Failed to initialize NumPy:UserWarning", ""),
+                                       encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "Failed to initialize NumPy" in done.stdout, done.stdout[-3000:]
 
+
+# ---------------------------------------------------------------------------
+# Broken submissions, in English and in Chinese: one subprocess runs them all in-process
+# (torch is imported once), each in its own copy of the folder.
+# ---------------------------------------------------------------------------
+
+DRIVER = r"""
+import contextlib, io, json, os, sys
+sys.dont_write_bytecode = True
+import pytest
+runs = json.loads(sys.argv[1])
+results = {}
+for key, folder, args, lang_env in runs:
+    for mod in ("attention", "test_attention", "conftest"):
+        sys.modules.pop(mod, None)
+    os.environ.pop("ATTN_LANG", None)
+    if lang_env:
+        os.environ["ATTN_LANG"] = lang_env
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = pytest.main([folder, "-p", "no:cacheprovider", *args])
+    results[key] = [int(rc), out.getvalue()]
+    sys.path[:] = [p for p in sys.path if p != folder]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def broken_runs(tmp_path_factory, solution_source):
+    base = tmp_path_factory.mktemp("broken")
+    runs = []
+    for name, ((old, new), _, _) in MUTANTS.items():
+        assert solution_source.count(old) == 1, name
+        folder = _copy(base, name)
+        (folder / "attention.py").write_text(solution_source.replace(old, new), encoding="utf-8")
+        runs.append([f"{name}/default", str(folder), ["-x"], None])
+        runs.append([f"{name}/zh", str(folder), ["-x", "--lang", "zh"], None])
+    runs.append(["mha_repeat/env", str(base / "mha_repeat"), ["-x"], "zh"])
+    runs.append(["mha_repeat/en", str(base / "mha_repeat"), ["-x", "--lang", "en"], None])
+    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(runs)], cwd=base, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _failure_text(output):
+    """What the student reads about the failure: the FAILURES section, less quoted student code."""
+    start, end = output.find("= FAILURES ="), output.find("short test summary info")
+    assert start >= 0, output[-3000:]
+    lines = output[start:end].splitlines()[1:-1]
+    return "\n".join(line for line in lines if not line.startswith("_")
+                     and not line.strip().startswith("attention.py line"))
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_broken_submission_is_explained_in_english_by_default(broken_runs, name):
+    rc, output = broken_runs[f"{name}/default"]
+    assert rc == 1, output[-3000:]
+    text = _failure_text(output)
+    assert MUTANTS[name][1] in text, text
+    assert "Where to look: " in text or "Likely cause: " in text, text
+    assert not CJK.search(text), text
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_broken_submission_is_explained_in_chinese_with_lang_zh(broken_runs, name):
+    rc, output = broken_runs[f"{name}/zh"]
+    assert rc == 1, output[-3000:]
+    text = _failure_text(output)
+    assert MUTANTS[name][2] in text, text
+    assert "该看哪里：" in text or "可能的原因：" in text, text
+    for english in ("Where to look", "Likely cause", "entries are wrong", "expected", "Note:"):
+        assert english not in text, text
+    # every line of the message is Chinese, or only numbers and code (a tensor, a call)
+    for line in text.splitlines():
+        assert CJK.search(line) or not re.search(r"\b(the|is|are|of|with|must)\b", line), line
+
+
+def test_the_language_can_be_chosen_with_attn_lang_and_lang_en(broken_runs):
+    assert "可能的原因：" in _failure_text(broken_runs["mha_repeat/env"][1])
+    english = _failure_text(broken_runs["mha_repeat/en"][1])
+    assert "Likely cause: " in english and not CJK.search(english)
+
+
+@pytest.mark.parametrize("run", [f"{name}/{lang}" for name in sorted(MUTANTS) for lang in ("default", "zh")])
+def test_no_message_prints_the_fixing_code(broken_runs, run):
+    text = _failure_text(broken_runs[run][1])
+    for fragment in _forbidden():
+        assert fragment not in text, f"{run} prints {fragment!r}:\n{text}"
+
+
+# ---------------------------------------------------------------------------
+# The message catalog
+# ---------------------------------------------------------------------------
+
+def test_every_message_has_a_chinese_translation():
+    msgids = _msgids()
+    assert len(msgids) > 100
+    po = _parse_po(PO)
+    assert "" in po and "charset=UTF-8" in po[""][0]
+    missing = [m for m in msgids if m not in po or not po[m][0].strip()]
+    assert not missing, f"no Chinese translation for {missing}"
+    fuzzy = [m for m in msgids if "fuzzy" in po[m][1]]
+    assert not fuzzy, f"translations marked fuzzy: {fuzzy}"
+    unused = sorted(set(po) - set(msgids) - {""})
+    assert not unused, f"the .po has entries the self-checks no longer use: {unused}"
+    for msgid in msgids:
+        msgstr = po[msgid][0]
+        assert _fields(msgstr) == _fields(msgid), (msgid, msgstr)
+        assert CJK.search(msgstr) or re.search(r"[\u3000-\u303f\uff00-\uffef]", msgstr), (msgid, msgstr)
+        assert msgstr.startswith("\n") == msgid.startswith("\n") and msgstr.count("\n") == msgid.count("\n")
+
+
+def test_the_chinese_uses_the_terms_of_the_chinese_edition():
+    text = "\n".join(msgstr for msgstr, _ in _parse_po(PO).values())
+    for term in ("掩蔽softmax", "有效长度", "缩放点积注意力", "注意力权重", "查询", "键", "值", "头"):
+        assert term in text, term
+    for wrong in ("留意力", "屏蔽softmax", "掩码softmax"):
+        assert wrong not in text, wrong
+
+
+def test_the_mo_is_compiled_from_the_po():
+    """The shipped .mo holds exactly the .po's translations (recompile it after editing the .po:
+    `msgfmt --check -o selfcheck.mo selfcheck.po` in its folder)."""
+    po = {msgid: msgstr for msgid, (msgstr, flags) in _parse_po(PO).items() if "fuzzy" not in flags}
+    with open(MO, "rb") as handle:
+        mo = gettext.GNUTranslations(handle)
+    catalog = dict(mo._catalog)  # the standard library's reader, as the self-checks use it
+    assert catalog == po
+    assert mo.info().get("content-type", "").lower() == "text/plain; charset=utf-8"
+
+
+def test_no_message_in_either_language_contains_the_fixing_code():
+    for msgid, (msgstr, _) in _parse_po(PO).items():
+        for fragment in _forbidden():
+            assert fragment not in msgid, (fragment, msgid)
+            assert fragment not in msgstr, (fragment, msgstr)
+
+
+def test_the_student_readme_links_the_chinese_version():
+    with open(os.path.join(FOLDER, "README.md"), encoding="utf-8") as handle:
+        head = "".join(handle.readlines()[:5])
+    assert "README.zh-CN.md" in head and "--lang zh" in head
+    with open(os.path.join(FOLDER, "README.zh-CN.md"), encoding="utf-8") as handle:
+        zh = handle.read()
+    with open(os.path.join(FOLDER, "README.md"), encoding="utf-8") as handle:
+        en = handle.read()
+    # the same sections and the same points per part
+    assert zh.count("\n## ") == en.count("\n## ")
+    points = re.findall(r"\| (\d+) \|", en.split("## How grading works")[1])
+    assert points and points == re.findall(r"\| (\d+) \|", zh.split("## 如何评分")[1])
+
+
+# ---------------------------------------------------------------------------
+# A small, self-contained folder
+# ---------------------------------------------------------------------------
 
 def test_public_tests_import_only_torch_pytest_and_the_student_file():
-    allowed = {"torch", "pytest", "math", "attention"}
+    allowed = {"torch", "pytest", "math", "attention", "gettext", "os"}
     for name in os.listdir(FOLDER):
         if not name.endswith(".py") or name == "attention.py":
             continue
@@ -69,7 +351,11 @@ def test_public_tests_import_only_torch_pytest_and_the_student_file():
 
 
 def test_folder_is_small_and_self_contained():
-    size = sum(os.path.getsize(os.path.join(FOLDER, n)) for n in os.listdir(FOLDER)
-               if os.path.isfile(os.path.join(FOLDER, n)))
-    assert size < 200_000
-    assert {"attention.py", "test_attention.py", "README.md", "pytest.ini"} <= set(os.listdir(FOLDER))
+    size = 0
+    for root, dirs, files in os.walk(FOLDER):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".pytest_cache")]
+        size += sum(os.path.getsize(os.path.join(root, n)) for n in files)
+    assert size < 300_000
+    assert {"attention.py", "test_attention.py", "README.md", "README.zh-CN.md", "pytest.ini",
+            "conftest.py", "locale"} <= set(os.listdir(FOLDER))
+    assert os.path.isfile(MO) and os.path.isfile(PO)

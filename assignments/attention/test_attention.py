@@ -7,25 +7,44 @@ gradients, dropout, a GPU), so passing here does not yet mean full marks.
 Every check says what it expected, what came back and where to look. The tests pass
 copies of their inputs to your code, so writing into an input (as the book's code does)
 is allowed and changes nothing here.
+
+Messages in Chinese: `pytest --lang zh` (or set ATTN_LANG=zh). The translations are in
+locale/zh_CN/LC_MESSAGES/selfcheck.po (compiled into selfcheck.mo next to it).
 """
+import gettext
 import math
+import os
 
 import pytest
 import torch
+
+_LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
+
+
+def _translation(lang):
+    """The message catalog for `lang` ("en" or "zh"); English needs none."""
+    lang = (lang or "en").strip().lower().replace("-", "_")
+    if lang.startswith("zh"):
+        return gettext.translation("selfcheck", _LOCALE_DIR, languages=["zh_CN"], fallback=True)
+    return gettext.NullTranslations()
+
+
+# conftest.py turns `pytest --lang zh` into ATTN_LANG=zh before this file is imported.
+_ = _translation(os.environ.get("ATTN_LANG")).gettext
 
 
 def _import_problem(exc):
     """One short message for an attention.py that cannot be imported."""
     if isinstance(exc, ModuleNotFoundError) and exc.name == "attention":
-        return ("attention.py was not found next to test_attention.py: put your attention.py "
-                "in this folder and run `pytest` from here.")
-    msg = f"attention.py could not be imported: {type(exc).__name__}: {exc}"
+        return _("attention.py was not found next to test_attention.py: put your attention.py "
+                 "in this folder and run `pytest` from here.")
+    msg = _("attention.py could not be imported: {kind}: {error}").format(kind=type(exc).__name__, error=exc)
     if isinstance(exc, SyntaxError) and exc.text:
-        msg += f"\n    line {exc.lineno}: {exc.text.strip()}"
+        msg += "\n    " + _("line {line}: {text}").format(line=exc.lineno, text=exc.text.strip())
     where, tb = "", exc.__traceback__
     while tb is not None:  # the innermost line of attention.py that ran
         if tb.tb_frame.f_code.co_filename.replace("\\", "/").split("/")[-1] == "attention.py":
-            where = f"\n    attention.py line {tb.tb_lineno}"
+            where = "\n    " + _("attention.py line {line}").format(line=tb.tb_lineno)
         tb = tb.tb_next
     return msg + where
 
@@ -38,11 +57,14 @@ except Exception as exc:  # a missing file, a syntax error, an error while atten
 
 # ---------------------------------------------------------------------------
 # Helpers: they turn every failure into a short message in plain words.
+# A message says what was expected, what came back and where to look (which step, which
+# shape, a small experiment); it never spells out the line of code that fixes it.
 # ---------------------------------------------------------------------------
 
 ATOL, RTOL = 1e-5, 1e-4
-NAN_HINT = ("the result contains NaN: masking with -inf gives exp(-inf - -inf) = NaN in a row "
-            "whose keys are all masked; replace masked scores with -1e6 instead.")
+NAN_HINT = _("the result contains NaN. In a row whose keys are all masked, masking with -inf makes "
+             "the softmax compute exp(-inf - (-inf)) = NaN. Try torch.softmax on a row of -inf, "
+             "then on a row of the finite value named in masked_softmax's docstring.")
 
 
 def _num(x):
@@ -62,16 +84,21 @@ def _fmt(t):
 
 def _describe(x):
     if isinstance(x, torch.Tensor):
-        where = "" if x.device.type == "cpu" else f", on {x.device}"
-        return f"a tensor of shape {tuple(x.shape)} ({str(x.dtype).replace('torch.', '')}{where})"
+        dtype = str(x.dtype).replace("torch.", "")
+        if x.device.type == "cpu":
+            return _("a tensor of shape {shape} ({dtype})").format(shape=tuple(x.shape), dtype=dtype)
+        return _("a tensor of shape {shape} ({dtype}, on {device})").format(
+            shape=tuple(x.shape), dtype=dtype, device=x.device)
     if isinstance(x, (tuple, list)):
-        return f"a {type(x).__name__} of {len(x)} items"
-    return repr(x) if x is None or isinstance(x, (int, float, bool)) else f"a {type(x).__name__}"
+        return _("a {type} of {count} items").format(type=type(x).__name__, count=len(x))
+    if x is None or isinstance(x, (int, float, bool)):
+        return repr(x)
+    return _("a {type}").format(type=type(x).__name__)
 
 
 def fail(message, hint=None):
     if hint:
-        message += "\n  Where to look: " + hint
+        message += "\n  " + _("Where to look: ") + hint
     message += _earlier_parts_note()
     pytest.fail(message, pytrace=False)
 
@@ -84,31 +111,35 @@ def check_close(name, got, expected, hint=None, mistakes=(), atol=ATOL, rtol=RTO
     """
     expected = torch.as_tensor(expected)
     if not isinstance(got, torch.Tensor):
-        fail(f"{name}: expected a tensor of shape {tuple(expected.shape)}, got {_describe(got)}.", hint)
+        fail(_("{name}: expected a tensor of shape {shape}, got {got}.").format(
+            name=name, shape=tuple(expected.shape), got=_describe(got)), hint)
     if tuple(got.shape) != tuple(expected.shape):
-        fail(f"{name}: expected shape {tuple(expected.shape)}, got shape {tuple(got.shape)}.", hint)
+        fail(_("{name}: expected shape {expected}, got shape {got}.").format(
+            name=name, expected=tuple(expected.shape), got=tuple(got.shape)), hint)
     g = got.detach().cpu().double()
     e = expected.detach().cpu().double()
     bad = ~torch.isclose(g, e, rtol=rtol, atol=atol)
     if not bad.any():
         return
     first = tuple(bad.nonzero()[0].tolist())
-    msg = (f"{name}: {int(bad.sum())} of {e.numel()} entries are wrong; the first is at index "
-           f"{list(first)}: expected {_num(e[first].item())}, got {_num(g[first].item())}.")
+    msg = _("{name}: {bad} of {total} entries are wrong; the first is at index {index}: "
+            "expected {expected}, got {got}.").format(
+        name=name, bad=int(bad.sum()), total=e.numel(), index=list(first),
+        expected=_num(e[first].item()), got=_num(g[first].item()))
     if e.numel() <= 16:
-        msg += f"\n  expected {_fmt(e)}\n  got      {_fmt(g)}"
+        msg += "\n" + _("  expected {expected}\n  got      {got}").format(expected=_fmt(e), got=_fmt(g))
     elif e.dim() >= 2:  # show the row (last axis) that holds the first wrong entry
         row = first[:-1]
-        msg += (f"\n  in row {list(row)}: expected {_fmt(e[row])}"
-                f"\n  {' ' * len(f'in row {list(row)}:')} got      {_fmt(g[row])}")
+        msg += ("\n  " + _("in row {row}:").format(row=list(row)) + "\n"
+                + _("  expected {expected}\n  got      {got}").format(expected=_fmt(e[row]), got=_fmt(g[row])))
     for wrong, why in mistakes:
         wrong = torch.as_tensor(wrong).detach().cpu().double()
         if wrong.shape == g.shape and torch.allclose(g, wrong, rtol=rtol, atol=atol):
-            msg += "\n  Likely cause: " + why
+            msg += "\n  " + _("Likely cause: ") + why
             break
     else:
         if torch.isnan(g).any() and not torch.isnan(e).any():
-            msg += "\n  Likely cause: " + NAN_HINT
+            msg += "\n  " + _("Likely cause: ") + NAN_HINT
     fail(msg, hint)
 
 
@@ -175,9 +206,13 @@ def _earlier_parts_note():
     if not broken:
         return ""
     names = ", ".join(f"attention.{n}" for n in broken)
-    verb, it = ("does", "it") if len(broken) == 1 else ("do", "them")
-    return (f"\n  Note: {names} {verb} not pass {'its' if len(broken) == 1 else 'their'} own tests yet; "
-            f"if this part uses {it}, fix that first (start with the earliest failing part).")
+    if len(broken) == 1:
+        note = _("Note: {names} does not pass its own tests yet; if this part uses it, fix that first "
+                 "(start with the earliest failing part).")
+    else:
+        note = _("Note: {names} do not pass their own tests yet; if this part uses them, fix that first "
+                 "(start with the earliest failing part).")
+    return "\n  " + note.format(names=names)
 
 
 def _frame_name(frame):
@@ -232,17 +267,19 @@ def call(label, fn, *args, hint=None, **kwargs):
         frames = _student_frames(exc.__traceback__)
         raiser = frames[-1][0] if frames else label
         if raiser == label.split(" ")[0]:
-            problem = f"attention.{label} is not written yet (it raises NotImplementedError)."
+            problem = _("attention.{name} is not written yet (it raises NotImplementedError).").format(name=label)
         else:
-            problem = (f"attention.{label} calls attention.{raiser}, which is not written yet "
-                       f"(it raises NotImplementedError); write that part first.")
+            problem = _("attention.{name} calls attention.{other}, which is not written yet "
+                        "(it raises NotImplementedError); write that part first.").format(name=label, other=raiser)
     except Exception as exc:  # anything else the student's code raised
         text = str(exc).strip().splitlines()
-        problem = f"attention.{label} raised {type(exc).__name__}: {text[0] if text else ''}"
+        problem = _("attention.{name} raised {kind}: {error}").format(
+            name=label, kind=type(exc).__name__, error=text[0] if text else "")
         shown = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
-        problem += "\n  called with: " + ", ".join(shown)
+        problem += "\n  " + _("called with: {arguments}").format(arguments=", ".join(shown))
         for name, lineno in _student_frames(exc.__traceback__):
-            problem += f"\n  attention.py line {lineno}, in {name}: {_source_line(lineno)}"
+            problem += "\n  " + _("attention.py line {line}, in {function}: {source}").format(
+                line=lineno, function=name, source=_source_line(lineno))
         where = hint
     fail(problem, where)  # outside the except block, so that pytest shows only our message
 
@@ -250,7 +287,7 @@ def call(label, fn, *args, hint=None, **kwargs):
 def api(name):
     """attention.<name>, or a clear failure when it is missing."""
     if not hasattr(attention, name):
-        fail(f"attention.py defines no `{name}`: the grader imports it by exactly this name.")
+        fail(_("attention.py defines no `{name}`: the grader imports it by exactly this name.").format(name=name))
     return getattr(attention, name)
 
 
@@ -261,17 +298,21 @@ def build(cls_name, *args, **kwargs):
 def stored_weights(owner, label, expected_shape):
     weights = getattr(owner, "attention_weights", None)
     if weights is None:
-        fail(f"{label} did not store self.attention_weights (expected a tensor of shape "
-             f"{expected_shape}, the weights after the masked softmax and before dropout).")
+        fail(_("{name} did not store self.attention_weights (expected a tensor of shape {shape}, "
+               "the weights after the masked softmax and before dropout).").format(name=label, shape=expected_shape))
     return weights
+
+
+INNER_ATTENTION_HINT = _("__init__ must create the inner scaled dot-product attention under the name "
+                         "`attention`, with the module's dropout; see the table of attributes in part 6 "
+                         "of README.md.")
 
 
 def mha_weights(m, expected_shape):
     inner = getattr(m, "attention", None)
     if inner is None:
-        fail("MultiHeadAttention has no self.attention (expected a DotProductAttention).",
-             "create it in __init__: self.attention = DotProductAttention(dropout).")
-    return stored_weights(inner, "MultiHeadAttention.forward (through self.attention)", expected_shape)
+        fail(_("MultiHeadAttention has no self.attention (expected a DotProductAttention)."), INNER_ATTENTION_HINT)
+    return stored_weights(inner, _("MultiHeadAttention.forward (through self.attention)"), expected_shape)
 
 
 def check_parameters(label, module, expected):
@@ -280,18 +321,25 @@ def check_parameters(label, module, expected):
     missing = sorted(set(expected) - set(found))
     extra = sorted(set(found) - set(expected))
     if missing or extra:
-        msg = f"{label}: the parameters are not the expected ones."
-        msg += f"\n  expected {sorted(expected)}\n  found    {sorted(found)}"
+        msg = _("{name}: the parameters are not the expected ones.").format(name=label)
+        msg += "\n" + _("  expected {expected}\n  found    {found}").format(
+            expected=sorted(expected), found=sorted(found))
         if any(k.endswith(".bias") for k in extra):
-            msg += "\n  Likely cause: a layer has a bias it should not have (pass bias=... to nn.Linear)."
+            msg += "\n  " + _("Likely cause: ") + _(
+                "a layer has a bias it should not have: look at what each nn.Linear you create "
+                "does with its bias argument, and compare with the table of attributes in README.md.")
         elif any(k.endswith(".bias") for k in missing):
-            msg += "\n  Likely cause: the layers should have a bias here (pass bias=bias to nn.Linear)."
-        fail(msg, "the names and bias settings are part of the interface: the grader loads its "
-                  "own weights into your module with load_state_dict.")
+            msg += "\n  " + _("Likely cause: ") + _(
+                "the layers should have a bias here: each nn.Linear must follow the module's own "
+                "`bias` argument instead of a fixed setting.")
+        fail(msg, _("the names and bias settings are part of the interface: the grader loads its "
+                    "own weights into your module with load_state_dict. Print "
+                    "module.state_dict().keys() to see what yours has."))
     for key, shape in expected.items():
         if found[key] != tuple(shape):
-            fail(f"{label}: parameter {key} has shape {found[key]}, expected {tuple(shape)}.",
-                 "nn.Linear(in_features, out_features) stores a weight of shape (out_features, in_features).")
+            fail(_("{name}: parameter {key} has shape {found}, expected {expected}.").format(
+                name=label, key=key, found=found[key], expected=tuple(shape)),
+                _("nn.Linear(in_features, out_features) stores a weight of shape (out_features, in_features)."))
 
 
 def load_random(label, module, shapes, gen):
@@ -308,9 +356,11 @@ def randn(*shape, gen):
 
 def check_shape(name, got, shape, hint=None):
     if not isinstance(got, torch.Tensor):
-        fail(f"{name}: expected a tensor of shape {tuple(shape)}, got {_describe(got)}.", hint)
+        fail(_("{name}: expected a tensor of shape {shape}, got {got}.").format(
+            name=name, shape=tuple(shape), got=_describe(got)), hint)
     if tuple(got.shape) != tuple(shape):
-        fail(f"{name}: expected shape {tuple(shape)}, got shape {tuple(got.shape)}.", hint)
+        fail(_("{name}: expected shape {expected}, got shape {got}.").format(
+            name=name, expected=tuple(shape), got=tuple(got.shape)), hint)
 
 
 def kept_keys(weights):
@@ -380,6 +430,7 @@ def ref_mha(p, queries, keys, values, valid_lens, num_heads):
     return linear(heads, "W_o"), weights
 
 
+
 # ---------------------------------------------------------------------------
 # Part 1: sequence_mask
 # ---------------------------------------------------------------------------
@@ -388,16 +439,21 @@ def test_sequence_mask_book_example():
     X = torch.tensor([[1, 2, 3], [4, 5, 6]])
     got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([1, 2]))
     check_close("sequence_mask(X, valid_len=[1, 2])", got, [[1, 0, 0], [4, 5, 0]],
-                hint="position t of row i is kept when t < valid_len[i]; sequence_mask must return the result.",
+                hint=_("position t of row i is kept when t < valid_len[i], and sequence_mask returns the "
+                       "result. Print your (B, T) mask for this example and compare it with the picture "
+                       "in part 1 of README.md."),
                 mistakes=[([[1, 2, 0], [4, 5, 6]],
-                           "positions with t <= valid_len were kept; keep a position only when "
-                           "t < valid_len (valid length 1 keeps just position 0)."),
+                           _("every row kept one position too many: a valid length of 1 keeps only "
+                             "position 0. Look at the comparison that builds your mask.")),
                           ([[0, 2, 3], [0, 0, 6]],
-                           "the mask is the wrong way round: the entries *past* the valid length "
-                           "must be replaced (X[~mask] = value)."),
+                           _("the mask is the wrong way round: the entries past the valid length must be "
+                             "replaced and those before it kept. Print your mask: is True where a "
+                             "position is kept, and do you replace where it is True or where it is False?")),
                           ([[1, 0, 0], [4, 0, 0]],
-                           "every row used the first valid length: compare the positions with "
-                           "valid_len as a column, valid_len[:, None], shape (B, 1).")])
+                           _("every row used the first valid length. Print the shapes of the two sides of "
+                             "your comparison: the positions should be a row (1, T) and the lengths a "
+                             "column (B, 1), so that broadcasting gives (B, T).")),
+                          ])
 
 
 def test_sequence_mask_value_length_zero_and_full():
@@ -409,18 +465,19 @@ def test_sequence_mask_value_length_zero_and_full():
                 [[0.5, -1.5, -1.0, -1.0],
                  [-1.0, -1.0, -1.0, -1.0],
                  [7.0, 8.0, 9.0, -0.5]],
-                hint="masked entries take `value`; length 0 masks the whole row, length T masks nothing.")
+                hint=_("masked entries take `value`; length 0 masks the whole row, length T masks nothing."))
 
 
 def test_sequence_mask_float_lengths_and_lengths_past_the_end():
     X = torch.tensor([[1.5, 2.5, 3.5], [4.0, 5.0, 6.0]])
     got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([2.0, 1.0]))
-    check_close("sequence_mask(X, valid_len=[2.0, 1.0]) (float lengths)", got,
+    check_close(_("sequence_mask(X, valid_len=[2.0, 1.0]) (float lengths)"), got,
                 [[1.5, 2.5, 0.0], [4.0, 0.0, 0.0]],
-                hint="valid lengths may be a float tensor of whole numbers; compare positions with them directly.")
+                hint=_("valid lengths may be a float tensor of whole numbers and must act like the integers "
+                       "[2, 1]. Try your mask with both and compare."))
     got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([5, 3]))
-    check_close("sequence_mask(X, valid_len=[5, 3]) (lengths >= T)", got, X,
-                hint="a valid length of T or more masks nothing.")
+    check_close(_("sequence_mask(X, valid_len=[5, 3]) (lengths >= T)"), got, X,
+                hint=_("a valid length of T or more masks nothing."))
 
 
 def test_sequence_mask_with_feature_axis():
@@ -428,16 +485,23 @@ def test_sequence_mask_with_feature_axis():
     X = torch.tensor([[[1.0, -1.0], [2.0, -2.0], [3.0, -3.0]],
                       [[4.0, -4.0], [5.0, -5.0], [6.0, -6.0]]])
     got = call("sequence_mask", api("sequence_mask"), X, torch.tensor([2, 1]))
-    check_close("sequence_mask(X of shape (2, 3, 2), valid_len=[2, 1])", got,
+    check_close(_("sequence_mask(X of shape (2, 3, 2), valid_len=[2, 1])"), got,
                 [[[1.0, -1.0], [2.0, -2.0], [0.0, 0.0]],
                  [[4.0, -4.0], [0.0, 0.0], [0.0, 0.0]]],
-                hint="with trailing feature axes a masked position replaces its whole feature vector "
-                     "X[i, t, :]: build a (B, T) mask and index X[~mask] = value.")
+                hint=_("with trailing feature axes a masked position loses its whole feature vector X[i, t, :]. "
+                       "The mask is still (B, T): try indexing a (2, 3, 2) tensor with a (2, 3) boolean "
+                       "mask and look at what it selects."))
 
 
 # ---------------------------------------------------------------------------
 # Part 2: masked_softmax
 # ---------------------------------------------------------------------------
+
+REPEATED_WHOLE = _("the lengths were copied whole, one copy after another ({wrong}), as Tensor.repeat does. "
+                   "Rows 0..Q-1 of X flattened to (B*Q, K) are the queries of example 0, so each length must "
+                   "be repeated in place ({right}), as torch.repeat_interleave does; part 2 of README.md "
+                   "compares the two.")
+
 
 def test_masked_softmax_hand_example():
     # row 0: scores [0, ln 3, 9, 9], length 2 -> softmax of [0, ln 3] = [1/4, 3/4], then zeros
@@ -447,10 +511,12 @@ def test_masked_softmax_hand_example():
     got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([2, 3]))
     check_close("masked_softmax(X, valid_lens=[2, 3])", got,
                 [[[0.25, 0.75, 0.0, 0.0]], [[1 / 3, 1 / 3, 1 / 3, 0.0]]],
-                hint="replace the scores past the valid length by -1e6, then take the softmax over the last axis.",
+                hint=_("the scores past the valid length are replaced before the softmax (by the value "
+                       "named in masked_softmax's docstring), and the softmax runs over the keys. Here "
+                       "row 0 keeps 2 keys and row 1 keeps 3; work the example out by hand."),
                 mistakes=[([[[0.0, 0.0, 0.5, 0.5]], [[0.0, 0.0, 0.0, 1.0]]],
-                           "the mask is the wrong way round: it is the keys past the valid length "
-                           "that get -1e6.")])
+                           _("the mask is the wrong way round: it is the keys past the valid length "
+                             "whose scores are replaced."))])
 
 
 def test_masked_softmax_none_is_plain_softmax():
@@ -458,7 +524,7 @@ def test_masked_softmax_none_is_plain_softmax():
     X = randn(2, 3, 5, gen=gen)
     got = call("masked_softmax", api("masked_softmax"), X, None)
     check_close("masked_softmax(X, None)", got, torch.softmax(X, dim=-1),
-                hint="valid_lens=None means no masking: a plain softmax over the last axis.")
+                hint=_("valid_lens=None means no masking: a plain softmax over the last axis."))
 
 
 def test_masked_softmax_rows_sum_to_one_and_masked_weights_are_zero():
@@ -467,13 +533,18 @@ def test_masked_softmax_rows_sum_to_one_and_masked_weights_are_zero():
     lens = torch.tensor([2, 4])
     got = call("masked_softmax", api("masked_softmax"), X, lens)
     check_shape("masked_softmax(X (2, 3, 5), [2, 4])", got, (2, 3, 5),
-                hint="the result has the shape of X, (B, Q, K).")
-    check_close("masked_softmax(X (2, 3, 5), [2, 4]): the sum of each row", got.sum(-1), torch.ones(2, 3),
-                hint="the softmax must run over the last axis (dim=-1), the keys.")
+                hint=_("the result has the shape of X, (B, Q, K)."))
+    check_close(_("masked_softmax(X (2, 3, 5), [2, 4]): the sum of each row"), got.sum(-1), torch.ones(2, 3),
+                hint=_("the weights of each query must sum to 1 over the keys, the last axis. Print "
+                       "weights.sum(axis) for each axis to see which one your softmax normalised."))
     expected = ref_masked_softmax(X, lens)
-    check_close("masked_softmax(X (2, 3, 5), [2, 4]): number of keys with nonzero weight per row",
+    check_close(_("masked_softmax(X (2, 3, 5), [2, 4]): number of keys with nonzero weight per row"),
                 kept_keys(got), torch.tensor([[2, 2, 2], [4, 4, 4]]),
-                hint="masked keys must get a weight of exactly 0: replace their scores by -1e6 before the softmax.")
+                hint=_("masked keys must get a weight of exactly 0. What matters is what you replace (the "
+                       "scores before the softmax, or the weights after it) and by what value (see the "
+                       "docstring)."),
+                mistakes=[(torch.tensor([[2, 4, 2], [4, 2, 4]]),
+                           REPEATED_WHOLE.format(wrong=[2, 4, 2, 4, 2, 4], right=[2, 2, 2, 4, 4, 4]))])
     check_close("masked_softmax(X (2, 3, 5), valid_lens=[2, 4])", got, expected)
 
 
@@ -482,14 +553,11 @@ def test_masked_softmax_1d_lengths_apply_to_every_query_of_their_example():
     X = randn(2, 3, 4, gen=gen)
     got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([1, 3]))
     check_shape("masked_softmax(X (2, 3, 4), [1, 3])", got, (2, 3, 4))
-    check_close("masked_softmax(X (2, 3, 4), [1, 3]): number of keys with nonzero weight per row",
+    check_close(_("masked_softmax(X (2, 3, 4), [1, 3]): number of keys with nonzero weight per row"),
                 kept_keys(got), torch.tensor([[1, 1, 1], [3, 3, 3]]),
-                hint="a (B,) valid_lens gives one length per example, the same for all of its Q queries.",
+                hint=_("a (B,) valid_lens gives one length per example, the same for all of its Q queries."),
                 mistakes=[(torch.tensor([[1, 3, 1], [3, 1, 3]]),
-                           "looks like valid_lens was repeated with .repeat, which copies the whole "
-                           "tensor one copy after another ([1, 3, 1, 3, 1, 3]); use "
-                           "torch.repeat_interleave(valid_lens, Q), which repeats each entry in place "
-                           "([1, 1, 1, 3, 3, 3]).")])
+                           REPEATED_WHOLE.format(wrong=[1, 3, 1, 3, 1, 3], right=[1, 1, 1, 3, 3, 3]))])
     check_close("masked_softmax(X (2, 3, 4), valid_lens=[1, 3])", got, ref_masked_softmax(X, torch.tensor([1, 3])))
 
 
@@ -499,11 +567,13 @@ def test_masked_softmax_length_zero_gives_a_uniform_row():
     got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([0, 2]))
     expected = ref_masked_softmax(X, torch.tensor([0, 2]))
     if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.isnan(got[0]).any():
-        fail("masked_softmax(X, [0, 2]): rows of valid length 0 came out NaN: masking with -inf gives "
-             "exp(-inf - -inf) = NaN; use -1e6, which makes such a row uniform (1/K everywhere).")
+        fail(_("masked_softmax(X, [0, 2]): rows of valid length 0 came out NaN."),
+             _("in such a row every score is masked; with -inf the softmax computes exp(-inf - (-inf)) = NaN. "
+               "Compare torch.softmax on a row of four -inf with the same row of the finite value named in "
+               "the docstring: the finite value gives a uniform row (1/K everywhere)."))
     check_close("masked_softmax(X (2, 2, 4), valid_lens=[0, 2])", got, expected,
-                hint="a row of valid length 0 has every score replaced by -1e6, so it comes out uniform: "
-                     "1/K = 0.25 everywhere.")
+                hint=_("a row of valid length 0 has all of its scores replaced by the same value, so it "
+                       "comes out uniform: 1/K = 0.25 everywhere."))
 
 
 def test_masked_softmax_length_larger_than_K_masks_nothing():
@@ -511,7 +581,7 @@ def test_masked_softmax_length_larger_than_K_masks_nothing():
     X = randn(2, 2, 3, gen=gen)
     got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([7, 3]))
     check_close("masked_softmax(X (2, 2, 3), valid_lens=[7, 3])", got, torch.softmax(X, dim=-1),
-                hint="a valid length of K or more masks nothing: the result is the plain softmax.")
+                hint=_("a valid length of K or more masks nothing: the result is the plain softmax."))
 
 
 def test_masked_softmax_2d_lengths_one_per_query():
@@ -519,11 +589,12 @@ def test_masked_softmax_2d_lengths_one_per_query():
     X = randn(2, 3, 4, gen=gen)
     lens = torch.tensor([[1, 2, 4], [3, 0, 2]])
     got = call("masked_softmax", api("masked_softmax"), X, lens)
-    check_shape("masked_softmax(X (2, 3, 4), (2, 3) valid_lens)", got, (2, 3, 4))
-    check_close("masked_softmax(X (2, 3, 4), (2, 3) valid_lens): number of keys with nonzero weight per row",
+    check_shape(_("masked_softmax(X (2, 3, 4), (2, 3) valid_lens)"), got, (2, 3, 4))
+    check_close(_("masked_softmax(X (2, 3, 4), (2, 3) valid_lens): number of keys with nonzero weight per row"),
                 kept_keys(got), torch.tensor([[1, 2, 4], [3, 4, 2]]),
-                hint="a (B, Q) valid_lens gives every query its own length: flatten it with reshape(-1) "
-                     "to match X reshaped to (B*Q, K); a length of 0 gives a uniform row (all K keys).")
+                hint=_("a (B, Q) valid_lens gives every query its own length. Once X is flattened to "
+                       "(B*Q, K), the lengths must be a (B*Q,) vector in the same order as those rows. "
+                       "A length of 0 gives a uniform row (all K keys nonzero)."))
     check_close("masked_softmax(X (2, 3, 4), valid_lens=[[1, 2, 4], [3, 0, 2]])", got, ref_masked_softmax(X, lens))
 
 
@@ -531,18 +602,19 @@ def test_masked_softmax_float_lengths():
     gen = torch.Generator().manual_seed(7)
     X = randn(2, 2, 4, gen=gen)
     got = call("masked_softmax", api("masked_softmax"), X, torch.tensor([3.0, 1.0]))
-    check_close("masked_softmax(X (2, 2, 4), valid_lens=[3.0, 1.0]) (float lengths)", got,
+    check_close(_("masked_softmax(X (2, 2, 4), valid_lens=[3.0, 1.0]) (float lengths)"), got,
                 ref_masked_softmax(X, torch.tensor([3, 1])),
-                hint="valid lengths may be floats holding whole numbers; they must act like the integers.")
+                hint=_("valid lengths may be floats holding whole numbers; they must act like the integers."))
 
 
 # ---------------------------------------------------------------------------
 # Part 3: AdditiveAttention
 # ---------------------------------------------------------------------------
 
-ADDITIVE_STEPS = ("check the shape after each step (H = num_hiddens): W_q(queries) (B, Q, H) and "
-                  "W_k(keys) (B, K, H); queries.unsqueeze(2) + keys.unsqueeze(1) (B, Q, K, H); "
-                  "w_v(...).squeeze(-1) (B, Q, K); torch.bmm(weights, values) (B, Q, V).")
+ADDITIVE_STEPS = _("print the shape after each step (H = num_hiddens): queries after W_q (B, Q, H), keys after "
+                   "W_k (B, K, H); every query paired with every key by broadcasting, after inserting an "
+                   "axis of size 1 in each, (B, Q, K, H); after w_v (B, Q, K, 1); the scores (B, Q, K); "
+                   "the output (B, Q, V).")
 ADDITIVE_SHAPES = {"W_k.weight": (8, 2), "W_q.weight": (8, 20), "w_v.weight": (1, 8)}
 
 
@@ -550,8 +622,9 @@ def test_additive_attention_parameters():
     m = build("AdditiveAttention", key_size=2, query_size=20, num_hiddens=8, dropout=0.1)
     check_parameters("AdditiveAttention(key_size=2, query_size=20, num_hiddens=8)", m, ADDITIVE_SHAPES)
     if not isinstance(getattr(m, "dropout", None), torch.nn.Dropout):
-        fail("AdditiveAttention has no self.dropout of type nn.Dropout.",
-             "create it in __init__ with nn.Dropout(dropout) and apply it to the attention weights in forward.")
+        fail(_("AdditiveAttention has no self.dropout of type nn.Dropout."),
+             _("__init__ must create a dropout layer named `dropout` (see the table of attributes in part 3 "
+               "of README.md); forward applies it to the attention weights."))
 
 
 def test_additive_attention_equal_keys_average_the_valid_values():
@@ -567,12 +640,13 @@ def test_additive_attention_equal_keys_average_the_valid_values():
     values = torch.tensor([[1.0, 2.0], [3.0, 0.0], [5.0, 4.0], [100.0, 100.0]]).repeat(2, 1, 1)
     out = call("AdditiveAttention.forward", m, queries, keys, values, torch.tensor([3, 0]), hint=ADDITIVE_STEPS)
     # example 0: mean of the first 3 values = [3, 2]; example 1 (length 0): mean of all 4 = [27.25, 26.5]
-    check_close("AdditiveAttention output with equal keys, valid_lens=[3, 0]", out,
+    check_close(_("AdditiveAttention output with equal keys, valid_lens=[3, 0]"), out,
                 [[[3.0, 2.0], [3.0, 2.0]], [[27.25, 26.5], [27.25, 26.5]]],
-                hint="the weights must be uniform over the valid keys (all of them for length 0); "
-                     "the output is torch.bmm(weights, values), shape (B, Q, V).")
+                hint=_("with all keys equal, the weights are uniform over the valid keys (all of them for "
+                       "length 0), so each output is the mean of those values: [3, 2] for example 0, "
+                       "[27.25, 26.5] for example 1. The output has shape (B, Q, V)."))
     weights = stored_weights(m, "AdditiveAttention.forward", (2, 2, 4))
-    check_close("AdditiveAttention.attention_weights with equal keys, valid_lens=[3, 0]", weights,
+    check_close(_("AdditiveAttention.attention_weights with equal keys, valid_lens=[3, 0]"), weights,
                 [[[1 / 3, 1 / 3, 1 / 3, 0.0]] * 2, [[0.25] * 4] * 2])
 
 
@@ -585,11 +659,13 @@ def test_additive_attention_book_shapes_and_values():
     lens = torch.tensor([2, 6])
     out = call("AdditiveAttention.forward", m, queries, keys, values, lens, hint=ADDITIVE_STEPS)
     ref_out, ref_w = ref_additive(p, queries, keys, values, lens)
-    check_close("AdditiveAttention output (queries (2, 1, 20), keys (2, 10, 2), values (2, 10, 4))",
-                out, ref_out, hint="the output is (B, Q, V): torch.bmm of the (B, Q, K) weights with the values.")
+    check_close(_("AdditiveAttention output (queries (2, 1, 20), keys (2, 10, 2), values (2, 10, 4))"),
+                out, ref_out, hint=_("the output is (B, Q, V): the (B, Q, K) weights times the values, "
+                                     "one batch matrix multiplication."))
     check_close("AdditiveAttention.attention_weights", stored_weights(m, "AdditiveAttention.forward", (2, 1, 10)),
-                ref_w, hint="score(q, k) = w_v . tanh(W_q q + W_k k): queries.unsqueeze(2) + keys.unsqueeze(1) "
-                            "is (B, Q, K, num_hiddens); w_v gives (B, Q, K, 1); squeeze only the last axis.")
+                ref_w, hint=_("score(q, k) = w_v . tanh(W_q q + W_k k) for every pair: (B, Q, K, num_hiddens) "
+                              "before w_v, (B, Q, K, 1) after it. Here Q = 1: which axes does your code "
+                              "remove from (2, 1, 10, 1)?"))
 
 
 def test_additive_attention_several_queries_2d_lengths():
@@ -602,19 +678,20 @@ def test_additive_attention_several_queries_2d_lengths():
     lens = torch.tensor([[1, 4, 2], [3, 2, 5]])
     out = call("AdditiveAttention.forward", m, queries, keys, values, lens, hint=ADDITIVE_STEPS)
     ref_out, ref_w = ref_additive(p, queries, keys, values, lens)
-    check_close("AdditiveAttention.attention_weights (Q=3 queries, K=4 keys, (B, Q) valid_lens)",
+    check_close(_("AdditiveAttention.attention_weights (Q=3 queries, K=4 keys, (B, Q) valid_lens)"),
                 stored_weights(m, "AdditiveAttention.forward", (2, 3, 4)), ref_w,
-                hint="entry [b, q, k] must pair query q with key k: queries.unsqueeze(2) is (B, Q, 1, H), "
-                     "keys.unsqueeze(1) is (B, 1, K, H), H = num_hiddens.")
-    check_close("AdditiveAttention output (Q=3, K=4, (B, Q) valid_lens)", out, ref_out)
+                hint=_("entry [b, q, k] must pair query q with key k. Before the sum, the projected queries "
+                       "should be (B, Q, 1, H) and the keys (B, 1, K, H), H = num_hiddens: print them."))
+    check_close(_("AdditiveAttention output (Q=3, K=4, (B, Q) valid_lens)"), out, ref_out)
 
 
 # ---------------------------------------------------------------------------
 # Part 4: DotProductAttention
 # ---------------------------------------------------------------------------
 
-DOT_STEPS = ("check the shapes: torch.bmm(queries (B, Q, d), keys.transpose(1, 2) (B, d, K)) is (B, Q, K); "
-             "torch.bmm(weights (B, Q, K), values (B, K, V)) is (B, Q, V).")
+DOT_STEPS = _("print the shapes: torch.bmm multiplies (B, n, m) by (B, m, p) into (B, n, p). The scores must be "
+              "(B, Q, K), so the keys (B, K, d) have to be (B, d, K) in that product; the output is "
+              "(B, Q, K) weights times (B, K, V) values, (B, Q, V).")
 
 
 def test_dot_product_attention_hand_example():
@@ -629,14 +706,19 @@ def test_dot_product_attention_hand_example():
     m.eval()
     out = call("DotProductAttention.forward", m, queries, keys, values, torch.tensor([2]), hint=DOT_STEPS)
     sqrt3 = math.sqrt(3.0)
-    check_close("DotProductAttention.attention_weights (d=4, valid_lens=[2])",
+    check_close(_("DotProductAttention.attention_weights (d=4, valid_lens=[2])"),
                 stored_weights(m, "DotProductAttention.forward", (1, 1, 3)), [[[0.25, 0.75, 0.0]]],
-                hint="scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d), then masked_softmax.",
-                mistakes=[([[[0.1, 0.9, 0.0]]], "the scores were not divided by sqrt(d) (here sqrt(4) = 2)."),
+                hint=_("work it out by hand: the dot products q.k of the three keys are 0, 2 ln 3 and 15, "
+                       "d = 4 and the valid length is 2. Which scaling of the scores gives the weights "
+                       "[1/4, 3/4, 0]?"),
+                mistakes=[([[[0.1, 0.9, 0.0]]],
+                           _("the scores were not scaled: scaled dot-product attention divides them by the "
+                             "square root of the query size d (here 2).")),
                           ([[[1 / (1 + sqrt3), sqrt3 / (1 + sqrt3), 0.0]]],
-                           "the scores were divided by d instead of sqrt(d).")])
-    check_close("DotProductAttention output (d=4, valid_lens=[2])", out, [[[0.25, 0.75]]],
-                hint="the output is torch.bmm(weights, values).")
+                           _("the scores were divided by d (here 4); the scale is the square root of d "
+                             "(here 2)."))])
+    check_close(_("DotProductAttention output (d=4, valid_lens=[2])"), out, [[[0.25, 0.75]]],
+                hint=_("the output is the weighted sum of the values: 1/4 * [1, 0] + 3/4 * [0, 1] = [0.25, 0.75]."))
 
 
 def test_dot_product_attention_shapes_values_and_no_parameters():
@@ -650,10 +732,10 @@ def test_dot_product_attention_shapes_values_and_no_parameters():
     ref_out, ref_w = ref_dot(queries, keys, values, lens)
     check_close("DotProductAttention.attention_weights (B=2, Q=3, K=5, d=6)",
                 stored_weights(m, "DotProductAttention.forward", (2, 3, 5)), ref_w)
-    check_close("DotProductAttention output (B=2, Q=3, K=5, V=4), eval mode", out, ref_out)
+    check_close(_("DotProductAttention output (B=2, Q=3, K=5, V=4), eval mode"), out, ref_out)
     again = call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
-    check_close("DotProductAttention output, second call in eval mode", again, out,
-                hint="in eval mode dropout does nothing, so two calls must give the same result.")
+    check_close(_("DotProductAttention output, second call in eval mode"), again, out,
+                hint=_("in eval mode dropout does nothing, so two calls must give the same result."))
 
 
 def test_dot_product_attention_weights_are_stored_before_dropout():
@@ -671,11 +753,12 @@ def test_dot_product_attention_weights_are_stored_before_dropout():
     call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
     train_weights = stored_weights(m, "DotProductAttention.forward", (2, 3, 6))
     check_shape("DotProductAttention.attention_weights", train_weights, (2, 3, 6))
-    hint = ("store self.attention_weights = masked_softmax(...) before dropout; dropout acts only on what "
-            "is multiplied with the values: torch.bmm(self.dropout(self.attention_weights), values).")
-    check_close("DotProductAttention.attention_weights in training mode (dropout=0.5): the sum of each row",
+    hint = _("self.attention_weights must hold the weights as masked_softmax returns them, before dropout; "
+             "dropout acts only on the copy that is multiplied with the values. A stored row that does "
+             "not sum to 1 in training mode has been through dropout.")
+    check_close(_("DotProductAttention.attention_weights in training mode (dropout=0.5): the sum of each row"),
                 train_weights.sum(-1), torch.ones(2, 3), hint=hint)
-    check_close("DotProductAttention.attention_weights in training mode vs. eval mode (dropout=0.5)",
+    check_close(_("DotProductAttention.attention_weights in training mode vs. eval mode (dropout=0.5)"),
                 train_weights, eval_weights, hint=hint)
 
 
@@ -689,14 +772,17 @@ def test_transpose_qkv_hand_example():
     # row b*num_heads + i holds head i of example b: columns 2i, 2i+1 of X[b]
     check_close("transpose_qkv(arange(16).reshape(2, 2, 4), num_heads=2)", got,
                 [[[0, 1], [4, 5]], [[2, 3], [6, 7]], [[8, 9], [12, 13]], [[10, 11], [14, 15]]],
-                hint="(B, n, hidden) -> reshape (B, n, heads, hidden/heads) -> permute(0, 2, 1, 3) -> "
-                     "reshape (B*heads, n, hidden/heads).",
+                hint=_("follow the shapes: (B, n, num_hiddens) -> (B, n, heads, num_hiddens/heads) -> "
+                       "(B, heads, n, num_hiddens/heads) -> (B*heads, n, num_hiddens/heads). Print your "
+                       "result for this example next to the one in part 5 of README.md."),
                 mistakes=[(X.reshape(4, 2, 2),
-                           "a plain reshape/view without the permute mixes positions and heads; permute "
-                           "so that the head axis comes right after the batch axis."),
+                           _("a reshape alone gives the right shape with the wrong contents (positions and "
+                             "heads mixed): the head axis has to be moved next to the batch axis before "
+                             "the last reshape.")),
                           (X.reshape(2, 2, 2, 2).permute(2, 0, 1, 3).reshape(4, 2, 2),
-                           "the heads came first and the examples second (head i of example b at row "
-                           "i*B + b); it must be row b*num_heads + i: permute(0, 2, 1, 3).")])
+                           _("the heads came first and the examples second (head i of example b at row "
+                             "i*B + b); it must be row b*num_heads + i. Check which axes your permute "
+                             "puts first."))])
 
 
 def test_transpose_qkv_head_i_of_example_b_is_row_b_times_heads_plus_i():
@@ -705,8 +791,8 @@ def test_transpose_qkv_head_i_of_example_b_is_row_b_times_heads_plus_i():
     got = call("transpose_qkv", api("transpose_qkv"), X, 4)
     expected = torch.stack([X[b, :, 3 * i:3 * (i + 1)] for b in range(3) for i in range(4)])
     check_close("transpose_qkv(X (3, 5, 12), num_heads=4)", got, expected,
-                hint="the result is (B*num_heads, n, num_hiddens/num_heads) = (12, 5, 3); row b*num_heads + i "
-                     "is X[b, :, i*3:(i+1)*3].")
+                hint=_("the result is (B*num_heads, n, num_hiddens/num_heads) = (12, 5, 3); row b*num_heads + i "
+                       "is X[b, :, i*3:(i+1)*3]."))
 
 
 def test_transpose_output_undoes_transpose_qkv():
@@ -716,22 +802,23 @@ def test_transpose_output_undoes_transpose_qkv():
     expected = torch.cat([Y[0:3][i] for i in range(3)], dim=-1)[None]
     expected = torch.cat([expected, torch.cat([Y[3:6][i] for i in range(3)], dim=-1)[None]])
     check_close("transpose_output(Y (6, 4, 5), num_heads=3)", got, expected,
-                hint="(B*heads, n, d) -> reshape (B, heads, n, d) -> permute(0, 2, 1, 3) -> reshape (B, n, heads*d); "
-                     "the heads of one example are concatenated along the last axis in order.")
+                hint=_("follow the steps of transpose_qkv backwards: (B*heads, n, s) -> (B, heads, n, s) -> "
+                       "(B, n, heads, s) -> (B, n, heads*s); the heads of one example end up side by side "
+                       "along the last axis, in order."))
     X = randn(2, 3, 8, gen=gen)
     split = call("transpose_qkv", api("transpose_qkv"), X, 2)
     back = call("transpose_output", api("transpose_output"), split, 2)
-    check_close("transpose_output(transpose_qkv(X, 2), 2) for X (2, 3, 8)", back, X,
-                hint="transpose_output must undo transpose_qkv exactly.")
+    check_close(_("transpose_output(transpose_qkv(X, 2), 2) for X (2, 3, 8)"), back, X,
+                hint=_("transpose_output must undo transpose_qkv exactly."))
 
 
 # ---------------------------------------------------------------------------
 # Part 6: MultiHeadAttention
 # ---------------------------------------------------------------------------
 
-MHA_STEPS = ("check the shapes: transpose_qkv(W_q(queries), num_heads) is (B*num_heads, Q, num_hiddens/num_heads); "
-             "valid_lens (B,) or (B, Q) becomes (B*num_heads,) or (B*num_heads, Q) with "
-             "torch.repeat_interleave(..., dim=0); transpose_output gives (B, Q, num_hiddens) before W_o.")
+MHA_STEPS = _("print the shapes: queries, keys and values after their linear layer and transpose_qkv are "
+              "(B*num_heads, n, num_hiddens/num_heads); valid_lens (B,) or (B, Q) must become "
+              "(B*num_heads,) or (B*num_heads, Q); transpose_output gives (B, Q, num_hiddens) before W_o.")
 
 
 def mha_shapes(key_size, query_size, value_size, num_hiddens, bias):
@@ -749,10 +836,9 @@ def test_multihead_attention_parameters_follow_bias():
         check_parameters(f"MultiHeadAttention(key_size=3, query_size=5, value_size=4, num_hiddens=8, bias={bias})",
                          m, mha_shapes(3, 5, 4, 8, bias))
     m = build("MultiHeadAttention", 3, 5, 4, 8, 2, 0.1)
-    check_parameters("MultiHeadAttention(...) with the default bias (False)", m, mha_shapes(3, 5, 4, 8, False))
+    check_parameters(_("MultiHeadAttention(...) with the default bias (False)"), m, mha_shapes(3, 5, 4, 8, False))
     if not isinstance(getattr(m, "attention", None), api("DotProductAttention")):
-        fail("MultiHeadAttention has no self.attention of type DotProductAttention.",
-             "create it in __init__: self.attention = DotProductAttention(dropout).")
+        fail(_("MultiHeadAttention has no self.attention of type DotProductAttention."), INNER_ATTENTION_HINT)
 
 
 def test_multihead_attention_book_shapes():
@@ -762,13 +848,15 @@ def test_multihead_attention_book_shapes():
     X, Y = randn(2, 4, 100, gen=gen), randn(2, 6, 100, gen=gen)
     out = call("MultiHeadAttention.forward", m, X, Y, Y, torch.tensor([3, 2]), hint=MHA_STEPS)
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, 4, 100):
-        fail(f"MultiHeadAttention output: expected shape (2, 4, 100) = (B, Q, num_hiddens), got {_describe(out)}.",
-             "transpose_output brings (B*heads, Q, hidden/heads) back to (B, Q, hidden) before W_o.")
+        fail(_("MultiHeadAttention output: expected shape (2, 4, 100) = (B, Q, num_hiddens), got {got}.").format(
+            got=_describe(out)),
+            _("transpose_output brings (B*heads, Q, num_hiddens/heads) back to (B, Q, num_hiddens) before W_o."))
     w = mha_weights(m, (10, 4, 6))
     if tuple(w.shape) != (10, 4, 6):
-        fail(f"MultiHeadAttention: self.attention.attention_weights should have shape (B*num_heads, Q, K) "
-             f"= (10, 4, 6), got {tuple(w.shape)}.",
-             "split queries, keys and values into heads with transpose_qkv before calling self.attention.")
+        fail(_("MultiHeadAttention: self.attention.attention_weights should have shape (B*num_heads, Q, K) "
+               "= (10, 4, 6), got {got}.").format(got=tuple(w.shape)),
+             _("the queries, keys and values are split into heads with transpose_qkv before "
+               "self.attention sees them."))
 
 
 def test_multihead_attention_every_head_uses_its_own_example_length():
@@ -780,16 +868,19 @@ def test_multihead_attention_every_head_uses_its_own_example_length():
     call("MultiHeadAttention.forward", m, queries, keys, keys, torch.tensor([1, 4]), hint=MHA_STEPS)
     w = mha_weights(m, (4, 3, 5))
     check_shape("MultiHeadAttention attention.attention_weights", w, (4, 3, 5),
-                hint="(B*num_heads, Q, K): split into heads with transpose_qkv before self.attention.")
+                hint=_("(B*num_heads, Q, K): the queries, keys and values are split into heads with "
+                       "transpose_qkv before self.attention."))
     # rows 0, 1 are the two heads of example 0 (length 1); rows 2, 3 those of example 1 (length 4)
-    check_close("MultiHeadAttention, valid_lens=[1, 4], 2 heads: keys with nonzero weight per row of "
-                "attention.attention_weights", kept_keys(w), torch.tensor([[1] * 3, [1] * 3, [4] * 3, [4] * 3]),
-                hint="every head of example b needs example b's length: "
-                     "torch.repeat_interleave(valid_lens, repeats=num_heads, dim=0) turns [1, 4] into [1, 1, 4, 4].",
+    check_close(_("MultiHeadAttention, valid_lens=[1, 4], 2 heads: keys with nonzero weight per row of "
+                  "attention.attention_weights"), kept_keys(w), torch.tensor([[1] * 3, [1] * 3, [4] * 3, [4] * 3]),
+                hint=_("every head of example b needs example b's length. Rows b*num_heads to "
+                       "b*num_heads + num_heads-1 are the heads of example b, so [1, 4] must become "
+                       "[1, 1, 4, 4] (and a (B, Q) valid_lens keeps each of its rows whole). Part 6 of "
+                       "README.md shows the ways to repeat a tensor."),
                 mistakes=[(torch.tensor([[1] * 3, [4] * 3, [1] * 3, [4] * 3]),
-                           "looks like valid_lens was repeated with .repeat instead of repeat_interleave: "
-                           ".repeat(2) gives [1, 4, 1, 4] (whole copies), but head i of example b sits at "
-                           "row b*num_heads + i, so it must be [1, 1, 4, 4].")])
+                           _("the lengths were copied whole ([1, 4, 1, 4]), as Tensor.repeat does, instead "
+                             "of each entry repeated in place, as torch.repeat_interleave does: head i of "
+                             "example b sits at row b*num_heads + i, so the lengths must be [1, 1, 4, 4]."))])
 
 
 def test_multihead_attention_matches_the_formula():
@@ -805,39 +896,42 @@ def test_multihead_attention_matches_the_formula():
         out = call("MultiHeadAttention.forward", m, queries, keys, values, lens, hint=MHA_STEPS)
         ref_out, ref_w = ref_mha(p, queries, keys, values, lens, 3)
         check_close(f"MultiHeadAttention attention.attention_weights, valid_lens={shown}",
-                    mha_weights(m, (6, 4, 3)),
-                    ref_w, hint="each head is scaled dot-product attention on its own slice of "
-                                "num_hiddens/num_heads features, divided by sqrt(num_hiddens/num_heads).")
-        check_close(f"MultiHeadAttention output (eval mode), valid_lens={shown}", out, ref_out,
-                    hint="output = W_o(transpose_output(attention(...), num_heads)).")
+                    mha_weights(m, (6, 4, 3)), ref_w,
+                    hint=_("each head is scaled dot-product attention on its own slice of "
+                           "num_hiddens/num_heads features, so its scale is the square root of "
+                           "num_hiddens/num_heads."))
+        check_close(_("MultiHeadAttention output (eval mode), valid_lens={lens}").format(lens=shown), out, ref_out,
+                    hint=_("the outputs of the heads are put back side by side, (B, Q, num_hiddens), and then "
+                           "go through the output layer W_o."))
     again = call("MultiHeadAttention.forward", m, queries, keys, values, None, hint=MHA_STEPS)
-    check_close("MultiHeadAttention output, second call in eval mode", again, out,
-                hint="in eval mode dropout does nothing, so two calls must give the same result.")
+    check_close(_("MultiHeadAttention output, second call in eval mode"), again, out,
+                hint=_("in eval mode dropout does nothing, so two calls must give the same result."))
 
 
 # ---------------------------------------------------------------------------
 # Only where a GPU is available: the hidden suite always runs this kind of check.
 # ---------------------------------------------------------------------------
 
-DEVICE_HINT = ("create every new tensor on the input's device, e.g. torch.arange(T, device=X.device); "
-               "never hard-code 'cpu' or move inputs with .cpu().")
+DEVICE_HINT = _("every tensor your code creates must be on the inputs' device (X.device): look for "
+                "torch.arange, torch.tensor, torch.zeros and the like made without a device, and for "
+                "'cpu' or .cpu() in your code.")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here; the hidden suite checks on one")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=_("no CUDA GPU here; the hidden suite checks on one"))
 def test_runs_on_the_gpu():
     gen = torch.Generator().manual_seed(18)
     X = randn(2, 3, 4, gen=gen)
     lens = torch.tensor([[1, 0, 4], [2, 3, 9]])
-    got = call("masked_softmax (on cuda)", api("masked_softmax"), X.cuda(), lens.cuda(), hint=DEVICE_HINT)
+    got = call(_("masked_softmax (on cuda)"), api("masked_softmax"), X.cuda(), lens.cuda(), hint=DEVICE_HINT)
     if not isinstance(got, torch.Tensor) or got.device.type != "cuda":
-        fail(f"masked_softmax on CUDA inputs returned {_describe(got)}; expected a tensor on the GPU.",
-             DEVICE_HINT)
-    check_close("masked_softmax on the GPU", got, ref_masked_softmax(X, lens),
+        fail(_("masked_softmax on CUDA inputs returned {got}; expected a tensor on the GPU.").format(
+            got=_describe(got)), DEVICE_HINT)
+    check_close(_("masked_softmax on the GPU"), got, ref_masked_softmax(X, lens),
                 hint=DEVICE_HINT)
     m = build("MultiHeadAttention", 4, 4, 4, 8, 2, 0).cuda().eval()
     Y = randn(2, 5, 4, gen=gen).cuda()
-    out = call("MultiHeadAttention.forward (on cuda)", m, Y[:, :3], Y, Y, torch.tensor([2, 5]).cuda(),
+    out = call(_("MultiHeadAttention.forward (on cuda)"), m, Y[:, :3], Y, Y, torch.tensor([2, 5]).cuda(),
                hint=DEVICE_HINT)
     if not isinstance(out, torch.Tensor) or out.device.type != "cuda":
-        fail(f"MultiHeadAttention on CUDA inputs returned {_describe(out)}; expected a tensor on the GPU.",
-             DEVICE_HINT)
+        fail(_("MultiHeadAttention on CUDA inputs returned {got}; expected a tensor on the GPU.").format(
+            got=_describe(out)), DEVICE_HINT)
