@@ -565,6 +565,40 @@ ZOO = [
             file("uses_d2l.py", solution("from d2l import torch as d2l\n")), expect="zero",
             reason="`d2l`", level_sensitive=False),
     # -- issue 6, class 1: strings that cannot be written, names that collide (outputs) ----
+    Hostile("output-name", "is named grades.csv.py, so that its name is the gradebook's own file name",
+            "output folders are made safe and unique and never one of the grader's names "
+            "(grader/report/folders.py)", file("grades.csv.py", zero_stub()), level_sensitive=False),
+    Hostile("unwritable-messages", "raises, in every function, messages full of lone surrogates, "
+            "NUL, terminal escapes and bidi overrides", "every string is made safe before it is "
+            "written or printed; each file is written atomically and capped",
+            file("unwritable_messages.py", zero_stub(postlude="""
+                _BAD = "\\udcff\\ud800 \\x00 \\x1b[2J\\x1b]0;owned\\x07 \\u202e" * 200 + "\\n" * 100000
+                def _boom(*args, **kwargs):
+                    raise ValueError(_BAD)
+                sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
+                AdditiveAttention.forward = DotProductAttention.forward = _boom
+                MultiHeadAttention.forward = _boom
+                """)), level_sensitive=False),
+    Hostile("unwritable-prints", "prints bytes that are not UTF-8, lone surrogates and terminal "
+            "escapes at import and in every call", "captured output is decoded, made safe and capped",
+            file("unwritable_prints.py", zero_stub("""
+                import sys
+                def _dirty():
+                    sys.stdout.buffer.write(b"\\xff\\xfe\\xed\\xa0\\x80 \\x00\\x1b[2J\\n" * 100)
+                    sys.stdout.flush()
+                    sys.stderr.buffer.write(b"\\xed\\xb3\\xbf\\x1b]0;owned\\x07\\n")
+                    sys.stderr.flush()
+                    try:
+                        print("caf\\udce9 \\x1b[31m")
+                    except UnicodeEncodeError:
+                        pass
+                _dirty()
+                """, postlude="""
+                _zero_mask = sequence_mask
+                def sequence_mask(X, valid_len, value=0):
+                    _dirty()
+                    return _zero_mask(X, valid_len, value)
+                """)), level_sensitive=False),
     # -- issue 6, class 2: links instead of files (intake) ---------------------------------
     Hostile("link-to-solution", "a folder whose attention.py is a symbolic link to the kit's "
             "solution (read by the grader's user, it would score 100)",
