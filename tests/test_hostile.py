@@ -256,8 +256,8 @@ class ZooRun:
         return self.rows[self.names.get(entry_name, entry_name)]
 
     def feedback(self, entry_name):
-        name = self.names.get(entry_name, entry_name)
-        return (self.out / name / "feedback.txt").read_text(encoding="utf-8")
+        folder = self.row(entry_name)["folder"]  # the name, unless it had to be made safe
+        return (self.out / folder / "feedback.txt").read_text(encoding="utf-8")
 
 
 _RUNS = {}
