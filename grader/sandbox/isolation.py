@@ -362,7 +362,11 @@ def works(level, as_uid):
         iso = Isolation(level, lease_uid() if as_uid else None)
         prepare_home(view, iso)
         os.makedirs(view.runtime_dir)
-        cmd = iso.wrap([sys.executable, "-I", "-c", "import os; os.listdir('.')"], view)
+        # the same interpreter, not another one the dynamic linker fell back to: setpriv
+        # execs with its capabilities still held, so a Python under a private home (say
+        # /root/.pyenv) starts as another uid, but cannot read its own libpython and stdlib
+        check = f"import os, sys; os.listdir('.'); sys.exit(0 if sys.version == {sys.version!r} else 3)"
+        cmd = iso.wrap([sys.executable, "-I", "-c", check], view)
         try:
             done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=30, **iso.popen_user())
