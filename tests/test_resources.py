@@ -249,3 +249,21 @@ def test_throwaway_uids_are_leased_with_a_lock_the_kernel_holds():
         isolation.release_uid(uid)
     free = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True).stdout
     assert free.strip() == "free"
+
+
+@pytest.mark.skipif(not any(SUPPORT.values()), reason="no cgroups can be created here")
+def test_cgroups_a_dead_grader_left_are_swept_and_live_ones_kept():
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid no longer exists
+    parent = next(v for v in SUPPORT.values() if v)[1]
+    stale = os.path.join(parent, f"attnkit-w{gone.pid}-1-0123456789ab")
+    live = cgroups.WorkerCgroups.create(256 << 20, 16)
+    os.mkdir(stale)
+    try:
+        cgroups._sweep(parent)
+        assert not os.path.exists(stale)
+        assert all(os.path.exists(p) for p in live.paths), "a live grader's cgroup was removed"
+    finally:
+        if os.path.exists(stale):
+            os.rmdir(stale)
+        live.remove()

@@ -18,11 +18,14 @@ memory.events, cgroup.kill) and v1's `memory` and `pids` controllers are support
 """
 import functools
 import os
+import re
 import secrets
 import signal
 import time
 
 _COUNTER = [0]
+_SWEPT = set()
+_NAME = re.compile(r"attnkit-w(\d+)-\d+-[0-9a-f]+$")
 
 
 def _read(path, default=""):
@@ -154,6 +157,10 @@ class WorkerCgroups:
         found = support()
         if not found["memory"] and not found["pids"]:
             return None
+        for version_parent in found.values():
+            if version_parent and version_parent[1] not in _SWEPT:
+                _SWEPT.add(version_parent[1])
+                _sweep(version_parent[1])
         _COUNTER[0] += 1
         name = f"attnkit-w{os.getpid()}-{_COUNTER[0]}-{secrets.token_hex(6)}"
         folders, made = {}, []
@@ -265,6 +272,19 @@ class WorkerCgroups:
                     if time.monotonic() > deadline:
                         break
                     time.sleep(0.02)
+
+
+def _sweep(parent):
+    """Remove the empty cgroups of graders that died before cleaning up (their pid is gone);
+    the kernel refuses to remove one that still holds a process."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        match = _NAME.match(name)
+        if match and not os.path.exists(f"/proc/{match.group(1)}"):
+            _remove_folder(os.path.join(parent, name))
 
 
 def _remove_folder(folder):
