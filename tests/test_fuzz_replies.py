@@ -572,3 +572,41 @@ def test_pickle_memo_amplification_in_a_small_frame():
         str(i): value for i in range(16)}}] * 64}}
     assert len(frame_of(reply)) < 256 * 1024
     assert deliver_bounded(frame_of(reply)) == "worker"
+
+
+# -- drift: the schema must accept whatever the real worker writes ----------------------------
+LAZY = os.path.join(KIT, "grader", "validate", "alternatives", "lazy_linear_d2l_1_0.py")
+
+
+@pytest.mark.parametrize("source", [SOLUTION, LAZY], ids=["solution", "lazy_linear"])
+def test_every_real_reply_of_the_hidden_cases_is_accepted(source):
+    """Each case of the hidden suite, with and without the device guard, run by the same
+    run_probe the worker uses: its reply passes the schema unchanged in substance."""
+    from grader.sandbox.runtime.probes import run_probe
+    if not os.path.exists(source):
+        pytest.skip(f"{source} is not in this kit")
+    module = Reference(source).module
+    for case in cases_table.cases("match", "eval", "dropout"):
+        state = checks._state(case, REFERENCE)
+        for guard in (False, True):
+            raw = run_probe(module, case.probe(state, guard=guard))
+            reply = replies.read(_payload({"ok": True, "result": raw}), "probe",
+                                 reference_numel=max(t.numel() for t in _tensors(raw)))
+            result = reply["result"]
+            assert result["ok"] is True, (case.id, result.get("error"))
+            assert set(result) == set(raw), (case.id, set(raw) - set(result))
+            assert len(result["calls"]) == len(raw["calls"])
+            for call in result["calls"]:
+                assert call["output"]["kind"] == "tensor", case.id
+                assert all(v["kind"] == "tensor" for v in call["captured"].values()), case.id
+
+
+def _tensors(raw):
+    for call in raw["calls"]:
+        for desc in [call["output"], *call["captured"].values()]:
+            if "tensor" in desc:
+                yield desc["tensor"]
+    for group in raw["grads"].values():
+        for desc in group.values():
+            if "tensor" in desc:
+                yield desc["tensor"]
