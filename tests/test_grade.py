@@ -73,6 +73,9 @@ def test_results_json_has_gradescope_fields(graded_examples):
             assert test["score"] in (0, test["max_score"])
         assert sum(t["score"] for t in results["tests"]) == results["score"]
         assert results["extra_data"]["isolation"]["level"] in ("bwrap", "unshare", "none")
+        # what really limited this submission's workers, not only what the machine offers
+        assert results["extra_data"]["isolation"]["memory_limit"] in (
+            "cgroup v1", "cgroup v2", "watchdog (PSS)"), results["extra_data"]["isolation"]
 
 
 def test_feedback_teaches(graded_examples):

@@ -120,7 +120,8 @@ class Recorder:
                 "errors": self.errors,
                 "exitstatus": int(exitstatus),
                 "seconds": time.monotonic() - self.started,
-                "isolation": level.describe() if level else None,
+                "isolation": dict(level.describe(), **(student.limits_applied() if student else {}))
+                if level else None,
                 "submission": student.summary() if student else None,
             }
         data = json.dumps(payload).encode()

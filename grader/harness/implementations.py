@@ -82,6 +82,7 @@ class Submission:
         self.broken = {}
         self.printed = []
         self.workers_started = 0
+        self.limited_by = {}  # what limited its workers' memory and processes, as each said
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -96,6 +97,13 @@ class Submission:
             self.worker.start()
         except WorkerFailure as failure:
             raise GraderError(failure.reason) from None
+        for key, value in self.worker.limited_by().items():
+            self.limited_by.setdefault(key, set()).add(value)
+
+    def limits_applied(self):
+        """{"memory_limit": ..., "pids_limit": ...} as its workers were really run (a worker
+        whose cgroup could not be made fell back to the watchdog, and this says so)."""
+        return {key: " and ".join(sorted(values)) for key, values in self.limited_by.items()}
 
     def _remaining(self):
         left = self.deadline - time.monotonic()
