@@ -191,6 +191,15 @@ def _runtime(name):
     return found
 """
 
+# every function and forward raises, so every call's reply carries an exception
+RAISE_EVERYWHERE = """
+def _boom(*args, **kwargs):
+    raise ValueError("boom")
+sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
+AdditiveAttention.forward = DotProductAttention.forward = _boom
+MultiHeadAttention.forward = _boom
+"""
+
 SHIP_SUBCLASS = FIND_RUNTIME + """
 class Forged(torch.Tensor):
     def __eq__(self, other):
@@ -645,13 +654,7 @@ ZOO = [
                                  "code": "x = 1" + "\\n" * 2000}
                         return {"type": "ValueError", "message": "\\n" * 1000, "where": [frame] * 200000}
                     _probes.describe_exception = _amplified
-                """), postlude="""
-                def _boom(*args, **kwargs):
-                    raise ValueError("boom")
-                sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
-                AdditiveAttention.forward = DotProductAttention.forward = _boom
-                MultiHeadAttention.forward = _boom
-                """))),
+                """), postlude=RAISE_EVERYWHERE))),
     Hostile("shared-strings", "raises in every call and patches describe_exception to send one "
             "100,000-newline string as the message and as every field of 16 frames (under the "
             "pickle bound, 5 million characters expanded)", "the expanded-size budget of the "
@@ -664,13 +667,7 @@ ZOO = [
                         frame = {"file": text, "line": 1, "function": text, "code": text}
                         return {"type": text, "message": text, "where": [frame] * 16}
                     _probes.describe_exception = _amplified
-                """), postlude="""
-                def _boom(*args, **kwargs):
-                    raise ValueError("boom")
-                sequence_mask = masked_softmax = transpose_qkv = transpose_output = _boom
-                AdditiveAttention.forward = DotProductAttention.forward = _boom
-                MultiHeadAttention.forward = _boom
-                """))),
+                """), postlude=RAISE_EVERYWHERE))),
     Hostile("surrogate-message", "transpose_output raises a message of lone surrogates, terminal "
             "escapes and 200,000 newlines, passed on uncut by a patched describe_exception",
             "strings in replies are made safe (safe_text) and capped; only the parts using "

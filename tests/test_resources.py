@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import isolation_levels
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
@@ -22,17 +23,7 @@ NEEDS_PIDS_CGROUP = pytest.mark.skipif(
     SUPPORT["pids"] is None, reason="no pids cgroup can be created below the grader's own here")
 
 
-def _levels():
-    found = []
-    for name in isolation.LEVELS:
-        try:
-            found.append(isolation.choose(name))
-        except isolation.IsolationUnavailable:
-            pass
-    return found
-
-
-LEVELS = _levels()
+LEVELS = isolation_levels()
 IDS = [f"{lv.level}{'-uid' if lv.uid else ''}" for lv in LEVELS]
 
 SHM = """

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, isolation_levels
 from grader.sandbox import isolation
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
@@ -40,17 +40,7 @@ print("SPY" + json.dumps(facts))
 '''
 
 
-def _levels():
-    found = []
-    for name in isolation.LEVELS:
-        try:
-            found.append(isolation.choose(name))
-        except isolation.IsolationUnavailable:
-            pass
-    return found
-
-
-LEVELS = _levels()
+LEVELS = isolation_levels()
 
 
 @pytest.fixture(params=LEVELS, ids=[f"{lv.level}{'-uid' if lv.uid else ''}" for lv in LEVELS])
