@@ -102,6 +102,10 @@ def _grade(args):
     if args.results_json and len(args.submissions) != 1:
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
         return 2
+    problem = _usage_problem(args.submissions, args.out)
+    if problem:
+        print(f"grader grade: {problem}", file=sys.stderr)
+        return 2
     options = suite_options(args)
     try:
         level = choose(options.isolation)
@@ -127,6 +131,19 @@ def _grade(args):
               file=sys.stderr)
         return 2
     return 0
+
+
+def _usage_problem(submissions, out_dir):
+    """A mistake on the command line, said in one line before anything is graded, or None."""
+    missing = [p for p in submissions if not os.path.lexists(p)]
+    if missing:
+        from .textsafety import safe_text
+        shown = ", ".join(safe_text(p, 200) for p in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        return f"no such file or folder: {shown}{more} (nothing was graded)"
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        return f"--out {out_dir} exists and is not a folder (nothing was graded)"
+    return None
 
 
 def _copy_results(out_dir, result, target):

@@ -125,3 +125,15 @@ def test_a_broken_hidden_suite_stops_with_a_message_and_no_rows(tmp_path):
     assert done.returncode == 2
     assert "nothing was graded" in done.stderr and "a typo in the case table" in done.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_command_line_mistakes_are_one_line_and_grade_nothing(tmp_path):
+    """A typo'd path or an --out that is a file: exit 2 and one line, before any grading."""
+    typo = _grade([SOLUTION, str(tmp_path / "alcie.py")], tmp_path)
+    assert typo.returncode == 2 and "alcie.py" in typo.stderr
+    assert len(typo.stderr.strip().splitlines()) == 1 and "Traceback" not in typo.stderr
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out").write_text("not a folder")
+    clash = _grade([SOLUTION], tmp_path)
+    assert clash.returncode == 2 and "not a folder" in clash.stderr
+    assert len(clash.stderr.strip().splitlines()) == 1
