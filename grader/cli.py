@@ -89,8 +89,13 @@ def main(argv=None):
         from . import gradescope
         return gradescope.main(args)
     if args.command == "validate":
+        from .grade import SuiteFailed
         from .validate import print_table, validate
-        ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
+        try:
+            ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
+        except SuiteFailed as error:
+            print(f"grader validate: the hidden suite does not hold: {error}", file=sys.stderr)
+            return 1
         print_table(rows)
         return 0 if ok else 1
     return 2

@@ -137,3 +137,17 @@ def test_command_line_mistakes_are_one_line_and_grade_nothing(tmp_path):
     clash = _grade([SOLUTION], tmp_path)
     assert clash.returncode == 2 and "not a folder" in clash.stderr
     assert len(clash.stderr.strip().splitlines()) == 1
+
+
+def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path):
+    """Changing a case's points without the assignment's total is refused, not graded 102/102."""
+    suite = tmp_path / "tests_hidden"
+    shutil.copytree(os.path.join(KIT, "tests_hidden"), suite,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    table = (suite / "cases.py").read_text(encoding="utf-8")
+    (suite / "cases.py").write_text(table.replace("TOTAL_POINTS = 100", "TOTAL_POINTS = 98", 1),
+                                    encoding="utf-8")
+    done = _grade([SOLUTION, "--hidden-tests", str(suite)], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "add up to 100, not the assignment's declared total of 98" in done.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()

@@ -18,6 +18,7 @@ import zlib
 
 import torch
 
+TOTAL_POINTS = 100  # what the assignment is worth; the hidden suite refuses to run otherwise
 PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
          "transpose", "MultiHeadAttention", "GPU")
 MODULES = ("AdditiveAttention", "DotProductAttention", "MultiHeadAttention")

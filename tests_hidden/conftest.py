@@ -9,7 +9,7 @@ import tempfile
 import pytest
 import torch
 
-from cases import cases
+from cases import TOTAL_POINTS, cases
 from checks import params
 from grader.harness import Reference, Submission
 from grader.sandbox import isolation
@@ -64,6 +64,25 @@ def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("cases")
     if marker is not None:
         metafunc.parametrize("case", params(cases(*marker.args), metafunc.config.attnkit_gpu))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The points of the tests that run here must add up to the assignment's declared total
+    (the CUDA and the device-discipline tests stand in for each other), or nothing is graded."""
+    config.attnkit_suite_errors = []
+    def skipped(item):
+        return any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
+
+    total = 0
+    for item in items:
+        marker = item.get_closest_marker("points")
+        if marker is not None and not skipped(item):
+            total += marker.args[0]
+    if total != TOTAL_POINTS:
+        # reported by the grader's plugin: `grader grade` and `grader validate` stop with it
+        config.attnkit_suite_errors = [
+            f"the hidden cases' points add up to {total:g}, not the assignment's declared total "
+            f"of {TOTAL_POINTS} (tests_hidden/cases.py): change the points or TOTAL_POINTS"]
 
 
 @pytest.fixture(scope="session")

@@ -131,8 +131,8 @@ def catalog(options, zygote=None):
     report, console = run_pytest(options, ["--collect-only", "--attnkit-catalog"], timeout=300,
                                  zygote=zygote)
     if report.get("errors") or not report.get("catalog"):
-        raise SuiteFailed("the hidden suite could not be collected:\n"
-                          + "\n".join(report.get("errors", [])) + console[-3000:])
+        detail = "\n".join(report.get("errors", [])) or console[-3000:]
+        raise SuiteFailed("the hidden suite could not be collected:\n" + detail)
     return report["catalog"]
 
 
