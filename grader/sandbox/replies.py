@@ -300,6 +300,9 @@ def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
     if numel > max_numel:
         raise _TensorRefused(f"it has {numel} entries (shape {shape}), far more than the "
                              f"expected result (at most {max_numel} accepted)")
+    if math.prod(max(n, 1) for n in shape) > max_numel:  # empty, but its strides would overflow
+        raise _TensorRefused(f"its shape {shape} is far larger than the expected result's, "
+                             f"though it holds no entries")
     if numel:
         if any(s < 0 for s in strides) or value.storage_offset() < 0:
             raise _TensorRefused("its strides are negative")
