@@ -107,15 +107,6 @@ def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
     assert "bug in the reference" in log
 
 
-def test_missing_submission_gets_a_row_with_a_reason(tmp_path):
-    done = _grade([os.path.join(EXAMPLES, "alice.py"), str(tmp_path / "nobody.py")], tmp_path)
-    assert done.returncode == 0
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
-    assert rows["nobody"]["status"] == "not gradable" and "does not exist" in rows["nobody"]["reason"]
-    assert rows["alice"]["total"] == "100"
-
-
 def test_a_broken_hidden_suite_stops_with_a_message_and_no_rows(tmp_path):
     hidden = tmp_path / "tests_hidden"
     shutil.copytree(os.path.join(KIT, "tests_hidden"), hidden,
