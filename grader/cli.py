@@ -29,6 +29,9 @@ def build_parser():
     grade.add_argument("--out", required=True, metavar="DIR")
     grade.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="submissions graded at once (default 1)")
+    grade.add_argument("--force", action="store_true",
+                       help="regrade every submission, also those unchanged since their row in "
+                            "DIR was graded (by default those rows are kept)")
     grade.add_argument("--results-json", metavar="PATH",
                        help="with one submission: also write its results.json here "
                             "(Gradescope's /autograder/results/results.json)")
@@ -84,7 +87,11 @@ def main(argv=None):
             print(f"grader release: {error}", file=sys.stderr)
             return 2
     if args.command == "grade":
-        return _grade(args)
+        try:
+            return _grade(args)
+        except KeyboardInterrupt:  # before the batch started (the batch handles its own)
+            print("\ngrader grade: interrupted before anything was graded", file=sys.stderr)
+            return 130
     if args.command == "gradescope":
         from . import gradescope
         return gradescope.main(args)
@@ -102,7 +109,7 @@ def main(argv=None):
 
 
 def _grade(args):
-    from .grade import SuiteFailed, grade_batch
+    from .grade import BatchInterrupted, SuiteFailed, grade_batch
     from .sandbox.isolation import IsolationUnavailable, choose
     if args.results_json and len(args.submissions) != 1:
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
@@ -120,14 +127,23 @@ def _grade(args):
     print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
     try:
-        results = grade_batch(args.submissions, args.out, options, jobs=args.jobs)
+        results = grade_batch(args.submissions, args.out, options, jobs=args.jobs,
+                              force=args.force)
     except SuiteFailed as error:
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
         return 2
+    except BatchInterrupted as stop:
+        print(f"\ngrader grade: interrupted: {stop.graded} of {stop.total} submissions graded, "
+              f"{args.out}/grades.csv written for them; the same command grades the rest",
+              file=sys.stderr)
+        return 130
     if args.results_json:
         _copy_results(args.out, results[0], args.results_json)
     failed = [r for r in results if r.status == "grader error"]
-    print(f"Wrote {args.out}/grades.csv and {len(results)} results.json.")
+    unchanged = sum(r.unchanged for r in results)
+    print(f"Wrote {args.out}/grades.csv: {len(results) - unchanged} graded"
+          + (f", {unchanged} unchanged since their last grading and kept" if unchanged else "")
+          + ".")
     if failed:
         from .textsafety import safe_text
         shown = ", ".join(safe_text(getattr(r, "folder", r.name), 100) for r in failed[:50])

@@ -21,7 +21,7 @@ import grader.grade as grade
 from grader.grade import outcome
 from grader.report import files, folders
 from grader.report.console import Table
-from grader.report.gradebook import gradebook_text, text_cell, write_gradebook
+from grader.report.gradebook import gradebook_text, safe_record, text_cell, write_gradebook
 
 CAP = folders.MAX_BYTES
 
@@ -198,7 +198,7 @@ def _result(name, score_status="passed", folder=None, **extra):
 def test_gradebook_neutralises_text_cells_but_not_scores(tmp_path):
     rows = [_result("=evil", "failed"), _result("-bob"), _result("caf\udce9", folder="caf_")]
     path = tmp_path / "grades.csv"
-    write_gradebook(rows, ["p"], str(path))
+    write_gradebook([safe_record(r) for r in rows], ["p"], str(path))
     _read_valid(path)
     with open(path, encoding="utf-8", newline="") as handle:
         table = {r["submission"]: r for r in csv.DictReader(handle)}
@@ -213,7 +213,7 @@ def test_gradebook_is_written_even_with_an_odd_row():
 
         def by_part(self):
             raise RuntimeError("odd")
-    text = gradebook_text([_result("alice"), Odd()], ["p"])
+    text = gradebook_text([safe_record(_result("alice")), safe_record(Odd())], ["p"])
     rows = list(csv.DictReader(text.splitlines()))
     assert [r["submission"] for r in rows] == ["alice", "odd"]
     assert rows[1]["status"] == "grader error"
@@ -241,7 +241,7 @@ class _Level:
 
 
 def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
-    def fake_grade_one(path, name, catalog, options, workdir, zygote=None):
+    def fake_grade_one(path, name, catalog, options, workdir, zygote=None, *rest):
         if name == "crash":
             raise RuntimeError("a bug of ours")
         return _result(name, "passed" if name == "alice" else "failed")

@@ -24,48 +24,65 @@ from ..report.console import Table
 from ..sandbox import isolation
 from ..report import files, folders
 from ..report.feedback import feedback_text
+from ..report import gradebook
 from ..report.gradebook import write_gradebook
 from ..report.gradescope import results_text
 from ..textsafety import safe_text
-from . import outcome, trusted
+from . import fingerprint, outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
 
-__all__ = ["SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
+__all__ = ["BatchInterrupted", "SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 
 
-def grade_one(path, name, catalog, options, workdir, zygote=None):
-    """Stage and grade one submission; always returns a SubmissionResult."""
+def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, previous=None):
+    """Stage and grade one submission; always returns a SubmissionResult.
+
+    suite: the suite's fingerprint; previous: the fingerprint of this submission's row in
+    the gradebook. When what was staged has the same fingerprint, nothing is graded and
+    the result says `unchanged` (its row is kept)."""
     started = time.monotonic()
     stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(name)[:40]}-", dir=workdir)
     os.chmod(stage_root, 0o711)
     try:
         staged = intake.stage(path, os.path.join(stage_root, "staged"), name)
-        if staged.error:
-            tests = outcome.from_catalog(catalog, "failed", f"Not graded: {staged.error}")
-            return outcome.SubmissionResult(name, path, tests, staged.notes,
-                                            intake_error=staged.error,
+        mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
+        if mark is not None and mark == previous:
+            return outcome.SubmissionResult(name, path, [], unchanged=True, fingerprint=mark,
                                             seconds=time.monotonic() - started)
-        os.chmod(os.path.join(stage_root, "staged"), 0o755)
-        workers = os.path.join(stage_root, "workers")
-        os.makedirs(workers)
-        os.chmod(workers, 0o711)
-        try:
-            report = trusted.run_suite(options, staged.file, workers, zygote)
-        except SuiteFailed as failure:
-            tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
-            return outcome.SubmissionResult(name, path, tests, staged.notes,
-                                            grader_error=str(failure),
-                                            seconds=time.monotonic() - started)
-        result = outcome.SubmissionResult(
-            name, path, outcome.from_suite(report, catalog), staged.notes,
-            isolation=report.get("isolation"), summary=report.get("submission"),
-            seconds=time.monotonic() - started)
-        if report.get("errors"):
-            result.grader_error = "; ".join(report["errors"])[:2000]
-        result.console = report.get("console", "")
+        result = _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started)
+        # a grader error is never kept: the next run grades it again
+        result.fingerprint = mark if result.status != "grader error" else None
         return result
     finally:
         shutil.rmtree(stage_root, ignore_errors=True)
+
+
+def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started):
+    """Grade what intake staged (or record why it could not be): a SubmissionResult."""
+    if staged.error:
+        tests = outcome.from_catalog(catalog, "failed", f"Not graded: {staged.error}")
+        return outcome.SubmissionResult(name, path, tests, staged.notes,
+                                        intake_error=staged.error,
+                                        seconds=time.monotonic() - started)
+    os.chmod(os.path.join(stage_root, "staged"), 0o755)
+    workers = os.path.join(stage_root, "workers")
+    os.makedirs(workers)
+    os.chmod(workers, 0o711)
+    try:
+        report = trusted.run_suite(options, staged.file, workers, zygote)
+    except SuiteFailed as failure:
+        tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
+        return outcome.SubmissionResult(name, path, tests, staged.notes,
+                                        grader_error=str(failure),
+                                        seconds=time.monotonic() - started)
+    result = outcome.SubmissionResult(
+        name, path, outcome.from_suite(report, catalog), staged.notes,
+        isolation=report.get("isolation"), summary=report.get("submission"),
+        seconds=time.monotonic() - started)
+    if report.get("errors"):
+        result.grader_error = "; ".join(report["errors"])[:2000]
+    result.console = report.get("console", "")
+    return result
 
 
 def write_result(result, out_dir):
@@ -109,56 +126,95 @@ def _could_not_write(result, out_dir):
         pass
 
 
-def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None):
-    """Grade every submission in `paths`; returns the SubmissionResults in input order."""
+class BatchInterrupted(Exception):
+    """Ctrl-C: the gradebook was written for the submissions graded so far."""
+
+    def __init__(self, graded, total):
+        super().__init__(f"{graded} of {total}")
+        self.graded, self.total = graded, total
+
+
+def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False):
+    """Grade every submission in `paths` into the gradebook `out_dir`; returns the
+    SubmissionResults in input order (`unchanged` ones were not regraded: see force).
+    Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded."""
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
     options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
     zygote = trusted.start_zygote()
     try:
-        return _grade_batch(paths, out_dir, options, jobs, stream, zygote)
+        return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force)
     finally:
         if zygote is not None:
             zygote.close()
 
 
-def _grade_batch(paths, out_dir, options, jobs, stream, zygote):
+def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     names = intake.submission_names(paths)
-    folder_names = folders.folder_names(names)
+    kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
+    folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
+    suite = fingerprint.suite_fingerprint(options)
     table = Table(parts, len(paths), **({"stream": stream} if stream else {}))
     table.header()
     results = [None] * len(paths)
+    interrupted = False
     workdir = tempfile.mkdtemp(prefix="attnkit-grade-")
     os.chmod(workdir, 0o711)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(grade_one, path, name, catalog, options, workdir, zygote): i
-                       for i, (path, name) in enumerate(zip(paths, names))}
-            for future in concurrent.futures.as_completed(futures):
-                index = futures[future]
-                try:
-                    result = future.result()
-                except Exception:  # a bug of ours: reported as such, and the batch goes on
-                    result = _not_graded(catalog, names[index], paths[index],
-                                         traceback.format_exc()[-4000:])
-                result.folder = folder_names[index]
-                results[index] = result
-                try:
-                    write_result(result, out_dir)
-                except Exception:
-                    _could_not_write(result, out_dir)
-                try:
-                    table.row(result)
-                except Exception:  # the console is not worth a row
-                    pass
+            futures = {}
+            for i, (path, name) in enumerate(zip(paths, names)):
+                previous = None if force else (kept.get(name) or {}).get("fingerprint")
+                futures[pool.submit(grade_one, path, name, catalog, options, workdir, zygote,
+                                    suite, previous)] = i
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    _finish(future, futures[future], results, names, paths, folder_names,
+                            catalog, out_dir, kept, table)
+            except KeyboardInterrupt:
+                interrupted = True
+                for future in futures:
+                    future.cancel()
+                trusted.interrupt_all()  # each trusted process stops its worker and exits
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        for index, result in enumerate(results):  # grades.csv has a row for everyone
-            if result is None:
-                results[index] = _not_graded(catalog, names[index], paths[index],
-                                             "the grader stopped before this submission was graded")
-                results[index].folder = folder_names[index]
-        write_gradebook(results, parts, os.path.join(out_dir, "grades.csv"))
+        if not interrupted:
+            for index, result in enumerate(results):  # grades.csv has a row for everyone
+                if result is None:
+                    results[index] = _not_graded(catalog, names[index], paths[index],
+                                                 "the grader stopped before this submission was graded")
+                    results[index].folder = folder_names[index]
+                    kept[names[index]] = gradebook.safe_record(results[index])
+        write_gradebook(list(kept.values()), parts, os.path.join(out_dir, "grades.csv"))
+    if interrupted:
+        raise BatchInterrupted(sum(r is not None for r in results), len(results))
     return results
+
+
+def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table):
+    """One submission is done: write its files and its gradebook row, print its line."""
+    try:
+        result = future.result()
+    except Exception:  # a bug of ours: reported as such, and the batch goes on
+        result = _not_graded(catalog, names[index], paths[index], traceback.format_exc()[-4000:])
+    result.folder = folder_names[index]
+    results[index] = result
+    if result.unchanged and names[index] in kept:
+        table.kept(result, kept[names[index]])
+        return
+    try:
+        write_result(result, out_dir)
+    except Exception:
+        _could_not_write(result, out_dir)
+    row = gradebook.safe_record(result, result.fingerprint)
+    kept[names[index]] = row
+    try:
+        gradebook.save_record(row, out_dir)
+    except Exception:  # the row still reaches grades.csv; a rerun grades it again
+        pass
+    try:
+        table.row(result)
+    except Exception:  # the console is not worth a row
+        pass

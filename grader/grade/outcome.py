@@ -32,6 +32,8 @@ class SubmissionResult:
     isolation: dict = None
     summary: dict = None         # what the worker saw: names defined, import error, output
     seconds: float = 0.0
+    fingerprint: str = None      # of what was graded (grade/fingerprint.py)
+    unchanged: bool = False      # same fingerprint as its row in the gradebook: not regraded
 
     @property
     def score(self):

@@ -8,6 +8,7 @@ file a worker could have written.
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,22 @@ def start_zygote():
         return None
 
 
+_RUNNING = {}  # pid -> how to interrupt it, for the trusted processes now running
+_RUNNING_LOCK = threading.Lock()
+
+
+def interrupt_all():
+    """Ctrl-C: ask every running trusted process to stop (SIGINT: pytest ends the session,
+    which stops the submission's worker and its cgroups, and reports)."""
+    with _RUNNING_LOCK:
+        targets = list(_RUNNING.items())
+    for pid, interrupt in targets:
+        try:
+            interrupt(signal.SIGINT)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+
 def _drain(fd, into):
     with os.fdopen(fd, "rb") as handle:
         into.append(handle.read())
@@ -99,18 +116,25 @@ def run_pytest(options, extra_args, timeout, zygote=None):
                                     pass_fds=(report_w,), start_new_session=True)
         os.close(report_w)
         os.close(console_w)
-        if zygote is not None:
-            status = zygote.wait(pid, timeout)
-            if status is None:
-                zygote.kill(pid)
-                zygote.wait(pid, 10)
-        else:
-            try:
-                status = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                status = None
+        running = pid if zygote is not None else proc.pid
+        with _RUNNING_LOCK:
+            _RUNNING[running] = (lambda sig, p=running: os.kill(p, sig))
+        try:
+            if zygote is not None:
+                status = zygote.wait(pid, timeout)
+                if status is None:
+                    zygote.kill(pid)
+                    zygote.wait(pid, 10)
+            else:
+                try:
+                    status = proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    status = None
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(running, None)
         for reader in readers:
             reader.join(30)
     console = (console[0] if console else b"").decode("utf-8", "replace")

@@ -35,6 +35,15 @@ class Table:
         self._print(f"[{self.done:>3}/{self.total:<3}] {name:<{self.width}} "
                     f"{score:>5}/{result.max_score:<5g} {cols} {result.seconds:5.1f}s {note}")
 
+    def kept(self, result, row):
+        """A submission whose row was kept: unchanged since it was graded."""
+        self.done += 1
+        total = "—" if row.get("total") is None else f"{row['total']:g}"
+        name = _line(result.name, self.width)
+        self._print(f"[{self.done:>3}/{self.total:<3}] {name:<{self.width}} "
+                    f"{total:>5}/{float(row.get('max', 0)):<5g} unchanged since it was graded: "
+                    f"row kept (--force regrades it)")
+
     def _print(self, text):
         text = safe_text(text)
         try:

@@ -72,12 +72,21 @@ def _with_suffix(base, number):
     return _tidy(_cut(base, MAX_BYTES - len(suffix))) + suffix
 
 
-def folder_names(names):
-    """One folder name per name, in the same order (see the module's docstring)."""
+def folder_names(names, kept=None):
+    """One folder name per name, in the same order (see the module's docstring).
+
+    kept: {name: folder} of the rows already in the gradebook: such a name keeps its folder
+    (a regrade lands where the first grading did), and no other name may take one of them."""
+    kept = kept or {}
     wanted = [candidate(n) for n in names]
     folders = [None] * len(wanted)
-    taken = set()
+    taken = {key(f) for f in kept.values()}
+    for i, name in enumerate(names):
+        if name in kept:
+            folders[i] = kept[name]
     for i, folder in enumerate(wanted):  # the first of each clash keeps its name
+        if folders[i] is not None:
+            continue
         k = key(folder)
         if k not in taken and not reserved(folder):
             taken.add(k)

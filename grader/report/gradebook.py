@@ -8,12 +8,21 @@ submission's name as uploaded (made safe); `folder` is its folder in the output 
 Text cells (name, reason, source, folder) are made safe, cut, and neutralised for
 spreadsheets: a cell starting with = + - @ (or tab, CR) gets a leading ' (OWASP's advice
 on CSV injection), so opening grades.csv in Excel never runs a formula from a submission.
+
+The output folder is the course's gradebook: each submission's row is also kept in its
+folder (DIR/<folder>/gradebook-row.json, with the fingerprint of what was graded), and
+grades.csv is rebuilt from all the rows in DIR, so grading a few submissions into the
+folder of an earlier batch updates their rows and keeps everyone else's.
 """
 import csv
 import io
+import json
+import os
 
 from ..textsafety import safe_text
-from .files import GRADEBOOK_CELL_CHARS, write_bytes
+from .files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
+
+ROW_FILE = "gradebook-row.json"
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -38,49 +47,93 @@ def _first_failure(result):
     return ""
 
 
-def _row(result, parts):
-    by_part = result.by_part()
+def record(result, fingerprint=None):
+    """The gradebook's row for one SubmissionResult, as plain data (kept in its folder)."""
     failed = result.status == "grader error"
-    total = "" if failed else f"{result.score:g}"
     reason = result.grader_error or result.intake_error or (
         f"{len(result.grader_failures)} tests failed inside the grader" if failed
         else (result.summary or {}).get("load_error") or _first_failure(result))
-    return ([text_cell(result.name), result.status, total, f"{result.max_score:g}"]
-            + [f"{by_part.get(p, (0, 0))[0]:g}" for p in parts]
-            + [text_cell(reason), text_cell(result.source),
-               text_cell(getattr(result, "folder", None) or result.name)])
+    return {"name": safe_text(result.name, 1000), "status": result.status,
+            "total": None if failed else round(float(result.score), 4),
+            "max": round(float(result.max_score), 4),
+            "parts": {p: [round(float(s), 4), round(float(t), 4)]
+                      for p, (s, t) in result.by_part().items()},
+            "reason": safe_text(reason or "", GRADEBOOK_CELL_CHARS * 4),
+            "source": safe_text(result.source or "", 2000),
+            "folder": getattr(result, "folder", None) or safe_text(result.name, 200),
+            "fingerprint": fingerprint}
 
 
-def _sort_key(result):
+def safe_record(result, fingerprint=None):
+    """`record`, or a grader-error row if the result itself is too odd to read."""
     try:
-        return (0, safe_text(result.name))
-    except Exception:
-        return (1, "")
+        return record(result, fingerprint)
+    except Exception as error:
+        name = safe_text(getattr(result, "name", "?"), 1000)
+        return {"name": name, "status": "grader error", "total": None, "max": 0, "parts": {},
+                "reason": f"the grader could not write this row: {error!r}"[:1000],
+                "source": safe_text(getattr(result, "source", ""), 2000),
+                "folder": getattr(result, "folder", None) or name[:80], "fingerprint": None}
 
 
-def gradebook_text(results, parts):
-    maxima = {}
-    for result in results:
+def save_record(row, out_dir):
+    write_text(os.path.join(out_dir, row["folder"], ROW_FILE), json.dumps(row, ensure_ascii=False))
+
+
+def load_records(out_dir):
+    """{name: row} for every row kept in `out_dir` (rows that do not read back are left out)."""
+    rows = {}
+    try:
+        entries = sorted(os.scandir(out_dir), key=lambda e: e.name)
+    except OSError:
+        return rows
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
         try:
-            for part, (_, top) in result.by_part().items():
-                maxima[part] = max(maxima.get(part, 0.0), top)
-        except Exception:
-            pass
+            with open(os.path.join(entry.path, ROW_FILE), encoding="utf-8") as handle:
+                row = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(row, dict) and isinstance(row.get("name"), str) \
+                and row.get("folder") == entry.name and isinstance(row.get("parts"), dict):
+            rows[row["name"]] = row
+    return rows
+
+
+def _cells(row, parts):
+    total = "" if row.get("total") is None else f"{row['total']:g}"
+    return ([text_cell(row["name"]), text_cell(row.get("status", "")), total,
+             f"{float(row.get('max', 0)):g}"]
+            + [f"{float(row['parts'].get(p, (0, 0))[0]):g}" for p in parts]
+            + [text_cell(row.get("reason")), text_cell(row.get("source")),
+               text_cell(row.get("folder"))])
+
+
+def gradebook_text(rows, parts):
+    """grades.csv from gradebook rows (dicts from `record`), sorted by name."""
+    maxima = {}
+    for row in rows:
+        for part, pair in row.get("parts", {}).items():
+            try:
+                maxima[part] = max(maxima.get(part, 0.0), float(pair[1]))
+            except (TypeError, ValueError, IndexError):
+                pass
     handle = io.StringIO(newline="")
     writer = csv.writer(handle)
     writer.writerow(["submission", "status", "total", "max"]
                     + [f"{p} (/{maxima.get(p, 0):g})" for p in parts] + ["reason", "source", "folder"])
-    for result in sorted(results, key=_sort_key):
+    for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         try:
-            writer.writerow(_row(result, parts))
+            writer.writerow(_cells(row, parts))
         except Exception as error:  # an odd row must not cost the gradebook
-            name = text_cell(getattr(result, "name", "?"))
-            writer.writerow([name, "grader error", "", ""] + [""] * len(parts)
+            writer.writerow([text_cell(row.get("name", "?")), "grader error", "", ""]
+                            + [""] * len(parts)
                             + [text_cell(f"the grader could not write this row: {error!r}"),
-                               text_cell(getattr(result, "source", "")),
-                               text_cell(getattr(result, "folder", ""))])
+                               text_cell(row.get("source", "")), text_cell(row.get("folder", ""))])
     return handle.getvalue()
 
 
-def write_gradebook(results, parts, path):
-    write_bytes(path, gradebook_text(results, parts).encode("utf-8", errors="replace"))
+def write_gradebook(rows, parts, path):
+    """Write grades.csv (atomically) from gradebook rows."""
+    write_bytes(path, gradebook_text(rows, parts).encode("utf-8", errors="replace"))
