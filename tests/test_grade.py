@@ -142,3 +142,19 @@ def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path
     assert done.returncode == 2, done.stdout + done.stderr
     assert "add up to 100, not the assignment's declared total of 98" in done.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_the_readme_example_table_is_what_a_run_gives(graded_examples):
+    """The README's table of example scores is kept true by this run."""
+    _, rows, _ = graded_examples
+    with open(os.path.join(KIT, "README.md"), encoding="utf-8") as handle:
+        table = [line for line in handle if line.startswith("| `")]
+    documented = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = cells[0].strip("`").rstrip("/")
+        stem = os.path.splitext(name)[0]
+        if stem in EXPECTED:
+            documented[stem] = cells[-1].split(":")[0].split(",")[0].strip()
+    assert set(documented) == set(EXPECTED)
+    assert {n: rows[n]["total"] for n in documented} == documented
