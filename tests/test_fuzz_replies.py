@@ -37,6 +37,7 @@ from grader.sandbox.runtime import protocol
 sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
 import cases as cases_table  # noqa: E402
 import checks  # noqa: E402
+from grader.harness.devices import device_failure  # noqa: E402
 
 SECONDS = 2.0            # one example, end to end, in CPU time (a loaded machine
                          # stretches wall time, not the work done)
@@ -161,7 +162,7 @@ def deliver(frame, kind="probe", case=None):
                 checks._check_weights_dropout(case, got, expected.tensor(case.captures()[0]))
             else:
                 checks.compare_results(case, got, expected, state)
-            _bounded(repr(got.violations()))
+            _bounded(repr(device_failure(case.target, got)))
     except WorkerFailure as failure:
         outcome = "worker"
         LAST["message"] = _bounded(failure.reason)

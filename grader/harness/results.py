@@ -162,10 +162,6 @@ class ProbeResult:
         params = grads.get("params") if isinstance(grads, dict) else None
         return sorted(k for k in params if isinstance(k, str)) if isinstance(params, dict) else []
 
-    def violations(self):
-        found = self.raw.get("device_violations", [])
-        return [str(v)[:600] for v in found][:5] if isinstance(found, list) else []
-
     def calls(self):
         return len(self._calls())
 
