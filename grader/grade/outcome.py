@@ -11,6 +11,8 @@ class TestOutcome:
     message: str = ""
     seconds: float = 0.0
     grader_traceback: str = ""
+    mistakes: list = dataclasses.field(default_factory=list)  # catalog ids whose result it equals
+    heatmap: dict = None       # {"title", "expected", "got"}: 2-D lists of attention weights
 
     @property
     def score(self):
@@ -34,6 +36,9 @@ class SubmissionResult:
     seconds: float = 0.0
     fingerprint: str = None      # of what was graded (grade/fingerprint.py)
     unchanged: bool = False      # same fingerprint as its row in the gradebook: not regraded
+    # one per part that lost points: {"part", "mistake" (catalog id or None), "text",
+    # "experiment" (a small experiment the student can run to see it, or "")}
+    diagnoses: list = dataclasses.field(default_factory=list)
 
     @property
     def score(self):
@@ -64,6 +69,50 @@ class SubmissionResult:
         return "graded"
 
 
+def _strings(value, limit=20):
+    return [str(v)[:100] for v in value[:limit] if isinstance(v, str)] \
+        if isinstance(value, list) else []
+
+
+def _matrix(value, limit=64):
+    """A 2-D list of at most limit x limit floats, or None."""
+    if not isinstance(value, list) or not value or len(value) > limit:
+        return None
+    rows = []
+    for row in value:
+        if not isinstance(row, list) or len(row) != len(value[0]) or len(row) > limit:
+            return None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row):
+            return None
+        rows.append([float(v) for v in row])
+    return rows
+
+
+def _heatmap(value):
+    """The trusted process's picture data for a failed test, checked; None when absent."""
+    if not isinstance(value, dict):
+        return None
+    expected, got = _matrix(value.get("expected")), _matrix(value.get("got"))
+    if expected is None:
+        return None
+    if got is not None and (len(got) != len(expected) or len(got[0]) != len(expected[0])):
+        got = None
+    return {"title": str(value.get("title", ""))[:300], "expected": expected, "got": got}
+
+
+def diagnoses_from(report):
+    """The trusted process's per-part diagnoses, checked (see grader/catalog/diagnose.py)."""
+    out = []
+    for entry in report.get("diagnoses") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("part"), str):
+            mistake = entry.get("mistake")
+            out.append({"part": entry["part"][:100],
+                        "mistake": mistake[:100] if isinstance(mistake, str) else None,
+                        "text": str(entry.get("text", ""))[:2000],
+                        "experiment": str(entry.get("experiment", ""))[:1000]})
+    return out[:20]
+
+
 def from_catalog(catalog, status, message):
     """Every hidden test with the same outcome (used when none of them could run)."""
     return [TestOutcome(t["name"], t["part"], t["points"],
@@ -81,7 +130,8 @@ def from_suite(report, catalog):
             status = "grader-error"
         tests.append(TestOutcome(entry["name"], entry["part"], float(entry["points"]), status,
                                  entry.get("message", ""), float(entry.get("seconds", 0.0)),
-                                 entry.get("grader_traceback", "")))
+                                 entry.get("grader_traceback", ""),
+                                 _strings(entry.get("mistakes")), _heatmap(entry.get("heatmap"))))
         seen.add(entry["nodeid"])
     missing = [t for t in catalog if t["nodeid"] not in seen]
     for t in missing:  # a test that never reported is the grader's failure, not a zero

@@ -84,6 +84,9 @@ class Recorder:
         if isinstance(error, (StudentFailure, AssertionError)) and call.when == "call":
             entry["blame"] = "student"
             entry["message"] = str(error)
+            # the evidence a failure carries (grader/catalog/diagnose.py, harness/compare.py)
+            entry["mistakes"] = list(getattr(error, "mistakes", None) or [])
+            entry["heatmap"] = getattr(error, "heatmap", None)
         elif call.when == "call" and "Timeout" in str(error) and "pytest-timeout" in str(error):
             entry["blame"] = "student"
             entry["message"] = (f"This test took longer than its time limit "
@@ -125,6 +128,8 @@ class Recorder:
                 "isolation": dict(level.describe(), **(student.limits_applied() if student else {}))
                 if level else None,
                 "submission": student.summary() if student else None,
+                # per part that lost points, made by the hidden suite at the session's end
+                "diagnoses": list(getattr(self.config, "attnkit_diagnoses", None) or []),
             }
         data = json.dumps(payload).encode()
         with os.fdopen(fd, "wb", closefd=True) as out:

@@ -97,18 +97,36 @@ def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1
         if suspect is not None and same(got, suspect, scale, equal_nan=True):
             lines.append(f"  Your result is exactly what you get if {description}.")
             break
-    _raise(lines, context, hints)
+    _raise(lines, context, hints, heatmap=heatmap(got, expected, what) if weights else None)
 
 
 def _dtype(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def _raise(lines, context, hints):
+def _raise(lines, context, hints, heatmap=None):
     lines = list(lines) + [f"  {h}" for h in hints if h]
     if context:
         lines.append("  About this case: " + "; ".join(context))
-    raise StudentFailure("\n".join(lines))
+    failure = StudentFailure("\n".join(lines))
+    failure.heatmap = heatmap
+    raise failure
+
+
+def heatmap(got, expected, what, limit=32):
+    """Picture data for weights that differ: the first (Q, K) slab where they do, as
+    {"title", "expected", "got"} with 2-D lists of at most limit x limit floats."""
+    if expected.dim() < 2 or got.shape != expected.shape or expected.numel() == 0:
+        return None
+    e = expected.detach().to(torch.float64).reshape(-1, *expected.shape[-2:])
+    g = got.detach().to(torch.float64).reshape(-1, *expected.shape[-2:])
+    differs = [i for i in range(e.shape[0]) if not torch.equal(e[i], g[i])]
+    index = differs[0] if differs else 0
+    def rows(t):
+        t = torch.nan_to_num(t[index, :limit, :limit], nan=0.0, posinf=1.0, neginf=0.0)
+        return [[round(float(v), 6) for v in row] for row in t.tolist()]
+    where = f" (slab {index} of {e.shape[0]})" if e.shape[0] > 1 else ""
+    return {"title": f"{what}{where}"[:300], "expected": rows(e), "got": rows(g)}
 
 
 def _shape_hints(got, expected):
