@@ -32,9 +32,11 @@ def suite_fingerprint(options):
     with open(options.solution, "rb") as handle:
         digest.update(handle.read())
     _hash_tree(digest, _GRADER)
-    digest.update(json.dumps({"isolation": options.isolation, "no_gpu": options.no_gpu,
-                              "limits": dataclasses.asdict(options.limits)},
-                             sort_keys=True).encode())
+    settings = {"isolation": options.isolation, "no_gpu": options.no_gpu,
+                "limits": dataclasses.asdict(options.limits)}
+    if getattr(options, "lang", "en") != "en":  # the feedback's language: another grading
+        settings["lang"] = options.lang
+    digest.update(json.dumps(settings, sort_keys=True).encode())
     return digest.hexdigest()
 
 

@@ -17,10 +17,12 @@ import traceback
 
 import pytest
 
+from grader import i18n
 from grader.harness.failures import StudentFailure
+from grader.i18n import N_, _
 
-GRADER_FAULT = ("The grader itself failed on this test; this is not your fault and costs you "
-                "nothing once your instructor has looked at it.")
+GRADER_FAULT = N_("The grader itself failed on this test; this is not your fault and costs you "
+                  "nothing once your instructor has looked at it.")
 
 
 def pytest_addoption(parser):
@@ -28,6 +30,8 @@ def pytest_addoption(parser):
     group.addoption("--attnkit-report-fd", type=int, default=None)
     group.addoption("--attnkit-catalog", action="store_true",
                     help="with --collect-only: report the tests with their points and parts")
+    group.addoption("--attnkit-lang", choices=i18n.LANGUAGES, default="en",
+                    help="language of the messages students read (grader/i18n.py)")
 
 
 def _marker_arg(item, name, default=None):
@@ -89,14 +93,15 @@ class Recorder:
             entry["heatmap"] = getattr(error, "heatmap", None)
         elif call.when == "call" and "Timeout" in str(error) and "pytest-timeout" in str(error):
             entry["blame"] = "student"
-            entry["message"] = (f"This test took longer than its time limit "
-                                f"({self.config.getoption('timeout', None)} s) and was stopped.")
+            entry["message"] = _("This test took longer than its time limit ({seconds} s) and "
+                                 "was stopped.").format(
+                                     seconds=self.config.getoption("timeout", None))
             student = getattr(self.config, "attnkit_student", None)
             if student is not None:
                 student.abandon_worker()
         else:
             entry["blame"] = "grader"
-            entry["message"] = GRADER_FAULT
+            entry["message"] = _(GRADER_FAULT)
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__)) \
                 if error is not None else str(report.longrepr)
             entry["grader_traceback"] = text[-8000:]
@@ -136,5 +141,7 @@ class Recorder:
             out.write(data)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    i18n.set_language(config.getoption("--attnkit-lang", "en") or "en")
     config.pluginmanager.register(Recorder(config), "attnkit-recorder")

@@ -25,6 +25,7 @@ class SuiteOptions:
     isolation: str = "auto"
     limits: Limits = Limits()
     no_gpu: bool = False
+    lang: str = "en"           # of the messages students read: en or zh (grader/i18n.py)
 
     def pytest_args(self):
         args = [os.path.abspath(self.hidden_tests), "-c",
@@ -37,6 +38,8 @@ class SuiteOptions:
                 "--timeout", str(int(4 * self.limits.call_seconds + 30))]
         if self.no_gpu:
             args.append("--no-gpu")
+        if self.lang != "en":
+            args += ["--attnkit-lang", self.lang]
         return args
 
     def process_seconds(self):

@@ -13,7 +13,9 @@ returned none, in the calls the guard could watch. What it cannot prove: `.cpu()
 worker's memory by code written for that purpose. Only the CUDA tier proves GPU execution.
 """
 
-UNWATCHED = ("{target}: the device check could not watch this call ({why}), so how it "
+from ..i18n import N_, _
+
+UNWATCHED = N_("{target}: the device check could not watch this call ({why}), so how it "
              "behaves with its inputs on a GPU cannot be graded here. The GPU part is graded only for code the "
              "check can follow: plain torch operations on the inputs' device.")
 
@@ -23,21 +25,21 @@ def device_failure(target, result):
     raw = result.raw if isinstance(getattr(result, "raw", None), dict) else {}
     record = raw.get("guard")
     if not isinstance(record, dict):
-        return UNWATCHED.format(target=target, why="the guard left no record")
+        return _(UNWATCHED).format(target=target, why=_("the guard left no record"))
     tripped = record.get("tripped")
     if isinstance(tripped, list) and tripped:
         names = ", ".join(str(t)[:80] for t in tripped[:3])
-        return UNWATCHED.format(target=target, why=f"the code used {names}, which switches the "
-                                                   f"check off or reaches into it")
+        return _(UNWATCHED).format(target=target, why=_("the code used {names}, which switches the "
+                                                     "check off or reaches into it").format(names=names))
     if record.get("intact") is not True:
-        return UNWATCHED.format(target=target,
-                                why="the check was taken off torch's mode stack or changed")
+        return _(UNWATCHED).format(target=target,
+                                why=_("the check was taken off torch's mode stack or changed"))
     ops = record.get("ops")
     if not isinstance(ops, int) or isinstance(ops, bool) or ops <= 0:
-        return UNWATCHED.format(target=target, why="it observed no torch operation at all")
+        return _(UNWATCHED).format(target=target, why=_("it observed no torch operation at all"))
     found = record.get("violations")
     if not isinstance(found, list):
-        return UNWATCHED.format(target=target, why="its record is malformed")
+        return _(UNWATCHED).format(target=target, why=_("its record is malformed"))
     if found:
-        return f"{target} would fail on a GPU: {str(found[0])[:600]}"
+        return _("{target} would fail on a GPU: {why}").format(target=target, why=str(found[0])[:600])
     return None

@@ -3,6 +3,7 @@ import importlib.util
 import os
 import time
 
+from ..i18n import _
 from ..sandbox.client import Worker, WorkerFailure
 from ..textsafety import safe_text
 from ..sandbox.runtime.probes import run_probe
@@ -49,18 +50,19 @@ def explain_import_error(error):
     text = format_error(error)
     if kind in ("ModuleNotFoundError", "ImportError") and "No module named" in message:
         missing = message.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
-        return (f"importing attention.py failed: it imports `{missing}`, which the grading machine "
-                f"does not have (it has Python's standard library and torch). Copy what you "
-                f"need from it into attention.py instead of importing it.\n{text}")
+        return _("importing attention.py failed: it imports `{missing}`, which the grading "
+                 "machine does not have (it has Python's standard library and torch). Copy what "
+                 "you need from it into attention.py instead of importing it.").format(
+                     missing=missing) + "\n" + text
     if kind == "SyntaxError" or kind == "IndentationError":
-        return f"attention.py is not valid Python, so nothing in it could be graded.\n{text}"
+        return _("attention.py is not valid Python, so nothing in it could be graded.") + "\n" + text
     if kind == "SystemExit":
-        return (f"attention.py called sys.exit() while being imported, so nothing in it could be "
-                f"graded. Remove top-level code that exits (put demos under "
-                f"`if __name__ == '__main__':`).\n{text}")
-    return (f"importing attention.py raised an error, so nothing in it could be graded. Code at "
-            f"the top level of the file runs on import: put tests and demos under "
-            f"`if __name__ == '__main__':`.\n{text}")
+        return _("attention.py called sys.exit() while being imported, so nothing in it could be "
+                 "graded. Remove top-level code that exits (put demos under "
+                 "`if __name__ == '__main__':`).") + "\n" + text
+    return _("importing attention.py raised an error, so nothing in it could be graded. Code at "
+             "the top level of the file runs on import: put tests and demos under "
+             "`if __name__ == '__main__':`.") + "\n" + text
 
 
 class Submission:
@@ -109,8 +111,8 @@ class Submission:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise StudentFailure(
-                f"Not run: the submission used up its total time limit of "
-                f"{self.limits.submission_seconds:g} s on earlier tests.")
+                _("Not run: the submission used up its total time limit of {seconds} s on "
+                  "earlier tests.").format(seconds=f"{self.limits.submission_seconds:g}"))
         return left
 
     def _ensure_loaded(self):
@@ -130,11 +132,12 @@ class Submission:
         timeout = min(self.limits.import_seconds, self._remaining())
         try:
             reply = self.worker.request({"op": "load", "names": list(API_NAMES)}, timeout,
-                                        doing="running the top level of attention.py")
+                                        doing=_("running the top level of attention.py"))
         except WorkerFailure as failure:
-            self.load_error = (f"importing attention.py failed: {failure.reason}. Code at the top "
-                               f"level of the file runs on import; an endless loop or exit there "
-                               f"stops everything (put demos under `if __name__ == '__main__':`).")
+            self.load_error = _("importing attention.py failed: {reason}. Code at the top level "
+                                "of the file runs on import; an endless loop or exit there stops "
+                                "everything (put demos under `if __name__ == '__main__':`).").format(
+                                    reason=failure.reason)
             raise StudentFailure(self.load_error) from None
         # the reply was checked against replies.SCHEMAS["load"]: types, sizes, safe strings
         if reply.get("ok") is not True:
@@ -149,7 +152,7 @@ class Submission:
         probe) bounds the size of the tensors the submission may send back."""
         target = probe["target"]
         if target in self.broken:
-            raise StudentFailure(f"Not run: {self.broken[target]}")
+            raise StudentFailure(_("Not run: {reason}").format(reason=self.broken[target]))
         self._remaining()
         self._ensure_loaded()
         timeout = min(self.limits.call_seconds, self._remaining())
@@ -158,14 +161,17 @@ class Submission:
                                         reference_numel=expected.largest_numel()
                                         if expected is not None else None)
         except WorkerFailure as failure:
-            self.broken[target] = f"an earlier call to {target} failed: {failure.reason}."
+            self.broken[target] = _("an earlier call to {target} failed: {reason}.").format(
+                target=target, reason=failure.reason)
             if timeout < self.limits.call_seconds and failure.kind == "timeout":
                 raise StudentFailure(
-                    f"{call_text}: the submission's total time limit of "
-                    f"{self.limits.submission_seconds:g} s ran out during this call.") from None
+                    _("{call}: the submission's total time limit of {seconds} s ran out during "
+                      "this call.").format(call=call_text,
+                                           seconds=f"{self.limits.submission_seconds:g}")) from None
             raise StudentFailure(f"{call_text}: {failure.reason}.") from None
         if reply.get("ok") is not True:
-            raise StudentFailure(f"{call_text} raised {format_error(reply.get('error'))}")
+            raise StudentFailure(_("{doing} raised {error}").format(
+                doing=call_text, error=format_error(reply.get("error"))))
         return ProbeResult(reply.get("result"), probe, "submission", call_text).check_ran()
 
     def _collect_output(self):

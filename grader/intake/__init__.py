@@ -19,12 +19,13 @@ import shutil
 import stat
 import tempfile
 
+from ..i18n import N_, _, ngettext
 from ..textsafety import safe_text
 from .archive import extract
 from .errors import IntakeError
 from .notebook import MAX_NOTEBOOK_BYTES, notebook_to_module
-from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, open_submitted,
-                     read_entry, read_fd, refusal, shown, walk)
+from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, kind_text,
+                     open_submitted, read_entry, read_fd, refusal, shown, walk)
 from .text import MAX_SOURCE_BYTES, decode_source
 
 __all__ = ["IntakeError", "Staged", "stage", "submission_names"]
@@ -92,8 +93,8 @@ def _skip_dir(name):
 
 def _listing(entries):
     def one(entry):
-        return entry.shown + (f" ({entry.kind})" if entry.kind else "")
-    return ", ".join(one(e) for e in entries[:10]) or "nothing"
+        return entry.shown + (f" ({kind_text(entry.kind)})" if entry.kind else "")
+    return ", ".join(one(e) for e in entries[:10]) or _("nothing")
 
 
 def locate(entries, label):
@@ -106,8 +107,9 @@ def locate(entries, label):
         best = min(e.depth for e in matches)
         shallowest = [e for e in matches if e.depth == best]
         if len(shallowest) > 1:
-            raise IntakeError(f"{label} holds several candidate files "
-                              f"({', '.join(e.shown for e in shallowest[:10])}); keep only one.")
+            raise IntakeError(_("{label} holds several candidate files ({files}); keep only "
+                                "one.").format(label=label,
+                                               files=", ".join(e.shown for e in shallowest[:10])))
         return shallowest[0]
 
     for test in (lambda n: n == "attention.py",
@@ -125,8 +127,8 @@ def locate(entries, label):
             return regular[0]
         if not others and not regular and len(group) == 1:
             return group[0]  # refused by the caller, with what it is
-    raise IntakeError(f"{label} has no attention.py (it contains: {_listing(entries)}). Name your "
-                      f"file attention.py.")
+    raise IntakeError(_("{label} has no attention.py (it contains: {listing}). Name your file "
+                        "attention.py.").format(label=label, listing=_listing(entries)))
 
 
 def _convert(data, label, is_notebook):
@@ -137,17 +139,19 @@ def _convert(data, label, is_notebook):
 
 def _limit(name):
     if name.lower().endswith(".ipynb"):
-        return MAX_NOTEBOOK_BYTES, "notebook"
-    return MAX_SOURCE_BYTES, "source file"
+        return MAX_NOTEBOOK_BYTES, N_("notebook")
+    return MAX_SOURCE_BYTES, N_("source file")
 
 
 def _skipped_note(label, skipped):
-    listed = "; ".join(f"{e.shown}: {e.kind}" for e in skipped[:5])
-    more = f"; and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-    count = ("1 entry that is not a regular file" if len(skipped) == 1
-             else f"{len(skipped)} entries that are not regular files")
-    return (f"{label}: skipped {count} ({listed}{more}); the grader reads "
-            f"only regular files, never links, pipes or devices.")
+    listed = "; ".join(f"{e.shown}: {kind_text(e.kind)}" for e in skipped[:5])
+    more = _("; and {count} more").format(count=len(skipped) - 5) if len(skipped) > 5 else ""
+    count = ngettext("1 entry that is not a regular file",
+                     "{count} entries that are not regular files", len(skipped)).format(
+                         count=len(skipped))
+    return _("{label}: skipped {count} ({listed}{more}); the grader reads only regular files, "
+             "never links, pipes or devices.").format(label=label, count=count, listed=listed,
+                                                      more=more)
 
 
 def stage(path, dest, name, seconds=INTAKE_SECONDS):
@@ -160,7 +164,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
     try:
         os.makedirs(dest, exist_ok=True)
         if not os.fsdecode(path):
-            raise IntakeError("no submission path was given.")
+            raise IntakeError(_("no submission path was given."))
         norm = os.path.normpath(os.fsdecode(path))  # no trailing slash: lstat sees a link
         label = shown(os.path.basename(norm) or norm)
         deadline = Deadline(seconds, label)
@@ -177,7 +181,8 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                 opened.append(root)
             if root is None:
                 if not norm.lower().endswith((".py", ".ipynb")):
-                    raise IntakeError(f"{label} is not a .py file, a notebook, a zip or a folder.")
+                    raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
+                                        "folder.").format(label=label))
                 limit, what = _limit(norm)
                 data = read_fd(fd, limit, label, deadline, what)
                 text, notes = _convert(data, label, norm.lower().endswith(".ipynb"))
@@ -186,7 +191,8 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                 entries, notes = walk(root, label, deadline, _skip_dir)
                 chosen = locate(entries, label)
                 if not chosen.name.lower().endswith((".py", ".ipynb")):
-                    raise IntakeError(f"{label} is not a .py file, a notebook, a zip or a folder.")
+                    raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
+                                        "folder.").format(label=label))
                 if chosen.kind:
                     raise IntakeError(refusal(chosen.shown, chosen.kind))
                 skipped = [e for e in entries if e.kind]
@@ -204,15 +210,17 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
             raise
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else type(error).__name__
-            raise IntakeError(f"{label} could not be read ({reason}).") from None
+            raise IntakeError(_("{label} could not be read ({reason}).").format(
+                label=label, reason=reason)) from None
         except (ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
-            raise IntakeError(f"{label} could not be read ({type(error).__name__}: "
-                              f"{shown(str(error), 300)}).") from None
+            raise IntakeError(_("{label} could not be read ({reason}).").format(
+                label=label, reason=f"{type(error).__name__}: {shown(str(error), 300)}")) from None
     except IntakeError as error:
         staged.error = safe_text(str(error), 4000)
     except Exception as error:  # a bug of ours must still not cost the gradebook its row
-        staged.error = safe_text(f"the grader could not take in this submission ({type(error).__name__}: "
-                                 f"{error}); tell your instructor.", 4000)
+        staged.error = safe_text(_("the grader could not take in this submission ({error}); tell "
+                                   "your instructor.").format(
+                                       error=f"{type(error).__name__}: {error}"), 4000)
     finally:
         for fd in reversed(opened):
             os.close(fd)
@@ -237,8 +245,8 @@ def _copy_helpers(root, entries, chosen, dest, notes, deadline):
             odd.append(entry)
             continue
         try:
-            data = read_entry(root, entry, MAX_HELPER_BYTES, entry.shown, deadline, "helper file")
-            text, _ = decode_source(data, entry.shown)
+            data = read_entry(root, entry, MAX_HELPER_BYTES, entry.shown, deadline, N_("helper file"))
+            text, _notes = decode_source(data, entry.shown)
         except IntakeTimeout:
             raise
         except IntakeError:
@@ -246,5 +254,6 @@ def _copy_helpers(root, entries, chosen, dest, notes, deadline):
         with open(os.path.join(dest, entry.name), "w", encoding="utf-8") as handle:
             handle.write(text)
     if odd:
-        notes.append(f"{len(odd)} helper files have names the grader cannot use "
-                     f"({', '.join(e.shown for e in odd[:5])}) and were not copied; rename them.")
+        notes.append(_("{count} helper files have names the grader cannot use ({files}) and "
+                       "were not copied; rename them.").format(
+                           count=len(odd), files=", ".join(e.shown for e in odd[:5])))

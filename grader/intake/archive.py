@@ -13,6 +13,7 @@ import stat
 import zipfile
 import zlib
 
+from ..i18n import N_, _
 from .errors import IntakeError
 from .safeio import INTAKE_SECONDS, Deadline, kind_of, open_submitted, refusal, shown, too_large
 
@@ -71,13 +72,13 @@ def extract(zip_path, dest, label, deadline=None, fd=None):
         fd, is_folder = open_submitted(os.path.normpath(zip_path), label)
         if is_folder:
             os.close(fd)
-            raise IntakeError(f"{label} is a folder, not a zip archive.")
+            raise IntakeError(_("{label} is a folder, not a zip archive.").format(label=label))
     try:
         info = os.fstat(fd)
         if kind_of(info.st_mode):
             raise IntakeError(refusal(label, kind_of(info.st_mode)))
         if info.st_size > MAX_ZIP_BYTES:
-            raise IntakeError(too_large(label, info.st_size, MAX_ZIP_BYTES, "zip archive"))
+            raise IntakeError(too_large(label, info.st_size, MAX_ZIP_BYTES, N_("zip archive")))
         with open(os.dup(fd), "rb") as handle:
             handle.seek(0)
             return _extract(handle, dest, label, deadline)
@@ -91,16 +92,18 @@ def _extract(handle, dest, label, deadline):
     try:
         archive = zipfile.ZipFile(handle)
     except Exception as error:  # BadZipFile, but also ValueError, UnicodeDecodeError, ... on damage
-        raise IntakeError(f"{label} is not a readable zip archive "
-                          f"({shown(str(error) or type(error).__name__, 300)}).") from None
+        raise IntakeError(_("{label} is not a readable zip archive ({reason}).").format(
+            label=label, reason=shown(str(error) or type(error).__name__, 300))) from None
     with archive:
         entries = archive.infolist()
         if len(entries) > MAX_ENTRIES:
-            raise IntakeError(f"{label} has {len(entries)} entries; at most {MAX_ENTRIES} are accepted.")
+            raise IntakeError(_("{label} has {count} entries; at most {max} are accepted.").format(
+                label=label, count=len(entries), max=MAX_ENTRIES))
         declared = sum(e.file_size for e in entries)
         if declared > MAX_TOTAL_BYTES:
-            raise IntakeError(f"{label} would unpack to {declared // 2**20} MB; at most "
-                              f"{MAX_TOTAL_BYTES // 2**20} MB are accepted.")
+            raise IntakeError(_("{label} would unpack to {mb} MB; at most {max} MB are "
+                                "accepted.").format(label=label, mb=declared // 2**20,
+                                                    max=MAX_TOTAL_BYTES // 2**20))
         refused, junk, total, too_big, unwritable = [], 0, 0, [], []
         root = os.path.realpath(dest)
         for info in entries:
@@ -144,22 +147,28 @@ def _extract(handle, dest, label, deadline):
                         total += len(chunk)
                         if written > MAX_ENTRY_BYTES or total > MAX_TOTAL_BYTES:
                             raise IntakeError(
-                                f"{label} inflates far beyond the sizes it declares (a zip bomb?); "
-                                f"it was not unpacked.")
+                                _("{label} inflates far beyond the sizes it declares (a zip "
+                                  "bomb?); it was not unpacked.").format(label=label))
                         out.write(chunk)
             except READ_ERRORS as error:
-                raise IntakeError(f"{label}: the entry {shown(name, 200)!r} could not be read "
-                                  f"({shown(str(error) or type(error).__name__, 300)}).") from None
+                raise IntakeError(_("{label}: the entry {entry} could not be read ({reason}).").format(
+                    label=label, entry=repr(shown(name, 200)),
+                    reason=shown(str(error) or type(error).__name__, 300))) from None
         if junk:
-            notes.append(f"{label}: ignored {junk} archive junk entries (__MACOSX, .DS_Store, caches).")
+            notes.append(_("{label}: ignored {count} archive junk entries (__MACOSX, .DS_Store, "
+                           "caches).").format(label=label, count=junk))
         if too_big:
-            notes.append(f"{label}: skipped {len(too_big)} files over {MAX_ENTRY_BYTES // 2**20} MB "
-                         f"({', '.join(too_big[:5])}); the grader unpacks only smaller files.")
+            notes.append(_("{label}: skipped {count} files over {mb} MB ({files}); the grader "
+                           "unpacks only smaller files.").format(
+                               label=label, count=len(too_big), mb=MAX_ENTRY_BYTES // 2**20,
+                               files=", ".join(too_big[:5])))
         if unwritable:
-            notes.append(f"{label}: {len(unwritable)} entries could not be unpacked under their "
-                         f"names ({', '.join(unwritable[:5])}); they were skipped.")
+            notes.append(_("{label}: {count} entries could not be unpacked under their names "
+                           "({files}); they were skipped.").format(
+                               label=label, count=len(unwritable), files=", ".join(unwritable[:5])))
         if refused:
             listed = ", ".join(refused[:5])
-            notes.append(f"{label}: refused {len(refused)} entries that point outside the archive "
-                         f"or are links ({listed}); nothing was written for them.")
+            notes.append(_("{label}: refused {count} entries that point outside the archive or "
+                           "are links ({files}); nothing was written for them.").format(
+                               label=label, count=len(refused), files=listed))
     return notes

@@ -9,6 +9,7 @@ that defines everything is graded in full.
 """
 import json
 
+from ..i18n import _
 from .errors import IntakeError
 
 NON_PYTHON_CELL_MAGICS = {"bash", "sh", "script", "writefile", "html", "javascript", "js",
@@ -37,18 +38,20 @@ def _clean_cell(source, number, notes):
     if first.startswith("%%"):
         magic = first[2:].split()[0] if first[2:].split() else ""
         if magic in NON_PYTHON_CELL_MAGICS:
-            notes.append(f"cell {number} is a %%{magic} cell (not Python); it was skipped.")
+            notes.append(_("cell {number} is a %%{magic} cell (not Python); it was skipped.").format(
+                number=number, magic=magic))
             return None
         lines[0] = f"# {first}  (cell magic removed by the grader)"
-        notes.append(f"cell {number}: the cell magic `{first[:60]}` was removed; the cell ran as "
-                     f"plain Python.")
+        notes.append(_("cell {number}: the cell magic `{magic}` was removed; the cell ran as "
+                       "plain Python.").format(number=number, magic=first[:60]))
     out = []
     for line in lines:
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
         if stripped.startswith(("%", "!")) or (stripped.endswith("?") and stripped[:-1].isidentifier()):
-            kind = "shell command" if stripped.startswith("!") else "IPython magic"
-            notes.append(f"cell {number}: the {kind} `{stripped[:60]}` was not run.")
+            kind = _("shell command") if stripped.startswith("!") else _("IPython magic")
+            notes.append(_("cell {number}: the {kind} `{line}` was not run.").format(
+                number=number, kind=kind, line=stripped[:60]))
             out.append(f"{indent}pass  # {stripped}")
         else:
             out.append(line)
@@ -58,24 +61,27 @@ def _clean_cell(source, number, notes):
 def notebook_to_module(data, label):
     """(module source, notes) for the bytes of a .ipynb file called `label`."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise IntakeError(f"{label} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB.")
+        raise IntakeError(_("{label} is larger than {mb} MB.").format(
+            label=label, mb=MAX_NOTEBOOK_BYTES // 2**20))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise IntakeError(f"{label} is not a notebook: a .ipynb file is UTF-8 JSON, and this "
-                          f"one is not text.") from None
+        raise IntakeError(_("{label} is not a notebook: a .ipynb file is UTF-8 JSON, and this "
+                            "one is not text.").format(label=label)) from None
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as error:
         raise IntakeError(
-            f"{label} is not a valid notebook: its JSON is broken at line {error.lineno}, "
-            f"column {error.colno} ({error.msg}). Open it in Jupyter, save it again, and "
-            f"re-upload; or upload the code as attention.py.") from None
+            _("{label} is not a valid notebook: its JSON is broken at line {line}, column "
+              "{column} ({error}). Open it in Jupyter, save it again, and re-upload; or upload "
+              "the code as attention.py.").format(label=label, line=error.lineno,
+                                                   column=error.colno, error=error.msg)) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if cells is None and isinstance(notebook, dict) and "worksheets" in notebook:  # nbformat 3
         cells = [c for ws in notebook["worksheets"] for c in ws.get("cells", [])]
     if not isinstance(cells, list):
-        raise IntakeError(f"{label} is JSON but not a Jupyter notebook (it has no cells).")
+        raise IntakeError(_("{label} is JSON but not a Jupyter notebook (it has no "
+                            "cells).").format(label=label))
     notes = []
     parts = [PRELUDE.format(label=label)]
     code_cells = 0
@@ -92,6 +98,7 @@ def notebook_to_module(data, label):
         code_cells += 1
         parts.append(f"__attnkit_run_cell__({number}, {cleaned!r})\n")
     if code_cells == 0:
-        raise IntakeError(f"{label} has no code cells.")
-    notes.insert(0, f"{label} was converted to a module: {code_cells} code cells, run in order.")
+        raise IntakeError(_("{label} has no code cells.").format(label=label))
+    notes.insert(0, _("{label} was converted to a module: {count} code cells, run in "
+                      "order.").format(label=label, count=code_cells))
     return "\n".join(parts), notes

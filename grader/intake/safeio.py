@@ -15,6 +15,7 @@ import os
 import stat
 import time
 
+from ..i18n import N_, _
 from ..textsafety import safe_text
 from .errors import IntakeError
 
@@ -26,7 +27,7 @@ CHUNK = 1 << 16
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
-SYMLINK = "a symbolic link"
+SYMLINK = N_("a symbolic link")
 
 
 class IntakeTimeout(IntakeError):
@@ -41,8 +42,9 @@ class Deadline:
     def check(self):
         if time.monotonic() > self.end:
             raise IntakeTimeout(
-                f"{self.label}: reading the submission took longer than {self.seconds:g} s, "
-                f"the limit; upload only your code (attention.py and its helper files).")
+                _("{label}: reading the submission took longer than {seconds} s, the limit; "
+                  "upload only your code (attention.py and its helper files).").format(
+                      label=self.label, seconds=f"{self.seconds:g}"))
 
 
 def shown(name, limit=200):
@@ -57,37 +59,44 @@ def kind_of(mode):
     if stat.S_ISLNK(mode):
         return SYMLINK
     if stat.S_ISDIR(mode):
-        return "a folder"
+        return N_("a folder")
     if stat.S_ISFIFO(mode):
-        return "a named pipe"
+        return N_("a named pipe")
     if stat.S_ISSOCK(mode):
-        return "a socket"
+        return N_("a socket")
     if stat.S_ISCHR(mode):
-        return "a device"
+        return N_("a device")
     if stat.S_ISBLK(mode):
-        return "a block device"
-    return "not a regular file"
+        return N_("a block device")
+    return N_("not a regular file")
 
 
-_EXPLAINED = {"a named pipe": "a named pipe (FIFO)", "a device": "a device (like /dev/zero)",
-              "a block device": "a block device (a disk)"}
+def kind_text(kind):
+    """What kind_of said, in the student's language (kind_of's English is what code compares)."""
+    return _(kind) if kind else kind
+
+
+_EXPLAINED = {"a named pipe": N_("a named pipe (FIFO)"), "a device": N_("a device (like /dev/zero)"),
+              "a block device": N_("a block device (a disk)")}
 
 
 def refusal(label, kind):
     if kind == SYMLINK:
-        return f"{label} is a symbolic link; upload the file itself."
+        return _("{label} is a symbolic link; upload the file itself.").format(label=label)
     if kind == "not a regular file":
-        return f"{label} is not a regular file; upload the file itself."
-    return (f"{label} is {_EXPLAINED.get(kind, kind)}, not a file; the grader reads only regular "
-            f"files. Upload the file itself.")
+        return _("{label} is not a regular file; upload the file itself.").format(label=label)
+    return _("{label} is {kind}, not a file; the grader reads only regular files. Upload the "
+             "file itself.").format(label=label, kind=_(_EXPLAINED.get(kind, kind)))
 
 
 def _amount(size):
     return f"{size // 2**20} MB" if size >= 4 * 2**20 else f"{size // 1024} KB"
 
 
-def too_large(label, size, limit, what="file"):
-    return f"{label} is {_amount(size)}; a {what} over {_amount(limit)} is not accepted."
+def too_large(label, size, limit, what=N_("file")):
+    """`what`: marked with N_ by the caller ("zip archive", "notebook"...), translated here."""
+    return _("{label} is {size}; a {what} over {limit} is not accepted.").format(
+        label=label, size=_amount(size), what=_(what), limit=_amount(limit))
 
 
 def _reason(error):
@@ -99,11 +108,13 @@ def open_submitted(path, label):
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        raise IntakeError(f"{shown(path, 500)} does not exist.") from None
+        raise IntakeError(_("{path} does not exist.").format(path=shown(path, 500))) from None
     except OSError as error:
-        raise IntakeError(f"{label} could not be read ({_reason(error)}).") from None
+        raise IntakeError(_("{label} could not be read ({reason}).").format(
+            label=label, reason=_reason(error))) from None
     except ValueError:  # a NUL in the name
-        raise IntakeError(f"{label} could not be read (its name is not a valid file name).") from None
+        raise IntakeError(_("{label} could not be read (its name is not a valid file "
+                            "name).").format(label=label)) from None
     kind = kind_of(info.st_mode)
     if kind not in (None, "a folder"):
         raise IntakeError(refusal(label, kind))
@@ -116,16 +127,18 @@ def open_submitted(path, label):
     if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino) or \
             stat.S_IFMT(opened.st_mode) != stat.S_IFMT(info.st_mode):
         os.close(fd)
-        raise IntakeError(f"{label} changed while the grader was reading it; upload it again.")
+        raise IntakeError(_("{label} changed while the grader was reading it; upload it "
+                            "again.").format(label=label))
     return fd, is_folder
 
 
 def _open_failure(label, error):
     if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return f"{label} is (or lies in a folder that is) a symbolic link; upload the file itself."
+        return _("{label} is (or lies in a folder that is) a symbolic link; upload the file "
+                 "itself.").format(label=label)
     if error.errno == errno.ENXIO:
         return refusal(label, "a socket")  # what open() says of one
-    return f"{label} could not be read ({_reason(error)})."
+    return _("{label} could not be read ({reason}).").format(label=label, reason=_reason(error))
 
 
 def read_fd(fd, limit, label, deadline, what="file"):
@@ -185,8 +198,9 @@ def walk(root_fd, label, deadline, skip_dir):
             for item in listing:
                 visited += 1
                 if visited > MAX_WALK_ENTRIES:
-                    raise IntakeError(f"{label} holds more than {MAX_WALK_ENTRIES} files and folders; "
-                                      f"upload only your code (attention.py and its helper files).")
+                    raise IntakeError(_("{label} holds more than {count} files and folders; "
+                                        "upload only your code (attention.py and its helper "
+                                        "files).").format(label=label, count=MAX_WALK_ENTRIES))
                 if visited % 64 == 0:
                     deadline.check()
                 items.append(item)
@@ -224,11 +238,14 @@ def walk(root_fd, label, deadline, skip_dir):
     visit(root_fd, ())
     notes = []
     if too_deep:
-        notes.append(f"{label}: folders nested deeper than {MAX_DEPTH} levels were not read "
-                     f"({', '.join(shown('/'.join(p), 200) for p in too_deep[:3])}).")
+        notes.append(_("{label}: folders nested deeper than {depth} levels were not read "
+                       "({folders}).").format(
+                           label=label, depth=MAX_DEPTH,
+                           folders=", ".join(shown("/".join(p), 200) for p in too_deep[:3])))
     if unreadable:
-        notes.append(f"{label}: {len(unreadable)} folders could not be read "
-                     f"({', '.join(shown('/'.join(p), 200) for p in unreadable[:3])}).")
+        notes.append(_("{label}: {count} folders could not be read ({folders}).").format(
+            label=label, count=len(unreadable),
+            folders=", ".join(shown("/".join(p), 200) for p in unreadable[:3])))
     return entries, notes
 
 
@@ -249,7 +266,8 @@ def read_entry(root_fd, entry, limit, label, deadline, what="file"):
         opened.append(handle)
         now = os.fstat(handle)
         if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-            raise IntakeError(f"{label} changed while the grader was reading it; upload it again.")
+            raise IntakeError(_("{label} changed while the grader was reading it; upload it "
+                                "again.").format(label=label))
         return read_fd(handle, limit, label, deadline, what)
     except OSError as error:
         raise IntakeError(_open_failure(label, error)) from None

@@ -23,6 +23,7 @@ import time
 from . import cgroups as cgroups_mod
 from . import isolation as isolation_mod
 from . import replies
+from ..i18n import _
 from ..textsafety import safe_text
 from .runtime import protocol
 
@@ -232,12 +233,12 @@ class Worker:
         (replies.py); `doing` names it in failure reasons; `reference_numel`: the largest
         tensor the reference returned for the same probe, which bounds the reply's tensors."""
         if self.proc is None or self.failure is not None:
-            raise WorkerFailure("the worker is not running", "crash")
+            raise WorkerFailure(_("the worker is not running"), "crash")
         self.wait_ready()
         try:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:
-            raise self._failed(self._death_reason("while receiving a request"), "crash") from None
+            raise self._failed(self._death_reason(_("while receiving a request")), "crash") from None
         return self._receive(timeout, doing, replies.kind_of(message), reference_numel)
 
     def _receive(self, timeout, doing, kind="other", reference_numel=None):
@@ -252,16 +253,19 @@ class Worker:
         except (protocol.FrameTimeout, replies.ReplyTooSlow):
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
-            what = doing or "the call"
-            raise self._failed(f"{what} did not finish within {timeout:g} s "
-                               f"(an endless loop, or far too slow)", "timeout") from None
+            what = doing or _("the call")
+            raise self._failed(_("{doing} did not finish within {seconds} s (an endless loop, or "
+                                 "far too slow)").format(doing=what, seconds=f"{timeout:g}"),
+                               "timeout") from None
         except protocol.ProtocolError as exc:
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
             if not isinstance(exc, replies.ReplyRefused) and "closed" in str(exc):
-                raise self._failed(self._death_reason(doing and f"while {doing}"), "crash") from None
-            raise self._failed(f"the submission's process sent a reply the grader refuses to "
-                               f"read: {safe_text(exc, 600)}", "protocol") from None
+                raise self._failed(self._death_reason(doing and _("while {doing}").format(doing=doing)),
+                                   "crash") from None
+            raise self._failed(_("the submission's process sent a reply the grader refuses to "
+                                 "read: {reason}").format(reason=safe_text(exc, 600)),
+                               "protocol") from None
         return reply
 
     def _failed(self, reason, kind):
@@ -276,27 +280,32 @@ class Worker:
             code = None
         when = f" {when}" if when else ""
         if code is None:
-            return f"the submission's process closed its channel{when}"
+            return _("the submission's process closed its channel{when}").format(when=when)
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
             if self._over_memory:
                 return self._memory_reason()
             if -code == signal.SIGXCPU:
-                return f"the process used more than {self.limits.cpu_seconds} s of CPU time{when}"
+                return _("the process used more than {seconds} s of CPU time{when}").format(
+                    seconds=self.limits.cpu_seconds, when=when)
             if -code == signal.SIGXFSZ:
-                return (f"the process tried to write a file larger than "
-                        f"{self.limits.file_size_mb} MB{when} (SIGXFSZ)")
-            return f"the process was killed by signal {name}{when}"
-        return (f"the process exited with status {code}{when} "
-                f"(os._exit() or sys.exit() in the submission, or a crash)")
+                return _("the process tried to write a file larger than {mb} MB{when} "
+                         "(SIGXFSZ)").format(mb=self.limits.file_size_mb, when=when)
+            return _("the process was killed by signal {signal}{when}").format(signal=name, when=when)
+        return _("the process exited with status {code}{when} (os._exit() or sys.exit() in the "
+                 "submission, or a crash)").format(code=code, when=when)
 
     def _memory_reason(self):
         if not self._watchdog_over:
-            return (f"the process used more than {self.limits.memory_mb} MB of memory and was "
-                    f"stopped (counted by the kernel: shared memory and in-memory files included)")
-        many = f" (with the {self._tree_size - 1} processes it started)" if self._tree_size > 1 else ""
-        return (f"the process{many} used more than {self.limits.memory_mb} MB of memory and "
-                f"was stopped")
+            return _("the process used more than {mb} MB of memory and was stopped (counted by "
+                     "the kernel: shared memory and in-memory files included)").format(
+                         mb=self.limits.memory_mb)
+        if self._tree_size > 1:
+            return _("the process (with the {count} processes it started) used more than {mb} MB "
+                     "of memory and was stopped").format(count=self._tree_size - 1,
+                                                         mb=self.limits.memory_mb)
+        return _("the process used more than {mb} MB of memory and was stopped").format(
+            mb=self.limits.memory_mb)
 
     def _watch_memory(self):
         """Without a memory cgroup: the watchdog, summing the PSS of the worker's processes

@@ -24,6 +24,7 @@ import time
 
 import torch
 
+from ..i18n import _
 from ..textsafety import safe_text
 from .runtime import protocol
 
@@ -276,39 +277,42 @@ def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
     """A contiguous clone of `value` if it is a tensor the comparison can use, else
     _TensorRefused with the reason in a student's words."""
     if type(value) is not torch.Tensor:
-        raise _TensorRefused(f"the process sent a {_name(value)} where a plain torch.Tensor "
-                             f"belongs (tensor subclasses are not accepted)")
+        raise _TensorRefused(_("the process sent a {type} where a plain torch.Tensor belongs "
+                               "(tensor subclasses are not accepted)").format(type=_name(value)))
     if value.is_nested:
-        raise _TensorRefused("it is a nested tensor; return one ordinary (dense) tensor")
+        raise _TensorRefused(_("it is a nested tensor; return one ordinary (dense) tensor"))
     if value.layout is not torch.strided:
-        raise _TensorRefused(f"it is a {str(value.layout).replace('torch.', '')} tensor; return an "
-                             f"ordinary dense tensor (.to_dense()), as the reference does")
+        raise _TensorRefused(_("it is a {layout} tensor; return an ordinary dense tensor "
+                               "(.to_dense()), as the reference does").format(
+                                   layout=str(value.layout).replace("torch.", "")))
     if value.is_quantized:
-        raise _TensorRefused("it is a quantized tensor; return an ordinary floating-point tensor")
+        raise _TensorRefused(_("it is a quantized tensor; return an ordinary floating-point tensor"))
     if value.device.type != "cpu":
-        raise _TensorRefused(f"it is a tensor on the '{value.device.type}' device, which holds no "
-                             f"values (create tensors on the inputs' device: device=X.device)")
+        raise _TensorRefused(_("it is a tensor on the '{device}' device, which holds no values "
+                               "(create tensors on the inputs' device: device=X.device)").format(
+                                   device=value.device.type))
     if value.dtype not in REAL_DTYPES:
-        raise _TensorRefused(f"it is a {str(value.dtype).replace('torch.', '')} tensor; the grader "
-                             f"compares real-valued tensors only (bool, integers, float16, "
-                             f"bfloat16, float32, float64)")
+        raise _TensorRefused(_("it is a {dtype} tensor; the grader compares real-valued tensors "
+                               "only (bool, integers, float16, bfloat16, float32, "
+                               "float64)").format(dtype=str(value.dtype).replace("torch.", "")))
     shape, strides = tuple(value.shape), value.stride()
     if len(shape) > MAX_DIMS:
-        raise _TensorRefused(f"it has {len(shape)} dimensions, more than the {MAX_DIMS} any "
-                             f"result here has")
+        raise _TensorRefused(_("it has {dims} dimensions, more than the {max} any result here "
+                               "has").format(dims=len(shape), max=MAX_DIMS))
     numel = math.prod(shape)
     if numel > max_numel:
-        raise _TensorRefused(f"it has {numel} entries (shape {shape}), far more than the "
-                             f"expected result (at most {max_numel} accepted)")
+        raise _TensorRefused(_("it has {numel} entries (shape {shape}), far more than the "
+                               "expected result (at most {max} accepted)").format(
+                                   numel=numel, shape=shape, max=max_numel))
     if math.prod(max(n, 1) for n in shape) > max_numel:  # empty, but its strides would overflow
-        raise _TensorRefused(f"its shape {shape} is far larger than the expected result's, "
-                             f"though it holds no entries")
+        raise _TensorRefused(_("its shape {shape} is far larger than the expected result's, "
+                               "though it holds no entries").format(shape=shape))
     if numel:
         if any(s < 0 for s in strides) or value.storage_offset() < 0:
-            raise _TensorRefused("its strides are negative")
+            raise _TensorRefused(_("its strides are negative"))
         last = value.storage_offset() + sum((n - 1) * s for n, s in zip(shape, strides))
         if (last + 1) * value.element_size() > value.untyped_storage().nbytes():
-            raise _TensorRefused("its shape reaches beyond the memory it came with")
+            raise _TensorRefused(_("its shape reaches beyond the memory it came with"))
     if value.is_conj() or value.is_neg():
         value = value.resolve_conj().resolve_neg()
     return value.detach().clone(memory_format=torch.contiguous_format)

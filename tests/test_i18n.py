@@ -1,0 +1,209 @@
+"""The grader speaks English or Chinese (`grader grade --lang zh`): its message catalog.
+
+grader/i18n.py is Python's gettext over grader/locale/zh_CN/LC_MESSAGES/grader.po (compiled
+into grader.mo beside it). These tests check that every message the grader's source
+passes to _(), N_() or ngettext() has a Chinese translation with the same {name} fields,
+that the committed .mo holds exactly the .po, that no message is built so that extraction
+cannot see it, and that a real grading run in Chinese writes Chinese feedback.
+"""
+import ast
+import gettext
+import json
+import os
+import re
+import string
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT
+
+babel = pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
+from babel.messages.extract import extract_from_dir  # noqa: E402
+from babel.messages.pofile import read_po  # noqa: E402
+
+LOCALE = os.path.join(KIT, "grader", "locale")
+PO = os.path.join(LOCALE, "zh_CN", "LC_MESSAGES", "grader.po")
+MO = os.path.join(LOCALE, "zh_CN", "LC_MESSAGES", "grader.mo")
+SOURCES = ("grader", "tests_hidden")  # what grader/i18n.py's pybabel extract reads
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+EXAMPLES = os.path.join(KIT, "examples")
+
+
+def _catalog():
+    with open(PO, "rb") as handle:
+        return read_po(handle, locale="zh_CN")
+
+
+def _extracted():
+    """{msgid or (singular, plural): [file:line, ...]} as pybabel extract sees the source."""
+    found = {}
+    for folder in SOURCES:
+        root = os.path.join(KIT, folder)
+        for filename, lineno, message, _comments, _context in extract_from_dir(
+                root, method_map=[("**.py", "python")], keywords=KEYWORDS,
+                comment_tags=(), strip_comment_tags=True):
+            key = tuple(message) if isinstance(message, (list, tuple)) else message
+            if isinstance(key, tuple) and len(key) == 1:
+                key = key[0]
+            found.setdefault(key, []).append(f"{folder}/{filename}:{lineno}")
+    return found
+
+
+def _fields(text):
+    return sorted({name for _, name, _, _ in string.Formatter().parse(text) if name is not None})
+
+
+def test_every_message_of_the_source_has_a_chinese_translation():
+    catalog = _catalog()
+    extracted = _extracted()
+    assert len(extracted) > 100, "extraction found too few messages: is the source marked?"
+    missing, fuzzy = [], []
+    for key, where in sorted(extracted.items(), key=lambda kv: str(kv[0])):
+        msgid = key[0] if isinstance(key, tuple) else key
+        message = catalog.get(msgid)
+        strings = (message.string if isinstance(message.string, (list, tuple)) else [message.string]) \
+            if message is not None else [""]
+        if message is None or not all(s.strip() for s in strings):
+            missing.append(f"{where[0]}: {msgid!r}")
+        elif message.fuzzy:
+            fuzzy.append(f"{where[0]}: {msgid!r}")
+    assert not missing, "no Chinese for (run pybabel update, see grader/i18n.py):\n" + "\n".join(missing)
+    assert not fuzzy, "translations marked fuzzy:\n" + "\n".join(fuzzy)
+
+
+def test_the_catalog_holds_only_messages_the_source_uses():
+    extracted = {k[0] if isinstance(k, tuple) else k for k in _extracted()}
+    unused = sorted(m.id if isinstance(m.id, str) else m.id[0]
+                    for m in _catalog() if m.id and (m.id if isinstance(m.id, str) else m.id[0])
+                    not in extracted)
+    assert not unused, f"grader.po has entries the source no longer uses: {unused}"
+
+
+def test_placeholders_are_the_same_in_both_languages():
+    for message in _catalog():
+        if not message.id:
+            continue
+        ids = message.id if isinstance(message.id, (list, tuple)) else [message.id]
+        strings = message.string if isinstance(message.string, (list, tuple)) else [message.string]
+        english = sorted(set().union(*(_fields(i) for i in ids)))
+        for text in strings:
+            assert _fields(text) == (english if len(ids) == 1 else _fields(ids[-1])), (message.id, text)
+            # a leading or trailing line break, and the number of lines, are layout: keep them
+            assert text.startswith("\n") == ids[0].startswith("\n"), message.id
+            assert text.count("\n") == ids[0].count("\n"), message.id
+            assert CJK.search(text), (message.id, text)
+
+
+def test_the_mo_is_compiled_from_the_po():
+    """The committed .mo holds exactly the .po's translations: after editing the .po run
+    `pybabel compile -d grader/locale -D grader -l zh_CN` (see grader/i18n.py)."""
+    expected = {}
+    for message in _catalog():
+        if not message.id or message.fuzzy:
+            continue
+        if isinstance(message.id, (list, tuple)):
+            for index, text in enumerate(message.string):
+                expected[(message.id[0], index)] = text
+        else:
+            expected[message.id] = message.string
+    with open(MO, "rb") as handle:
+        mo = gettext.GNUTranslations(handle)
+    catalog = {k: v for k, v in mo._catalog.items() if k != ""}  # the stdlib's reader, as at runtime
+    assert catalog == {k: v for k, v in expected.items() if k != ""}
+    assert mo.info().get("content-type", "").lower() == "text/plain; charset=utf-8"
+    assert mo.info().get("plural-forms", "").replace(" ", "").startswith("nplurals=1")
+
+
+def _marked_calls(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("_", "N_", "ngettext"):
+            yield node
+
+
+def test_every_marked_message_is_a_constant_string():
+    """_(f"...") or _("..." + x) would escape extraction and never be translated: the
+    varying pieces are {name} fields filled in by .format() after _()."""
+    wrong = []
+    for folder in SOURCES:
+        for root, dirs, files in os.walk(os.path.join(KIT, folder)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as handle:
+                    source = handle.read()
+                if "_(" not in source and "ngettext(" not in source:
+                    continue
+                tree = ast.parse(source)
+                imports_i18n = any(isinstance(n, ast.ImportFrom) and (n.module or "").endswith("i18n")
+                                   for n in ast.walk(tree))
+                if not imports_i18n:
+                    continue
+                for call in _marked_calls(tree):
+                    count = 2 if call.func.id == "ngettext" else 1
+                    args = call.args[:count]
+                    constant = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args)
+                    # _(CONSTANT) translates a string marked with N_ where it was defined
+                    lookup = call.func.id == "_" and len(call.args) == 1 and not isinstance(
+                        call.args[0], (ast.JoinedStr, ast.BinOp))
+                    if not (constant or lookup) or call.keywords:
+                        wrong.append(f"{os.path.relpath(path, KIT)}:{call.lineno}")
+    assert not wrong, f"messages extraction cannot read: {wrong}"
+
+
+def test_the_chinese_uses_the_terms_of_the_chinese_edition():
+    text = "\n".join(s for m in _catalog() if m.id
+                     for s in (m.string if isinstance(m.string, (list, tuple)) else [m.string]))
+    for term in ("形状", "梯度", "张量"):
+        assert term in text, term
+    for wrong in ("留意力", "屏蔽softmax", "掩码softmax", "遮蔽softmax"):
+        assert wrong not in text, wrong
+
+
+def test_set_language_switches_and_english_is_the_default():
+    from grader import i18n
+    from grader.intake.text import decode_source
+    try:
+        assert i18n.language() == "en"
+        assert decode_source(b"x = 1\r\n", "a.py")[1] == [
+            "a.py had Windows (CRLF) line endings; the grader converted them."]
+        assert i18n.set_language("zh_CN") == "zh"
+        note = decode_source(b"x = 1\r\n", "a.py")[1][0]
+        assert CJK.search(note) and "a.py" in note
+        with pytest.raises(ValueError):
+            i18n.set_language("fr")
+    finally:
+        i18n.set_language("en")
+    assert decode_source(b"x = 1\r\n", "a.py")[1][0].startswith("a.py had Windows")
+
+
+@pytest.fixture(scope="module")
+def graded_in_chinese(tmp_path_factory):
+    out = tmp_path_factory.mktemp("zh") / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--lang", "zh",
+                           os.path.join(EXAMPLES, "chen.py"), os.path.join(EXAMPLES, "fatima.py"),
+                           "--out", str(out), "--jobs", "2"],
+                          cwd=KIT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+def _read(out, name, file):
+    with open(out / name / file, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_grading_in_chinese_writes_chinese_feedback(graded_in_chinese):
+    chen = _read(graded_in_chinese, "chen", "feedback.txt")
+    # intake's notes (GBK, CRLF) and the failing cases' explanations are in Chinese
+    assert "评分程序" in chen and "GBK 编码" in chen, chen[:3000]
+    fatima = _read(graded_in_chinese, "fatima", "feedback.txt")
+    assert "导入 attention.py 失败" in fatima and "`d2l`" in fatima, fatima[:3000]
+    # what the submission itself said (its exception) is kept as it was
+    assert "No module named 'd2l'" in fatima
+
