@@ -1,6 +1,8 @@
 """What grading one submission came to: a list of test outcomes and what surrounds them."""
 import dataclasses
 
+from ..i18n import _
+
 
 @dataclasses.dataclass
 class TestOutcome:
@@ -136,6 +138,6 @@ def from_suite(report, catalog):
     missing = [t for t in catalog if t["nodeid"] not in seen]
     for t in missing:  # a test that never reported is the grader's failure, not a zero
         tests.append(TestOutcome(t["name"], t["part"], t["points"], "grader-error",
-                                 "This test did not run to the end in the grader.",
+                                 _("This test did not run to the end in the grader."),
                                  grader_traceback="missing from the trusted process's report"))
     return tests
