@@ -187,4 +187,19 @@ def main(args):
     with open(target, "w", encoding="utf-8") as handle:
         handle.write(text)
     print(f"wrote {target} ({text.count('raise NotImplementedError')} stubs)")
+    if getattr(args, "notebook", None):
+        _write_notebook(args, API_NAMES)
     return 0
+
+
+def _write_notebook(args, api_names):
+    """`--notebook PATH`: nbgrader's source notebook from the same solution."""
+    from . import paths
+    from .nbgrader_bridge import require_nbformat
+    require_nbformat("grader release --notebook")
+    from .nbgrader_bridge import notebook
+    readme = getattr(args, "readme", None) or os.path.join(paths.ASSIGNMENT, "README.md")
+    hidden = getattr(args, "hidden_tests", None) or paths.HIDDEN_TESTS
+    notebook.write(args.notebook, args.solution, readme, hidden, api_names)
+    print(f"wrote {args.notebook} (nbgrader's source notebook; release it with "
+          f"`nbgrader generate_assignment <assignment>`)")

@@ -1,0 +1,35 @@
+"""The kit in an nbgrader course, one module per concern.
+
+    notebook.py   the one solution -> nbgrader's source notebook (needs nbformat only)
+    course.py     the course's folders as nbgrader's config lays them out; who submitted
+    scores.py     the kit's results -> nbgrader's gradebook.db, through nbgrader.api
+    feedback.py   each student's feedback where `nbgrader generate_feedback` puts it
+    command.py    `grader nbgrader --course DIR ASSIGNMENT [STUDENT...]`
+
+Grading itself never happens in nbgrader's kernel: `grader nbgrader` grades the submitted
+notebooks with the kit's own sandboxed batch (grader/grade) and only writes the scores
+through nbgrader's API. nbgrader is an extra (`pip install -e '.[nbgrader]'`); only the
+commands that need it import it, through `require_nbgrader`.
+"""
+INSTALL_HINT = "pip install -e '.[nbgrader]'"
+
+
+class NbgraderMissing(Exception):
+    """nbgrader (or nbformat) is not installed; the message says how to install it."""
+
+
+def require_nbgrader(what="this command"):
+    """Import nbgrader, or raise NbgraderMissing with a one-line install hint."""
+    try:
+        import nbgrader.api  # noqa: F401
+    except ImportError:
+        raise NbgraderMissing(f"{what} needs nbgrader, which is not installed here: "
+                              f"{INSTALL_HINT}") from None
+
+
+def require_nbformat(what="this command"):
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        raise NbgraderMissing(f"{what} needs nbformat, which is not installed here: "
+                              f"{INSTALL_HINT}") from None

@@ -1,0 +1,128 @@
+"""An nbgrader course's folders, as its own config lays them out, and who submitted what.
+
+The config is read the way nbgrader's apps read it: `nbgrader_config.py` in Jupyter's
+config folders, then in the course folder (which wins). The course folder given on the
+command line is the course's root. Submitted files are read as regular files only, never
+through a link, and at most a notebook's size limit: they come from students.
+"""
+import dataclasses
+import fnmatch
+import glob
+import os
+import stat
+
+from ..intake.notebook import MAX_NOTEBOOK_BYTES
+
+
+@dataclasses.dataclass
+class Submitted:
+    student: str
+    folder: str            # COURSE/submitted/<student>/<assignment>
+    timestamp: str = None  # timestamp.txt, as nbgrader wrote it
+
+
+def load_coursedir(root):
+    """nbgrader's CourseDirectory for the course at `root`, configured as nbgrader would."""
+    from jupyter_core.paths import jupyter_config_path
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = Config()
+    for folder in [*reversed(jupyter_config_path()), root]:
+        if os.path.isfile(os.path.join(folder, "nbgrader_config.py")):
+            config.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
+    coursedir = CourseDirectory(config=config)
+    coursedir.root = os.path.abspath(root)
+    return coursedir
+
+
+def _student_position(coursedir):
+    """Which component of a formatted path is the student id."""
+    from nbgrader.utils import full_split
+    parts = full_split(coursedir.directory_structure)
+    return parts.index("{student_id}"), len(parts)
+
+
+def submitted(coursedir, assignment, students=()):
+    """(the Submitted of every student who handed `assignment` in, notes); with `students`,
+    only those, and a note for each of them who has no submission."""
+    pattern = coursedir.format_path(coursedir.submitted_directory, "*", assignment)
+    index, length = _student_position(coursedir)
+    found, notes = {}, []
+    for folder in sorted(glob.glob(pattern)):
+        relative = os.path.relpath(folder, coursedir.root).split(os.sep)
+        if len(relative) != length:
+            continue
+        student = relative[index]
+        try:
+            mode = os.lstat(folder).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISDIR(mode):
+            notes.append(f"{student}: {folder} is not a folder (a link?); skipped")
+            continue
+        if coursedir.student_id not in ("", "*") and not fnmatch.fnmatch(student, coursedir.student_id):
+            continue
+        found[student] = Submitted(student, folder, read_timestamp(folder))
+    if students:
+        for student in students:
+            if student not in found:
+                notes.append(f"{student}: no submission of {assignment} in "
+                             f"{coursedir.format_path(coursedir.submitted_directory, student, assignment)}")
+        found = {s: found[s] for s in students if s in found}
+    return list(found.values()), notes
+
+
+def read_regular(path, limit):
+    """The bytes of `path` if it is a regular file (not a link) of at most `limit` bytes,
+    else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_timestamp(folder):
+    data = read_regular(os.path.join(folder, "timestamp.txt"), 1000)
+    text = data.decode("utf-8", "replace").strip() if data else ""
+    return text or None
+
+
+def stage(entry, notebook, dest):
+    """Copy what the kit grades of one submission into the new folder `dest`: the
+    assignment's notebook `<notebook>.ipynb`, or, when the student renamed it, every
+    notebook in their folder (intake then takes the only one, or says why not). Returns
+    notes for the student's feedback."""
+    os.makedirs(dest)
+    wanted = f"{notebook}.ipynb"
+    try:
+        names = sorted(os.listdir(entry.folder))
+    except OSError:
+        names = []
+    notebooks = [n for n in names if n.endswith(".ipynb") and not n.startswith(".")]
+    chosen = [wanted] if wanted in notebooks else notebooks
+    notes = [] if wanted in notebooks else [
+        f"{wanted} was not found in the submission (it holds: {', '.join(names[:10]) or 'nothing'})"]
+    for name in chosen:
+        data = read_regular(os.path.join(entry.folder, name), MAX_NOTEBOOK_BYTES)
+        if data is None:
+            notes.append(f"{name} is not a regular file of at most "
+                         f"{MAX_NOTEBOOK_BYTES // 2**20} MB; it was not graded")
+            continue
+        with open(os.path.join(dest, name), "wb") as handle:
+            handle.write(data)
+    return notes

@@ -1,0 +1,67 @@
+"""The kit's scores into nbgrader's gradebook.db, through nbgrader's own API.
+
+The source notebook (notebook.py) has one graded cell per part of the hidden suite, whose
+grade_id is the part's name and whose points are the part's points: `nbgrader
+generate_assignment` puts them in the gradebook, so nbgrader knows every part's maximum.
+Here each student's submission gets a Grade per part: the kit's score as the cell's
+`auto_score`, `needs_manual_grade` off. A manual score an instructor gave in formgrader is
+left alone (nbgrader lets it win over the automatic one, as with its own autograder).
+"""
+
+
+class GradebookProblem(Exception):
+    """The course's gradebook does not hold the assignment as the kit released it."""
+
+
+def assignment_cells(gradebook, assignment, points):
+    """(notebook name, {part: max score}) of the notebook of `assignment` whose graded
+    cells are the suite's parts; GradebookProblem when there is none, or when its points
+    differ from the hidden suite's `points` ({part: points})."""
+    from nbgrader.api import MissingEntry
+    try:
+        record = gradebook.find_assignment(assignment)
+    except MissingEntry:
+        raise GradebookProblem(
+            f"the gradebook has no assignment {assignment!r}: write its source notebook with "
+            f"`grader release --notebook source/{assignment}/attention.ipynb`, then run "
+            f"`nbgrader generate_assignment {assignment}`") from None
+    seen = []
+    for notebook in record.notebooks:
+        cells = {c.name: c.max_score for c in [*notebook.grade_cells, *notebook.task_cells]}
+        seen.append(f"{notebook.name} ({', '.join(sorted(cells)) or 'no graded cells'})")
+        if set(points) <= set(cells):
+            wrong = [f"{p}: {cells[p]:g} in the gradebook, {points[p]:g} in the hidden suite"
+                     for p in points if abs(cells[p] - points[p]) > 1e-9]
+            if wrong:
+                raise GradebookProblem(
+                    f"the points of {assignment}/{notebook.name} differ from the hidden suite's "
+                    f"({'; '.join(wrong)}): release the notebook again (`grader release "
+                    f"--notebook ...`, then `nbgrader generate_assignment {assignment} --force`)")
+            return notebook.name, {p: cells[p] for p in points}
+    raise GradebookProblem(
+        f"no notebook of {assignment} has a graded cell per part of the hidden suite "
+        f"({', '.join(points)}); it has: {'; '.join(seen) or 'no notebooks'}. Release the "
+        f"source notebook that `grader release --notebook` writes")
+
+
+def record(gradebook, assignment, notebook, student, timestamp, scores):
+    """Write one student's `scores` ({part: score}) into the gradebook, creating the
+    student and the submission as needed."""
+    gradebook.update_or_create_student(student)
+    extra = {"timestamp": timestamp} if timestamp else {}
+    gradebook.update_or_create_submission(assignment, student, **extra)
+    for part, score in scores.items():
+        grade = gradebook.find_grade(part, notebook, assignment, student)
+        grade.auto_score = float(score)
+        grade.needs_manual_grade = False
+    gradebook.db.commit()
+
+
+def part_scores(result, kept_row, parts):
+    """{part: score} of one graded submission: from the result, or from its kept gradebook
+    row when the kit found it unchanged and did not grade it again."""
+    if result.unchanged and kept_row is not None:
+        by_part = {p: pair[0] for p, pair in kept_row.get("parts", {}).items()}
+    else:
+        by_part = {p: score for p, (score, _) in result.by_part().items()}
+    return {p: float(by_part.get(p, 0.0)) for p in parts}
