@@ -9,6 +9,12 @@ Gradescope's containers run as root under Docker's default seccomp profile, whic
 namespaces: `--isolation auto` then grades at level `none` with a throwaway uid, and
 `run_autograder` first makes solutions/ and tests_hidden/ readable by root only, so that
 uid cannot read them.
+
+Disclosure (`--feedback`, `--visibility`): each hidden test in results.json carries
+Gradescope's visibility (visible, after_due_date, after_published, hidden), while the total
+score and the top-level output stay visible; with the tests hidden that output holds the
+per-part summary only, never a case's inputs or expected values. A course that allows
+resubmissions uses e.g. `--visibility after_due_date`.
 """
 import os
 import stat
@@ -36,7 +42,8 @@ cd "$ROOT/source/kit"
 chmod -R go-rwx solutions tests_hidden      # not readable by the worker's throwaway uid
 mkdir -p "$ROOT/results"
 exec "$PY" -m grader grade "$ROOT/submission" --out "$(mktemp -d)" \\
-    --results-json "$ROOT/results/results.json" --isolation {isolation}
+    --results-json "$ROOT/results/results.json" --isolation {isolation} \\
+    --feedback {feedback} --visibility {visibility}
 """
 
 KIT_PARTS = ("pyproject.toml", "README.md", "grader", "solutions", "tests_hidden")
@@ -61,10 +68,19 @@ def _script(archive, name, text):
     archive.writestr(info, text)
 
 
-def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT):
+def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, feedback="full",
+          visibility="visible"):
+    """Write the autograder zip. feedback and visibility go to `grader grade` in
+    run_autograder: how much of a hidden case students see, and each test's Gradescope
+    visibility (after_due_date: shown only once the deadline has passed)."""
+    from .report.summary import VISIBILITIES, check_level
+    check_level(feedback)
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     with zipfile.ZipFile(out_path, "w", zipfile.ZIP_DEFLATED) as archive:
         _script(archive, "setup.sh", SETUP.format(torch=torch_version))
-        _script(archive, "run_autograder", RUN.format(isolation=isolation))
+        _script(archive, "run_autograder", RUN.format(isolation=isolation, feedback=feedback,
+                                                    visibility=visibility))
         for part in KIT_PARTS:
             _add_tree(archive, os.path.join(kit_root, part), os.path.join("kit", part))
     return out_path
@@ -73,7 +89,8 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT):
 def main(args):
     import torch
     version = args.torch or torch.__version__.split("+")[0]
-    build(args.out, version, args.isolation)
-    print(f"wrote {args.out}: setup.sh installs torch=={version} (CPU); upload it as the "
-          f"assignment's autograder")
+    build(args.out, version, args.isolation, feedback=args.feedback, visibility=args.visibility)
+    print(f"wrote {args.out}: setup.sh installs torch=={version} (CPU); students see "
+          f"--feedback {args.feedback}, each test --visibility {args.visibility}; upload it as "
+          f"the assignment's autograder")
     return 0

@@ -1,27 +1,157 @@
 """A plain-text feedback file per submission, for courses that hand feedback out themselves.
 
-Each test's message is made safe and cut at MESSAGE_CHARS; the file as a whole is cut at
-FEEDBACK_BYTES when it is written (files.write_text)."""
+    feedback_text(result, feedback)    # feedback: "full" (default) | "summary" | "score"
+
+The file opens with the summary (summary.py: one block per part, its score and, when it
+lost points, what is wrong and an experiment), then the notes, then — at `full` only — the
+failing cases: the same failure in several cases of a part is said once, with a count and
+the other cases' names (grouped by the catalog mistakes the result equals, else by the
+message's first line with numbers and bracketed values normalised). Passing cases are one
+count per part in the summary. A file that did not import is one message and one line for
+the cases that did not run; a function attention.py does not define is said once.
+
+`summary` shows the summary and notes only (no case inputs, expected values or what the
+code printed); `score` shows the scores only. The file is held to MAX_LINES lines and
+MAX_BYTES bytes, the failing cases cut first with a visible "... N more failing cases not
+shown" line (files.write_text also caps it at FEEDBACK_BYTES when it is written).
+"""
 import re
 
 from ..textsafety import safe_text
+from . import summary as summaries
 from .files import MESSAGE_CHARS
-from .gradescope import summary_text
+from .gradescope import notes_lines
 
+MAX_LINES = 120
+MAX_BYTES = 12 * 1024
+CASE_LINES = 12          # lines of one failing case's message
+LINE_CHARS = 400         # characters of one of those lines
+NAMES_SHOWN = 6          # names listed in "(and N more cases like this: ...)"
 
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")  # three or more line breaks: two
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\bnan\b|\binf\b")
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
 
 
-def feedback_text(result):
-    lines = [f"{safe_text(result.name, 200)}: {result.score:g} / {result.max_score:g} points", "",
-             summary_text(result), ""]
-    for test in result.tests:
-        if test.status == "skipped":
-            continue
-        mark = {"passed": "PASS", "failed": "FAIL", "grader-error": "GRADER ERROR"}.get(
-            test.status, "?")
-        lines.append(f"[{mark}] {safe_text(test.name, 500)} ({test.score:g}/{test.max_score:g})")
-        if test.status != "passed" and test.message:
-            message = _BLANK_RUN.sub("\n\n", safe_text(test.message, MESSAGE_CHARS))
-            lines += ["    " + line for line in message.splitlines()]
+def group_key(test):
+    """Failures with the same key are "the same failure": the catalog mistakes the result
+    equals, else the first line of the message with bracketed values and numbers dropped."""
+    if test.mistakes:
+        return ("mistakes",) + tuple(sorted(test.mistakes))
+    line = summaries.first_line(test.message, 2000)
+    previous = None
+    while previous != line:
+        previous, line = line, _BRACKETED.sub("()", line)
+    return ("line", _NUMBER.sub("#", line))
+
+
+def failure_groups(tests):
+    """[[test, ...], ...]: the failed tests grouped by group_key, in order of first failure."""
+    groups = {}
+    for test in tests:
+        groups.setdefault(group_key(test), []).append(test)
+    return list(groups.values())
+
+
+def _message_lines(test):
+    message = _BLANK_RUN.sub("\n\n", safe_text(test.message or "", MESSAGE_CHARS)).strip()
+    lines = [summaries._clip(line.rstrip(), LINE_CHARS) if len(line) > LINE_CHARS else
+             line.rstrip() for line in message.splitlines()]
+    if len(lines) > CASE_LINES:
+        lines = lines[:CASE_LINES] + [f"[... {len(lines) - CASE_LINES} more lines]"]
+    return ["    " + line for line in lines]
+
+
+def _mark(test):
+    return {"failed": "FAIL", "grader-error": "GRADER ERROR"}.get(test.status, "?")
+
+
+def _group_lines(group):
+    first = group[0]
+    lines = [f"[{_mark(first)}] {safe_text(first.name, 500)} "
+             f"({first.score:g}/{first.max_score:g})"] + _message_lines(first)
+    if len(group) > 1:
+        names = "; ".join(summaries.case_name(t) for t in group[1:1 + NAMES_SHOWN])
+        more = f"; ... {len(group) - 1 - NAMES_SHOWN} others" if len(group) > 1 + NAMES_SHOWN else ""
+        lines.append(f"    (and {len(group) - 1} more cases like this: {names}{more})")
+    return lines
+
+
+def _case_sections(result, whole):
+    """[(lines, cases)] of the failing cases, each a block with the number of cases it covers."""
+    ran = [t for t in result.tests if t.status != "skipped"]
+    failing = [t for t in ran if t.status != "passed"]
+    if whole is not None:
+        if not failing:
+            return []
+        why = {"intake": "the submission could not be read",
+               "grader": "the grader failed",
+               "import": "attention.py could not be imported"}[whole[0]]
+        return [([f"Not run: {len(failing)} of {len(ran)} cases, because {why} (see above)."],
+                 0)]
+    missing = summaries.missing_names(result)
+    stopped = [t for t in failing if summaries.needs_missing(t, missing)]
+    sections = []
+    if stopped:
+        needed = []
+        for test in stopped:
+            needed += [n for n in summaries.needs_missing(test, missing) if n not in needed]
+        parts = ", ".join(dict.fromkeys(t.part for t in stopped))
+        sections.append(([f"Not run: {len(stopped)} cases ({parts}), because attention.py "
+                          f"defines no {summaries._names(needed)}."], 0))
+    rest = [t for t in failing if t not in stopped]
+    for part in dict.fromkeys(t.part for t in rest):
+        for group in failure_groups([t for t in rest if t.part == part]):
+            sections.append((_group_lines(group), len(group)))
+    return sections
+
+
+def _fits(lines, extra, max_lines, max_bytes):
+    size = sum(len(line.encode("utf-8")) + 1 for line in lines + extra)
+    return len(lines) + len(extra) <= max_lines and size <= max_bytes
+
+
+def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BYTES):
+    summaries.check_level(feedback)
+    whole = summaries.whole_file_problem(result)
+    lines = [f"{safe_text(result.name, 200)}: {result.score:g} / {result.max_score:g} points", ""]
+    if feedback == "score":
+        lines += summaries.block_lines(summaries.part_summaries(result, feedback), feedback)
+        if result.status != "graded":
+            lines += ["", f"Status: {result.status}."]
+        return _finish(lines, max_lines, max_bytes)
+    if whole is not None:
+        lines += whole[1].splitlines() + [""]
+    lines += summaries.block_lines(summaries.part_summaries(result, feedback), feedback, whole)
+    notes = notes_lines(result, feedback, whole)
+    if notes:
+        lines += [""] + notes
+    if feedback == "summary":
+        lines += ["", "(This course shows a summary of the hidden cases: their inputs and "
+                      "expected values are not shown.)"]
+        return _finish(lines, max_lines, max_bytes)
+    sections = _case_sections(result, whole)
+    if sections:
+        lines += ["", "Failing cases" if whole is None else "Cases", ""]
+    for index, (section, _cases) in enumerate(sections):
+        left = sum(cases for _lines, cases in sections[index:])
+        tail = [f"... {left} more failing cases not shown"] if left else []
+        if not _fits(lines, section + tail, max_lines, max_bytes):
+            if left:
+                lines += tail
+            break
+        lines += section
+    return _finish(lines, max_lines, max_bytes)
+
+
+def _finish(lines, max_lines, max_bytes):
+    """The lines as text, held to the budget even when the summary alone is too long."""
+    if not _fits(lines, [], max_lines, max_bytes):
+        kept = []
+        for line in lines:
+            if not _fits(kept + [line], ["[... the rest was cut by the grader]"],
+                         max_lines, max_bytes):
+                break
+            kept.append(line)
+        lines = kept + ["[... the rest was cut by the grader]"]
     return "\n".join(lines) + "\n"

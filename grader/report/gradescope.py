@@ -5,12 +5,21 @@ and `tests`, each with `name`, `score`, `max_score`, `status`, `output`, `visibi
 Tests skipped on this machine (the CUDA tier without a GPU) carry no points and are listed
 in the top-level output instead, so a test never shows as passed without having run.
 
+The top-level output leads with the per-part summary (summary.py). Disclosure: `feedback`
+(full | summary | score) decides what a failing test's output shows (its message; its
+part's diagnosis; nothing), and `visibility` is every test's Gradescope visibility
+(visible | after_due_date | after_published | hidden). The top-level score and output stay
+visible, so with the tests hidden the output says no more than the summary.
+`extra_data` records both and `diagnoses`: {"part", "mistake", "text"} per part that lost
+points (the catalog id, or null for an observation; never a case's inputs).
+
 Every string that may come from a submission is made safe and capped (files.py):
 a test's output at MESSAGE_CHARS, the summary at SUMMARY_CHARS, and `results_text` keeps
 the whole file under RESULTS_BYTES by cutting the tests' outputs first.
 """
 from ..grade.outcome import SubmissionResult
 from ..textsafety import safe_text
+from . import summary as summaries
 from .files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
 
 VISIBILITY = "visible"
@@ -20,67 +29,108 @@ def _round(value):
     return round(float(value), 4)
 
 
-def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS):
+def notes_lines(result, feedback="full", whole=None):
+    """What the summary says besides the parts: the grader's own failure, notebook cells
+    that raised, intake's notes, tests skipped on this machine, and (at `full` only, since
+    code can print what it was called with) what the code printed. `whole`: the problem
+    already said at the top (summary.whole_file_problem), not said again."""
     lines = []
-    if result.grader_error:
+    if result.grader_error and (whole is None or whole[0] != "grader"):
         lines.append(f"GRADER ERROR: {safe_text(result.grader_error, 4000)}\nThis is not your "
                      f"fault; your instructor has been told.")
-    if result.intake_error:
-        lines.append(f"Your submission could not be graded: {safe_text(result.intake_error, 4000)}")
     summary = result.summary or {}
-    if summary.get("load_error"):
-        lines.append(safe_text(summary["load_error"], MESSAGE_CHARS))
-    api = summary.get("api") or {}
-    missing = [safe_text(name, 100) for name, kind in api.items() if kind == "missing"]
-    if missing:
-        lines.append("Not found in attention.py: " + ", ".join(missing[:50]) +
-                     " (the parts that use them score 0; the other parts are graded in full).")
-    for number, kind, message in (summary.get("cell_errors") or [])[:50]:
+    cells = summary.get("cell_errors") or []
+    for number, kind, message in cells[:5]:
         lines.append(f"Notebook cell {safe_text(number, 20)} raised {safe_text(kind, 100)}: "
                      f"{safe_text(message, 500)} (the cell was skipped).")
-    lines += [safe_text(note, 2000) for note in result.notes[:50]]
-    parts = result.by_part()
-    if parts:
-        lines.append("Score by part: " + ", ".join(
-            f"{part} {_fmt(score)}/{_fmt(top)}" for part, (score, top) in parts.items()))
+    if len(cells) > 5:
+        lines.append(f"... and {len(cells) - 5} more notebook cells raised.")
+    notes = [safe_text(note, 2000) for note in result.notes[:50]]
+    lines += notes[:10] + ([f"... and {len(notes) - 10} more notes."] if len(notes) > 10 else [])
     skipped = [t for t in result.tests if t.status == "skipped"]
     if skipped:
         reasons = sorted({safe_text(t.message, 500) for t in skipped})
         lines.append(f"{len(skipped)} tests did not run on this grading machine and carry no "
                      f"points here: " + "; ".join(reasons))
     printed_out = safe_text((summary.get("stdout") or "")[:4000]).strip()
-    if printed_out:
-        lines.append("Your code printed (first part shown):\n" + printed_out[:2000])
-    return safe_text("\n\n".join(lines), limit)
+    if printed_out and feedback == "full":
+        shown = printed_out[:2000].splitlines()
+        lines.append("Your code printed (first part shown):\n" + "\n".join(
+            line[:200] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
+    return lines
+
+
+def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full"):
+    """The summary first (summary.py: a block per part), then the notes; at `score`, the
+    part scores only."""
+    whole = summaries.whole_file_problem(result)
+    blocks = summaries.part_summaries(result, feedback)
+    if feedback == "score":
+        lines = summaries.block_lines(blocks, feedback)
+        if result.status != "graded":
+            lines.append(f"Status: {result.status}.")
+        return safe_text("\n".join(lines), limit)
+    head = [whole[1]] if whole is not None else []
+    parts = "\n".join(summaries.block_lines(blocks, feedback, whole))
+    notes = notes_lines(result, feedback, whole)
+    return safe_text("\n\n".join(head + ([parts] if parts else []) + notes), limit)
 
 
 def _fmt(value):
     return f"{value:g}"
 
 
-def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_chars=SUMMARY_CHARS):
+def top_level_feedback(feedback, visibility):
+    """The disclosure of the top-level output, which students always see: with the tests
+    hidden (any visibility but `visible`), never more than the summary."""
+    return "summary" if feedback == "full" and visibility != "visible" else feedback
+
+
+def _test_output(test, feedback, blocks, message_chars):
+    if test.status == "passed" or feedback == "score":
+        return ""
+    if feedback == "full":
+        return safe_text(test.message or "", message_chars)
+    block = blocks.get(test.part) or {}
+    text = block.get("text", "")
+    if block.get("experiment"):
+        text += "\nTry this: " + block["experiment"]
+    return safe_text(text, message_chars)
+
+
+def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_chars=SUMMARY_CHARS,
+                 feedback="full", visibility=VISIBILITY):
+    """Gradescope's results.json as data. feedback: how much of a hidden case the tests'
+    outputs show (full: the message; summary: the part's diagnosis; score: nothing);
+    visibility: each test's Gradescope visibility (the top-level score stays visible)."""
+    summaries.check_level(feedback)
+    if visibility not in summaries.VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(summaries.VISIBILITIES)}")
+    blocks = {b["part"]: b for b in summaries.part_summaries(result, "summary")}
     tests = []
     for test in result.tests:
         if test.status == "skipped":
             continue
-        output = test.message if test.status != "passed" else ""
         tests.append({
             "name": safe_text(test.name, 500),
             "score": _round(test.score),
             "max_score": _round(test.max_score),
             "status": "passed" if test.status == "passed" else "failed",
-            "output": safe_text(output or "", message_chars),
+            "output": _test_output(test, feedback, blocks, message_chars),
             "tags": [safe_text(test.part, 100)],
-            "visibility": VISIBILITY,
+            "visibility": visibility,
         })
     return {
         "score": _round(result.score),
-        "output": summary_text(result, summary_chars),
+        "output": summary_text(result, summary_chars, top_level_feedback(feedback, visibility)),
         "visibility": VISIBILITY,
         "stdout_visibility": "hidden",
         "execution_time": _round(result.seconds),
         "tests": tests,
         "extra_data": {
+            "diagnoses": summaries.diagnoses_data(result, feedback),
+            "feedback": feedback,
+            "visibility": visibility,
             "status": result.status,
             "max_score": _round(result.max_score),
             "isolation": result.isolation,
@@ -91,12 +141,13 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
     }
 
 
-def results_text(result: SubmissionResult, limit=RESULTS_BYTES):
+def results_text(result: SubmissionResult, limit=RESULTS_BYTES, feedback="full",
+                 visibility=VISIBILITY):
     """results.json as text of at most `limit` bytes of UTF-8, always valid JSON: the tests'
     outputs are cut shorter and shorter first, then the summary, then both go."""
     message_chars, summary_chars = MESSAGE_CHARS, SUMMARY_CHARS
     while True:
-        text = dumps(results_json(result, message_chars, summary_chars))
+        text = dumps(results_json(result, message_chars, summary_chars, feedback, visibility))
         if len(text.encode("utf-8")) <= limit:
             return text
         if message_chars > 64:
@@ -105,7 +156,7 @@ def results_text(result: SubmissionResult, limit=RESULTS_BYTES):
             summary_chars //= 4
         else:
             break
-    data = results_json(result, 0, 0)
+    data = results_json(result, 0, 0, feedback, visibility)
     data["output"] = "The results were too large to write; your instructor has the details."
     for test in data["tests"]:
         test["output"] = ""

@@ -1,0 +1,203 @@
+"""The summary a student reads first: one block per part, its score and, when it lost
+points, what is wrong and an experiment to see it.
+
+    for block in part_summaries(result, feedback):   # feedback: "full" | "summary" | "score"
+        block["part"], block["score"], block["max"], block["passed"], block["cases"]
+        block["text"], block["experiment"], block["mistake"]   # "" / None when it lost nothing
+
+What a block says about a part that lost points comes from the trusted process's diagnosis
+of that part (result.diagnoses: grader/catalog/), when it names a catalog mistake; the
+catalog's own observations (mistake None) quote a case's first line, so they are shown at
+`full` only. Otherwise the block says what was observed: the
+sentence of a failure message naming a known mistake, else the first line of the part's
+first failing case — with `feedback="full"` only, since that line names the case's inputs;
+at `summary` it is the failing cases' count and the first one's name (a description, never
+inputs or expected values). A file that could not be imported (or was not graded at all)
+is said once (`whole_file_problem`), not once per part, and a function attention.py does
+not define is said once in its part (`missing_names`, `needs_missing`).
+"""
+import re
+
+from ..textsafety import safe_text
+
+LEVELS = ("full", "summary", "score")
+VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+
+TEXT_CHARS = 600           # a block's diagnosis or observation
+EXPERIMENT_CHARS = 500     # a block's experiment
+_KNOWN_MISTAKE = "Your result is exactly what you get if"
+
+
+def check_level(feedback):
+    if feedback not in LEVELS:
+        raise ValueError(f"feedback must be one of {', '.join(LEVELS)}, not {feedback!r}")
+    return feedback
+
+
+def first_line(message, limit=400):
+    lines = safe_text(message or "", 4000).strip().splitlines()
+    return _clip(lines[0].strip() if lines else "", limit)
+
+
+def _clip(text, limit):
+    text = " ".join(text.split()) if "\n" not in text else text.strip()
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def case_name(test):
+    """A test's name without its part's prefix ("MultiHeadAttention: float64" -> "float64")."""
+    name = safe_text(test.name, 500)
+    prefix = f"{test.part}: "
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def whole_file_problem(result):
+    """(kind, message) when nothing of the submission could be graded case by case —
+    "intake" (could not be read), "grader" (the grader failed on all of it) or "import"
+    (attention.py did not import) — else None."""
+    if result.intake_error:
+        return "intake", "Your submission could not be graded: " + safe_text(result.intake_error, 4000)
+    ran = [t for t in result.tests if t.status != "skipped"]
+    if result.grader_error and ran and all(t.status == "grader-error" for t in ran):
+        return "grader", (f"GRADER ERROR: {safe_text(result.grader_error, 4000)}\nThis is not "
+                          f"your fault; your instructor has been told.")
+    load_error = (result.summary or {}).get("load_error")
+    if load_error:
+        return "import", safe_text(load_error, 4000)
+    failed = [t for t in ran if t.status == "failed"]
+    if len(failed) >= 2 and not any(t.status == "passed" for t in ran):
+        messages = [safe_text(t.message or "", 4000).strip() for t in failed]
+        common = max(set(messages), key=messages.count)
+        # the GPU part's cases say "fix X first" when nothing ran: all but those agree
+        if common and messages.count(common) >= 0.8 * len(messages):
+            return "import", common
+    return None
+
+
+def missing_names(result):
+    """Functions and classes the worker found missing in attention.py (summary["api"])."""
+    api = (result.summary or {}).get("api") or {}
+    return [safe_text(name, 100) for name, kind in api.items() if kind == "missing"][:50]
+
+
+def needs_missing(test, missing):
+    """The missing names a failed case stopped at (its message's first line names them)."""
+    if test.status != "failed" or not missing:
+        return []
+    line = first_line(test.message, 2000)
+    return [name for name in missing if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", line)]
+
+
+def _names(names):
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _observation(part_tests, failed, feedback, missing):
+    """What a part without a diagnosis says: (text, mistake id or None)."""
+    needed = []
+    for test in failed:
+        needed += [n for n in needs_missing(test, missing) if n not in needed]
+    if needed and all(needs_missing(t, missing) for t in failed):
+        these = "this name" if len(needed) == 1 else "these names"
+        return (f"attention.py defines no {_names(needed)}, so these cases could not run: "
+                f"check the spelling (the grader looks for exactly {these})."), None
+    for test in failed:  # a failure message that names a known mistake is a diagnosis
+        for line in safe_text(test.message or "", 4000).splitlines():
+            if line.strip().startswith(_KNOWN_MISTAKE):
+                mistakes = test.mistakes or [None]
+                return _clip(line.strip(), TEXT_CHARS), mistakes[0]
+    count = f"{len(failed)} of {len(part_tests)} cases fail"
+    if feedback == "full":
+        return _clip(f"{count}; the first, \u201c{case_name(failed[0])}\u201d: "
+                     f"{first_line(failed[0].message, TEXT_CHARS)}", TEXT_CHARS), None
+    return _clip(f"{count}, for example \u201c{case_name(failed[0])}\u201d.", TEXT_CHARS), None
+
+
+def _without_part(text, part):
+    """A diagnosis's text without its leading "part: " (the block's head says the part)."""
+    text = text.strip()
+    if text.startswith(f"{part}: "):
+        text = text[len(part) + 2:]
+        text = text[:1].upper() + text[1:]
+    return _clip(text, TEXT_CHARS)
+
+
+def part_summaries(result, feedback="full"):
+    """One dict per part, in the parts' order (see the module's docstring)."""
+    check_level(feedback)
+    whole = whole_file_problem(result)
+    diagnoses = {}
+    for entry in result.diagnoses or []:
+        diagnoses.setdefault(entry.get("part"), entry)
+    missing = missing_names(result)
+    blocks = []
+    for part, (score, top) in result.by_part().items():
+        part_tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
+        if not part_tests:  # every case skipped on this machine: said in the notes
+            continue
+        failed = [t for t in part_tests if t.status != "passed"]
+        block = {"part": safe_text(part, 100), "score": score, "max": top,
+                 "passed": len(part_tests) - len(failed), "cases": len(part_tests),
+                 "text": "", "experiment": "", "mistake": None}
+        if score < top and feedback != "score":
+            diagnosis = diagnoses.get(part) or {}
+            stopped = bool(failed) and all(needs_missing(t, missing) for t in failed)
+            if whole is not None:
+                block["text"] = first_line(whole[1], TEXT_CHARS)
+            elif diagnosis.get("text") and (diagnosis.get("mistake") or
+                                            (feedback == "full" and not stopped)):
+                # a diagnosis with evidence; an observation of the catalog names a case's
+                # inputs (its first line), so only `full` shows it
+                block["text"] = _without_part(safe_text(diagnosis["text"], 4000), part)
+                block["mistake"] = diagnosis.get("mistake")
+            elif failed:
+                block["text"], block["mistake"] = _observation(part_tests, failed, feedback,
+                                                               missing)
+            if diagnosis.get("experiment") and not stopped and block["text"]:
+                block["experiment"] = _clip(safe_text(diagnosis["experiment"], 2000),
+                                            EXPERIMENT_CHARS)
+        blocks.append(block)
+    return blocks
+
+
+def _fmt(value):
+    return f"{value:g}"
+
+
+def block_lines(blocks, feedback="full", whole=None):
+    """The summary's lines: `part: score/max` and, per part that lost points, what is wrong
+    and the experiment, indented under it."""
+    lines = []
+    for block in blocks:
+        head = f"{block['part']}: {_fmt(block['score'])}/{_fmt(block['max'])}"
+        if feedback == "score":
+            lines.append(head)
+            continue
+        if whole is None and block["cases"]:
+            head += f" (passed: {block['passed']} of {block['cases']} cases)"
+        lines.append(head)
+        if whole is None and block["text"]:
+            lines += ["    " + line for line in block["text"].splitlines()[:3]]
+            if block["experiment"]:
+                experiment = block["experiment"].splitlines()
+                lines.append("    Try this: " + experiment[0])
+                lines += ["      " + line for line in experiment[1:4]]
+    return lines
+
+
+def diagnoses_data(result, feedback="full"):
+    """extra_data.diagnoses: {"part", "mistake", "text"} per part that lost points, as the
+    summary says it (below `full`, never a case's inputs or expected values)."""
+    blocks = part_summaries(result, "full" if feedback == "full" else "summary")
+    return [{"part": b["part"], "mistake": b["mistake"], "text": b["text"]}
+            for b in blocks if b["score"] < b["max"]]
+
+
+def mistake_ids(result):
+    """The catalog ids diagnosed, in the parts' order, each once."""
+    ids = []
+    for entry in result.diagnoses or []:
+        mistake = entry.get("mistake")
+        if isinstance(mistake, str) and mistake and mistake not in ids:
+            ids.append(safe_text(mistake, 100))
+    return ids

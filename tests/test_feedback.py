@@ -1,0 +1,364 @@
+"""What a student reads: feedback.txt opens with one block per part (score, diagnosis,
+experiment), says the same failure once with a count, holds to its line budget, says an
+import error or a missing function once, and discloses no more of a hidden case than the
+course's --feedback allows; results.json and grades.csv carry the diagnoses, the
+disclosure and Gradescope's visibility."""
+import csv
+import io
+import json
+import os
+import zipfile
+
+import pytest
+
+from conftest import KIT
+import grader.grade as grade
+from grader.cli import build_parser
+from grader.grade import outcome
+from grader.gradescope import build
+from grader.report import feedback as fb
+from grader.report import summary
+from grader.report.gradebook import gradebook_text, safe_record
+from grader.report.gradescope import results_json, summary_text
+
+T = outcome.TestOutcome
+PARTS = ["sequence_mask", "masked_softmax", "MultiHeadAttention", "GPU"]
+
+WEIGHTS = ("MultiHeadAttention.attention.attention_weights after MultiHeadAttention(key_size={k}, "
+           "num_heads=2) in eval mode, forward(queries ({b}, 3, 6) float32, valid_lens ({b},) "
+           "int64 = [{b}, 5]): wrong values.\n"
+           "  30 of 60 entries differ, largest difference 0.{k}444.\n"
+           "  Expected: [[0.25, 0.25], [0.{k}, 0.5]]\n"
+           "  Got:      [[0.1, 0.4], [0.3, 0.2]]")
+RAISED = ("calling MultiHeadAttention(num_heads={k}) in eval mode, forward(valid_lens ({b}, 2)) "
+          "raised RuntimeError: expected shape ({b}, 4) but got ({k},)")
+DIAGNOSIS = {"part": "MultiHeadAttention", "mistake": "mha-repeat",
+             "text": "MultiHeadAttention: valid_lens is repeated as a whole, so head h of "
+                     "example b gets another example's length.",
+             "experiment": "Call MultiHeadAttention with 2 heads and valid_lens [1, 4] and look "
+                           "at attention.attention_weights per head."}
+
+
+def _result(tests, diagnoses=(), summary_data=None, name="kim", **extra):
+    result = outcome.SubmissionResult(name, f"{name}.py", list(tests), summary=summary_data,
+                                      diagnoses=list(diagnoses), **extra)
+    result.folder = name
+    return result
+
+
+def _mha_result(diagnoses=(DIAGNOSIS,)):
+    tests = [T(f"sequence_mask: case {i}", "sequence_mask", 1.0, "passed") for i in range(9)]
+    tests += [T("masked_softmax: float64", "masked_softmax", 2.0, "passed")]
+    tests += [T(f"MultiHeadAttention: weights {i}", "MultiHeadAttention", 2.0, "failed",
+                WEIGHTS.format(k=i + 2, b=i + 2)) for i in range(5)]
+    tests += [T(f"MultiHeadAttention: 2-D lengths {i}", "MultiHeadAttention", 1.0, "failed",
+                RAISED.format(k=i + 2, b=i + 3)) for i in range(3)]
+    tests += [T("MultiHeadAttention: one head", "MultiHeadAttention", 1.0, "passed")]
+    tests += [T("GPU: MultiHeadAttention on CUDA", "GPU", 2.0, "skipped", "no CUDA here")]
+    return _result(tests, diagnoses, {"api": {}, "stdout": "x = 1\n"})
+
+
+# -- the summary first, then the failing cases grouped --------------------------------------
+
+def test_feedback_opens_with_one_block_per_part_and_the_diagnosis():
+    text = fb.feedback_text(_mha_result())
+    lines = text.splitlines()
+    assert lines[0] == "kim: 12 / 25 points" and lines[1] == ""
+    assert lines[2] == "sequence_mask: 9/9 (passed: 9 of 9 cases)"
+    assert lines[3] == "masked_softmax: 2/2 (passed: 1 of 1 cases)"
+    assert lines[4] == "MultiHeadAttention: 1/14 (passed: 1 of 9 cases)"
+    assert lines[5] == ("    Valid_lens is repeated as a whole, so head h of example b gets "
+                        "another example's length.")  # the part is said once, in the head
+    assert lines[6].startswith("    Try this: Call MultiHeadAttention with 2 heads")
+    assert text.index("Failing cases") > text.index("Try this")
+
+
+def test_the_same_failure_in_several_cases_is_said_once_with_a_count():
+    text = fb.feedback_text(_mha_result())
+    assert text.count("[FAIL]") == 2  # 5 wrong weights and 3 raises: two kinds of failure
+    assert "(and 4 more cases like this: weights 1; weights 2; weights 3; weights 4)" in text
+    assert "(and 2 more cases like this: 2-D lengths 1; 2-D lengths 2)" in text
+    assert text.count("30 of 60 entries differ") == 1
+    assert "[PASS]" not in text and "one head" not in text  # passing cases: a count per part
+
+
+def test_catalog_mistakes_group_failures_whose_messages_differ():
+    tests = [T(f"p: case {i}", "p", 1.0, "failed", f"message number {i}\nmore {'x' * i}",
+               mistakes=["softmax-neg-inf"]) for i in range(4)]
+    tests += [T("p: other", "p", 1.0, "failed", "another message", mistakes=["fill-zero"])]
+    groups = fb.failure_groups(tests)
+    assert [len(g) for g in groups] == [4, 1]
+    text = fb.feedback_text(_result(tests))
+    assert text.count("[FAIL]") == 2 and "(and 3 more cases like this:" in text
+
+
+def test_group_keys_drop_numbers_and_bracketed_values():
+    first = T("p: a", "p", 1, "failed", "f(x (2, 3) float32 = [1, 2]) gave 0.5 at [1, 0]")
+    second = T("p: b", "p", 1, "failed", "f(x (7,) float64 = [[3]]) gave 1e-3 at [0, 2]")
+    other = T("p: c", "p", 1, "failed", "f() raised ValueError: boom")
+    assert fb.group_key(first) == fb.group_key(second) != fb.group_key(other)
+
+
+def test_without_diagnoses_the_first_line_of_the_first_failure_is_the_observation():
+    text = fb.feedback_text(_mha_result(diagnoses=()))
+    block = text.split("MultiHeadAttention: 1/14 (passed: 1 of 9 cases)\n")[1].splitlines()[0]
+    assert block.startswith("    8 of 9 cases fail; the first, \u201cweights 0\u201d: "
+                            "MultiHeadAttention.attention.attention_weights after")
+    assert "Try this" not in text
+
+
+def test_a_message_naming_a_known_mistake_is_the_fallback_diagnosis():
+    message = ("the output of masked_softmax(X (2, 3) float32): wrong values.\n"
+               "  Your result is exactly what you get if masked scores are set to -inf.")
+    result = _result([T("masked_softmax: zero", "masked_softmax", 2, "failed", message,
+                        mistakes=["softmax-neg-inf"])])
+    (block,) = summary.part_summaries(result, "summary")
+    assert block["text"] == "Your result is exactly what you get if masked scores are set to -inf."
+    assert block["mistake"] == "softmax-neg-inf"
+
+
+def test_the_file_holds_to_its_line_and_byte_budget_with_a_visible_cut():
+    tests = [T(f"p: case {i}", "p", 1.0, "failed",
+               f"failure kind {'abcdefghijklmnopqrstuvwxyz'[i % 26] * (i + 1)}\n"
+               + "\n".join(f"  detail line {j}: " + "y" * 150 for j in range(9)))
+             for i in range(60)]
+    text = fb.feedback_text(_result(tests))
+    lines = text.splitlines()
+    assert len(lines) <= fb.MAX_LINES and len(text.encode("utf-8")) <= fb.MAX_BYTES
+    shown = text.count("[FAIL]")
+    assert 0 < shown < 60
+    assert lines[-1] == f"... {60 - shown} more failing cases not shown"
+
+
+# -- one message for a file that did not import, once for a missing function ----------------
+
+IMPORT_ERROR = ("importing attention.py failed: it imports `d2l`, which the grading machine "
+                "does not have.\nModuleNotFoundError: No module named 'd2l'")
+
+
+def _import_failure(with_load_error=True):
+    tests = [T(f"{p}: case {i}", p, 1.0, "failed", IMPORT_ERROR) for p in PARTS[:3]
+             for i in range(20)]
+    tests += [T(f"GPU: {p}", "GPU", 2.0, "failed",
+                f"none of the {p} cases is right on the CPU yet, so how it behaves on a GPU "
+                f"cannot be graded: fix {p} first (see its own part).") for p in PARTS[:3]]
+    return _result(tests, summary_data={"load_error": IMPORT_ERROR} if with_load_error else {})
+
+
+@pytest.mark.parametrize("with_load_error", [True, False])
+def test_an_import_error_is_said_once_with_one_line_for_the_cases(with_load_error):
+    text = fb.feedback_text(_import_failure(with_load_error))
+    assert text.count("No module named 'd2l'") == 1
+    assert "Not run: 63 of 63 cases, because attention.py could not be imported" in text
+    assert "fix " not in text and "[FAIL]" not in text
+    assert "GPU: 0/6\n" in text and len(text.splitlines()) < 25
+
+
+def test_a_missing_function_is_said_once_per_part_not_per_case():
+    missing = ("attention.py defines no `MultiHeadAttention` (or importing it failed). Check "
+               "the spelling: the grader looks for exactly this name.")
+    tests = [T("sequence_mask: a", "sequence_mask", 1.0, "passed")]
+    tests += [T(f"MultiHeadAttention: {i}", "MultiHeadAttention", 1.0, "failed", missing)
+              for i in range(12)]
+    tests += [T("GPU: MultiHeadAttention", "GPU", 2.0, "failed",
+                "none of the MultiHeadAttention cases is right on the CPU yet, so how it behaves "
+                "on a GPU cannot be graded: fix MultiHeadAttention first (see its own part).")]
+    result = _result(tests, summary_data={"api": {"MultiHeadAttention": "missing",
+                                                  "sequence_mask": "function"}})
+    text = fb.feedback_text(result)
+    assert text.count("defines no `MultiHeadAttention`") == 3  # two parts, one not-run line
+    assert "Not run: 13 cases (MultiHeadAttention, GPU), because attention.py defines no " \
+           "`MultiHeadAttention`." in text
+    assert "[FAIL]" not in text and "fix MultiHeadAttention first" not in text
+
+
+# -- disclosure: full, summary, score -----------------------------------------------------
+
+def _catalog_observation():
+    """A part the catalog only observed: its text quotes the case's first line (inputs)."""
+    return {"part": "MultiHeadAttention", "mistake": None, "experiment": "Try 2 heads.",
+            "text": "MultiHeadAttention: “weights 0” fails: " + WEIGHTS.format(k=2, b=2)[:120]}
+
+
+@pytest.mark.parametrize("diagnoses", [(DIAGNOSIS,), (_catalog_observation(),), ()])
+def test_summary_shows_no_inputs_or_expected_values(diagnoses):
+    result = _mha_result(diagnoses)
+    text = fb.feedback_text(result, "summary")
+    data = results_json(result, feedback="summary")
+    shown = text + json.dumps(data)
+    for leak in ("Expected", "expected shape", "valid_lens (", "key_size", "x = 1", "0.25"):
+        assert leak not in shown, leak
+    assert "MultiHeadAttention: 1/14" in text and "[FAIL]" not in text
+    outputs = {t["output"] for t in data["tests"] if t["status"] == "failed"}
+    assert len(outputs) == 1 and outputs.pop()  # every failing case: its part's diagnosis
+    assert data["extra_data"]["feedback"] == "summary"
+
+
+def test_score_shows_the_scores_only():
+    result = _mha_result()
+    text = fb.feedback_text(result, "score")
+    assert text == ("kim: 12 / 25 points\n\nsequence_mask: 9/9\nmasked_softmax: 2/2\n"
+                    "MultiHeadAttention: 1/14\n")
+    data = results_json(result, feedback="score")
+    assert all(t["output"] == "" for t in data["tests"])
+    assert data["output"] == "sequence_mask: 9/9\nmasked_softmax: 2/2\nMultiHeadAttention: 1/14"
+
+
+def test_an_unknown_level_is_refused():
+    with pytest.raises(ValueError):
+        fb.feedback_text(_mha_result(), "everything")
+    with pytest.raises(ValueError):
+        results_json(_mha_result(), visibility="students")
+
+
+# -- results.json and grades.csv ------------------------------------------------------------
+
+def test_results_json_carries_diagnoses_disclosure_and_visibility():
+    result = _mha_result()
+    data = results_json(result, feedback="full", visibility="after_due_date")
+    assert data["visibility"] == "visible"  # the total score stays visible
+    assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}
+    assert data["extra_data"]["diagnoses"] == [
+        {"part": "MultiHeadAttention", "mistake": "mha-repeat",
+         "text": "Valid_lens is repeated as a whole, so head h of example b gets another "
+                 "example's length."}]
+    assert data["extra_data"]["feedback"] == "full"
+    assert data["extra_data"]["visibility"] == "after_due_date"
+    # the failing tests keep their messages (hidden until the deadline) ...
+    assert any("Expected" in t["output"] for t in data["tests"])
+    # ... while the always visible top-level output says no more than the summary
+    assert "Expected" not in data["output"] and "x = 1" not in data["output"]
+    assert data["output"].startswith("sequence_mask: 9/9 (passed: 9 of 9 cases)")
+    visible = results_json(result, visibility="visible")
+    assert "x = 1" in visible["output"]  # what the code printed: full and visible only
+
+
+def test_the_summary_text_leads_with_the_parts_when_diagnoses_are_empty():
+    text = summary_text(_mha_result(diagnoses=()))
+    assert text.startswith("sequence_mask: 9/9")
+    assert "8 of 9 cases fail" in text
+
+
+def test_grades_csv_has_a_diagnoses_column_of_ids():
+    second = dict(DIAGNOSIS, part="masked_softmax", mistake="softmax-neg-inf")
+    rows = [safe_record(_mha_result((DIAGNOSIS, second))),
+            safe_record(_result([T("p: a", "p", 1.0, "passed")], name="alice")),
+            safe_record(_result([T("p: a", "p", 1.0, "failed", "x")], name="zoe",
+                                diagnoses=[{**DIAGNOSIS, "part": "p", "mistake": None}]))]
+    assert rows[0]["diagnoses"] == ["mha-repeat", "softmax-neg-inf"]
+    table = {r["submission"]: r for r in csv.DictReader(io.StringIO(
+        gradebook_text(rows, ["p"])))}
+    assert table["kim"]["diagnoses"] == "mha-repeat softmax-neg-inf"
+    assert table["alice"]["diagnoses"] == "" and table["zoe"]["diagnoses"] == ""
+
+
+# -- plumbing: the command line, the batch, the Gradescope zip --------------------------------
+
+def test_command_line_takes_feedback_and_visibility():
+    parser = build_parser()
+    args = parser.parse_args(["grade", "a.py", "--out", "o", "--feedback", "summary",
+                              "--visibility", "after_published"])
+    assert (args.feedback, args.visibility) == ("summary", "after_published")
+    args = parser.parse_args(["grade", "a.py", "--out", "o"])
+    assert (args.feedback, args.visibility) == ("full", "visible")
+    args = parser.parse_args(["gradescope", "--feedback", "score", "--visibility", "hidden"])
+    assert (args.feedback, args.visibility) == ("score", "hidden")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["grade", "a.py", "--out", "o", "--feedback", "all"])
+
+
+def test_the_autograder_passes_the_disclosure_to_grader_grade(tmp_path):
+    archive = build(str(tmp_path / "a.zip"), "2.13.0", feedback="summary",
+                    visibility="after_due_date")
+    with zipfile.ZipFile(archive) as z:
+        script = z.read("run_autograder").decode()
+    assert "--feedback summary --visibility after_due_date" in script
+    with pytest.raises(ValueError):
+        build(str(tmp_path / "b.zip"), "2.13.0", visibility="later")
+
+
+def test_a_row_written_with_another_disclosure_is_written_again(tmp_path, monkeypatch):
+    seen = []
+
+    def fake_grade_one(path, name, catalog, options, workdir, zygote=None, suite=None,
+                       previous=None):
+        seen.append(previous)
+        if previous == "mark":
+            return outcome.SubmissionResult(name, path, [], unchanged=True, fingerprint="mark")
+        result = _mha_result()
+        result.name, result.fingerprint = name, "mark"
+        return result
+    monkeypatch.setattr(grade, "grade_one", fake_grade_one)
+    monkeypatch.setattr(grade.trusted, "start_zygote", lambda: None)
+    monkeypatch.setattr(grade.trusted, "catalog", lambda options, zygote=None: [
+        {"name": "x", "part": p, "points": 1.0, "nodeid": p} for p in PARTS])
+    monkeypatch.setattr(grade.isolation, "choose", lambda level: type("L", (), {"level": "none"}))
+    monkeypatch.setattr(grade.fingerprint, "suite_fingerprint", lambda options: "suite")
+    out, path = tmp_path / "out", str(tmp_path / "kim.py")
+    grade.grade_batch([path], str(out), stream=io.StringIO())
+    full = (out / "kim" / "feedback.txt").read_text()
+    grade.grade_batch([path], str(out), stream=io.StringIO())  # unchanged: kept
+    grade.grade_batch([path], str(out), stream=io.StringIO(), feedback="summary",
+                      visibility="hidden")
+    assert seen == [None, "mark", None]
+    shown = (out / "kim" / "feedback.txt").read_text()
+    assert "Expected" in full and "Expected" not in shown
+    data = json.loads((out / "kim" / "results.json").read_text())
+    assert data["extra_data"]["feedback"] == "summary"
+    assert {t["visibility"] for t in data["tests"]} == {"hidden"}
+
+
+# -- real grading: the example notebook and the syntax error ---------------------------------
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("feedback")
+    paths = [os.path.join(KIT, "examples", n) for n in ("bob.ipynb", "erik")]
+    results = grade.grade_batch(paths, str(out), jobs=2, stream=io.StringIO())
+    return {r.name: r for r in results}, out
+
+
+def test_bob_opens_with_the_summary_and_groups_his_failures(graded):
+    results, out = graded
+    text = (out / "bob" / "feedback.txt").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "bob: 83 / 100 points"
+    assert lines[2:7] == ["sequence_mask: 11/11 (passed: 10 of 10 cases)",
+                          "masked_softmax: 20/20 (passed: 12 of 12 cases)",
+                          "AdditiveAttention: 15/15 (passed: 10 of 10 cases)",
+                          "DotProductAttention: 15/15 (passed: 11 of 11 cases)",
+                          "transpose: 9/9 (passed: 7 of 7 cases)"]
+    assert lines[7] == "MultiHeadAttention: 3/20 (passed: 3 of 12 cases)"
+    assert lines[8].startswith("    ") and lines[8].strip()  # what is wrong
+    failed = [t for t in results["bob"].tests if t.part == "MultiHeadAttention"
+              and t.status == "failed"]
+    shown = text.count("[FAIL]")
+    counted = sum(int(part.split(" more cases")[0]) for part in text.split("(and ")[1:])
+    assert shown < len(failed) and shown + counted == len(failed)
+    assert len(lines) <= fb.MAX_LINES and "[PASS]" not in text
+
+
+def test_erik_gets_one_message_and_one_line_for_the_cases(graded):
+    results, out = graded
+    text = (out / "erik" / "feedback.txt").read_text(encoding="utf-8")
+    assert text.count("SyntaxError") == 1 and "line 59" in text
+    assert "Not run: 67 of 67 cases, because attention.py could not be imported" in text
+    assert "fix " not in text and len(text.splitlines()) < 25
+
+
+def test_bob_at_summary_and_score_shows_no_hidden_case(graded, tmp_path):
+    results, _ = graded
+    for level in ("summary", "score"):
+        grade.write_result(results["bob"], str(tmp_path / level), feedback=level,
+                           visibility="after_due_date")
+        text = (tmp_path / level / "bob" / "feedback.txt").read_text(encoding="utf-8")
+        data = json.loads((tmp_path / level / "bob" / "results.json").read_text("utf-8"))
+        shown = text + json.dumps(data, ensure_ascii=False)
+        for leak in ("Expected:", "expected shape", "expected 0.", "valid_lens (2,)",
+                     "key_size=", "[[[0.5000"):
+            assert leak not in shown, (level, leak)
+        assert data["extra_data"]["feedback"] == level
+        assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}
+        assert "MultiHeadAttention: 3/20" in text
+    score = (tmp_path / "score" / "bob" / "feedback.txt").read_text(encoding="utf-8")
+    assert len(score.splitlines()) == 9
