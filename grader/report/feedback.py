@@ -84,6 +84,9 @@ def _case_sections(result, whole):
     if whole is not None:
         if not failing:
             return []
+        if whole[0] == "same":
+            return [([f"Failed: {len(failing)} of {len(ran)} cases, with the message above "
+                      f"(the GPU part's because the others fail)."], 0)]
         why = {"intake": "the submission could not be read",
                "grader": "the grader failed",
                "import": "attention.py could not be imported"}[whole[0]]

@@ -53,8 +53,9 @@ def case_name(test):
 
 def whole_file_problem(result):
     """(kind, message) when nothing of the submission could be graded case by case —
-    "intake" (could not be read), "grader" (the grader failed on all of it) or "import"
-    (attention.py did not import) — else None."""
+    "intake" (could not be read), "grader" (the grader failed on all of it), "import"
+    (attention.py did not import) or "same" (no case passed and nearly all failed with one
+    message: said once) — else None."""
     if result.intake_error:
         return "intake", "Your submission could not be graded: " + safe_text(result.intake_error, 4000)
     ran = [t for t in result.tests if t.status != "skipped"]
@@ -70,7 +71,7 @@ def whole_file_problem(result):
         common = max(set(messages), key=messages.count)
         # the GPU part's cases say "fix X first" when nothing ran: all but those agree
         if common and messages.count(common) >= 0.8 * len(messages):
-            return "import", common
+            return "same", common
     return None
 
 
