@@ -1,0 +1,80 @@
+"""A lean install where grading happens: nbgrader (and Jupyter) are an extra that only the
+nbgrader commands use; grading never imports them; the commands that need nbgrader say how
+to install it in one line; and the README's test command is what CI runs."""
+import os
+import re
+import subprocess
+import sys
+
+from conftest import KIT
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    tomllib = None
+
+BLOCK_NBGRADER = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "nbgrader" or name.startswith("nbgrader."):
+            raise ModuleNotFoundError("No module named 'nbgrader'", name="nbgrader")
+sys.meta_path.insert(0, Block())
+from grader.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _pyproject():
+    with open(os.path.join(KIT, "pyproject.toml"), encoding="utf-8") as handle:
+        text = handle.read()
+    return text, (tomllib.loads(text) if tomllib else None)
+
+
+def test_nbgrader_is_an_extra_not_a_dependency():
+    text, data = _pyproject()
+    if data is None:  # no tomllib: read the lines
+        dependencies = text.split("dependencies = [", 1)[1].split("]", 1)[0]
+        assert "nbgrader" not in dependencies and "jupyter" not in dependencies
+        assert re.search(r'^nbgrader = \["nbgrader>=0\.9"\]', text, re.M)
+        return
+    dependencies = " ".join(data["project"]["dependencies"]).lower()
+    assert "nbgrader" not in dependencies and "jupyter" not in dependencies
+    assert any(d.startswith("nbformat") for d in data["project"]["dependencies"])
+    assert data["project"]["optional-dependencies"]["nbgrader"] == ["nbgrader>=0.9"]
+
+
+def test_readme_test_command_is_what_ci_runs():
+    with open(os.path.join(KIT, ".ci", "run"), encoding="utf-8") as handle:
+        ci = [line for line in handle.read().splitlines() if line.strip()][-1]
+    with open(os.path.join(KIT, "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    assert ci.startswith("python -m pip install torch==2.13.0 -e '.[test,nbgrader]'")
+    assert ci in readme.split("## Layout")[0]
+
+
+def test_gradescope_setup_installs_no_nbgrader():
+    from grader import gradescope
+    setup = gradescope.SETUP.lower()
+    assert "nbgrader" not in setup and "jupyter" not in setup
+    assert "--no-deps" in setup  # the kit itself pulls nothing in
+
+
+def test_grading_imports_neither_nbgrader_nor_nbformat():
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, grader.cli, grader.grade, grader.intake, grader.report.gradebook\n"
+         "from grader.intake import notebook\n"
+         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbgrader', 'nbformat', 'jupyter_core')))"],
+        cwd=KIT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_nbgrader_command_without_nbgrader_says_how_to_install_it(tmp_path):
+    done = subprocess.run([sys.executable, "-c", BLOCK_NBGRADER, "nbgrader", "--course",
+                           str(tmp_path), "attention"], cwd=KIT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install -e '.[nbgrader]'" in lines[0], done.stderr
