@@ -32,6 +32,13 @@ def build_parser():
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, also those unchanged since their row in "
                             "DIR was graded (by default those rows are kept)")
+    grade.add_argument("--layout", default="auto",
+                       choices=("auto", "plain", "nbgrader", "canvas", "moodle", "gradescope"),
+                       help="how the work arrived, which says each student's id and name "
+                            "(grades.csv's student_id and name columns): auto (default) "
+                            "recognises Canvas and Moodle downloads, a Gradescope export and "
+                            "nbgrader's submitted/ folder by their names; plain: the file or "
+                            "folder name")
     grade.add_argument("--results-json", metavar="PATH",
                        help="with one submission: also write its results.json here "
                             "(Gradescope's /autograder/results/results.json)")
@@ -43,6 +50,20 @@ def build_parser():
                             "(default: the one installed here)")
     from .sandbox.isolation import CHOICES
     gradescope.add_argument("--isolation", default="auto", choices=CHOICES)
+
+    export = commands.add_parser(
+        "export", help="write the CSV an LMS imports into its gradebook, from grades in DIR",
+        description="Write the gradebook of DIR (the --out of grader grade) as the CSV Canvas "
+                    "(Grades > Import) or Moodle (the assignment's 'Upload grading worksheet') "
+                    "imports. Rows the grader failed on, and rows without a student id, are "
+                    "left out with a note.")
+    export.add_argument("lms", choices=("canvas", "moodle"))
+    export.add_argument("--out", required=True, metavar="FILE", help="the CSV to write")
+    export.add_argument("--from", dest="source", default="grades", metavar="DIR",
+                        help="the gradebook folder (default: grades)")
+    export.add_argument("--assignment", default="Attention",
+                        help='Canvas: the assignment column, as Canvas names it in its export, '
+                             'e.g. "Attention (12345)" (default: Attention, a new assignment)')
 
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every mutant "
@@ -95,6 +116,9 @@ def main(argv=None):
     if args.command == "gradescope":
         from . import gradescope
         return gradescope.main(args)
+    if args.command == "export":
+        from . import export
+        return export.main(args)
     if args.command == "validate":
         from .grade import SuiteFailed
         from .validate import print_table, validate
@@ -111,12 +135,21 @@ def main(argv=None):
 def _grade(args):
     from .grade import BatchInterrupted, SuiteFailed, grade_batch
     from .sandbox.isolation import IsolationUnavailable, choose
-    if args.results_json and len(args.submissions) != 1:
-        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
-        return 2
     problem = _usage_problem(args.submissions, args.out)
     if problem:
         print(f"grader grade: {problem}", file=sys.stderr)
+        return 2
+    from .intake import layouts
+    batch = layouts.resolve(args.submissions, args.layout)
+    for note in batch.notes[:200]:
+        print(f"  {note}")
+    if len(batch.notes) > 200:
+        print(f"  ... and {len(batch.notes) - 200} more notes")
+    if not batch.submissions:
+        print("grader grade: nothing to grade (every path given was skipped)", file=sys.stderr)
+        return 2
+    if args.results_json and len(batch.submissions) != 1:
+        print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
         return 2
     options = suite_options(args)
     try:
@@ -124,10 +157,11 @@ def _grade(args):
     except IsolationUnavailable as error:
         print(f"grader grade: {error}", file=sys.stderr)
         return 2
-    print(f"Grading {len(args.submissions)} submission(s); isolation: {level.level}"
+    shown = ", ".join(f"{n} {k}" for k, n in sorted(batch.layouts.items()))
+    print(f"Grading {len(batch.submissions)} submission(s) ({shown}); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
     try:
-        results = grade_batch(args.submissions, args.out, options, jobs=args.jobs,
+        results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force)
     except SuiteFailed as error:
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)

@@ -20,6 +20,7 @@ import time
 import traceback
 
 from .. import intake
+from ..intake import layouts
 from ..report.console import Table
 from ..sandbox import isolation
 from ..report import files, folders
@@ -137,7 +138,11 @@ class BatchInterrupted(Exception):
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
     SubmissionResults in input order (`unchanged` ones were not regraded: see force).
-    Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded."""
+    Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded.
+
+    paths: file or folder paths (named as intake.submission_names does), or
+    intake.layouts.Submission objects (from layouts.resolve: a name, a student id and a
+    display name each)."""
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
     options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
@@ -152,7 +157,8 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
 def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
-    names = intake.submission_names(paths)
+    identities = _identities(paths)
+    paths, names = [s.path for s in identities], [s.name for s in identities]
     kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
     suite = fingerprint.suite_fingerprint(options)
@@ -172,7 +178,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
             try:
                 for future in concurrent.futures.as_completed(futures):
                     _finish(future, futures[future], results, names, paths, folder_names,
-                            catalog, out_dir, kept, table)
+                            catalog, out_dir, kept, table, identities)
             except KeyboardInterrupt:
                 interrupted = True
                 for future in futures:
@@ -186,6 +192,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
                     results[index] = _not_graded(catalog, names[index], paths[index],
                                                  "the grader stopped before this submission was graded")
                     results[index].folder = folder_names[index]
+                    _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
         write_gradebook(list(kept.values()), parts, os.path.join(out_dir, "grades.csv"))
     if interrupted:
@@ -193,16 +200,41 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
     return results
 
 
-def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table):
+def _identities(paths):
+    """One layouts.Submission per entry of `paths` (bare paths: the plain layout)."""
+    if all(isinstance(p, layouts.Submission) for p in paths):
+        return list(paths)
+    return layouts.plain([os.fspath(p) for p in paths])
+
+
+def _identify(result, identity):
+    """The student the row is about (layouts.resolve), and its notes for the feedback."""
+    result.student_id = identity.student_id
+    result.student_name = identity.student_name
+    result.layout = identity.layout
+    if identity.notes:
+        result.notes = list(identity.notes) + list(result.notes or [])
+
+
+def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table,
+            identities):
     """One submission is done: write its files and its gradebook row, print its line."""
     try:
         result = future.result()
     except Exception:  # a bug of ours: reported as such, and the batch goes on
         result = _not_graded(catalog, names[index], paths[index], traceback.format_exc()[-4000:])
     result.folder = folder_names[index]
+    _identify(result, identities[index])
     results[index] = result
     if result.unchanged and names[index] in kept:
-        table.kept(result, kept[names[index]])
+        row = kept[names[index]]
+        if any(row.get(k) != v for k, v in gradebook.identity(result).items()):
+            row.update(gradebook.identity(result))  # a row graded before it knew its student
+            try:
+                gradebook.save_record(row, out_dir)
+            except Exception:
+                pass
+        table.kept(result, row)
         return
     try:
         write_result(result, out_dir)

@@ -3,7 +3,10 @@
 A submission the grader failed on has an empty total and status "grader error": an empty
 cell is not a zero, and the instructor sees which rows to look at. `submission` is the
 submission's name as uploaded (made safe); `folder` is its folder in the output directory
-(folders.py: the same as the name unless the name was odd or collided).
+(folders.py: the same as the name unless the name was odd or collided). `student_id` and
+`name` are the student the row is about, as the layout the work arrived in says
+(intake/layouts.py: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
+student folder); `grader export` matches rows to the LMS's gradebook on `student_id`.
 
 Text cells (name, reason, source, folder) are made safe, cut, and neutralised for
 spreadsheets: a cell starting with = + - @ (or tab, CR) gets a leading ' (OWASP's advice
@@ -61,7 +64,14 @@ def record(result, fingerprint=None):
             "reason": safe_text(reason or "", GRADEBOOK_CELL_CHARS * 4),
             "source": safe_text(result.source or "", 2000),
             "folder": getattr(result, "folder", None) or safe_text(result.name, 200),
-            "fingerprint": fingerprint}
+            "fingerprint": fingerprint, **identity(result)}
+
+
+def identity(result):
+    """The row's student: {"student_id", "student_name", "layout"} (safe, capped)."""
+    return {"student_id": safe_text(getattr(result, "student_id", "") or "", 400),
+            "student_name": safe_text(getattr(result, "student_name", "") or "", 400),
+            "layout": safe_text(getattr(result, "layout", "") or "", 20)}
 
 
 def safe_record(result, fingerprint=None):
@@ -73,7 +83,8 @@ def safe_record(result, fingerprint=None):
         return {"name": name, "status": "grader error", "total": None, "max": 0, "parts": {},
                 "reason": f"the grader could not write this row: {error!r}"[:1000],
                 "source": safe_text(getattr(result, "source", ""), 2000),
-                "folder": getattr(result, "folder", None) or name[:80], "fingerprint": None}
+                "folder": getattr(result, "folder", None) or name[:80], "fingerprint": None,
+                "student_id": "", "student_name": "", "layout": ""}
 
 
 def save_record(row, out_dir):
@@ -103,7 +114,8 @@ def load_records(out_dir):
 
 def _cells(row, parts):
     total = "" if row.get("total") is None else f"{row['total']:g}"
-    return ([text_cell(row["name"]), text_cell(row.get("status", "")), total,
+    return ([text_cell(row["name"]), text_cell(row.get("student_id")),
+             text_cell(row.get("student_name")), text_cell(row.get("status", "")), total,
              f"{float(row.get('max', 0)):g}"]
             + [f"{float(row['parts'].get(p, (0, 0))[0]):g}" for p in parts]
             + [text_cell(row.get("reason")), text_cell(row.get("source")),
@@ -121,13 +133,14 @@ def gradebook_text(rows, parts):
                 pass
     handle = io.StringIO(newline="")
     writer = csv.writer(handle)
-    writer.writerow(["submission", "status", "total", "max"]
+    writer.writerow(["submission", "student_id", "name", "status", "total", "max"]
                     + [f"{p} (/{maxima.get(p, 0):g})" for p in parts] + ["reason", "source", "folder"])
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         try:
             writer.writerow(_cells(row, parts))
         except Exception as error:  # an odd row must not cost the gradebook
-            writer.writerow([text_cell(row.get("name", "?")), "grader error", "", ""]
+            writer.writerow([text_cell(row.get("name", "?")), text_cell(row.get("student_id")),
+                             text_cell(row.get("student_name")), "grader error", "", ""]
                             + [""] * len(parts)
                             + [text_cell(f"the grader could not write this row: {error!r}"),
                                text_cell(row.get("source", "")), text_cell(row.get("folder", ""))])
