@@ -8,6 +8,7 @@ Jupyter folders inside tmp_path: the user's Jupyter config is never read or writ
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -158,10 +159,19 @@ def test_nbgrader_round_trip(tmp_path):
     told = (course / "feedback" / "bob" / ASSIGNMENT / "feedback.txt").read_text(encoding="utf-8")
     assert "MultiHeadAttention" in told and "MultiHeadAttention: 20/20" not in told
 
-    # a second run finds both unchanged and keeps their scores
+    # the graded notebooks are where formgrader and generate_feedback read them, and
+    # nbgrader's own feedback shows the kit's scores
+    assert (course / "autograded" / "bob" / ASSIGNMENT / "attention.ipynb").is_file()
+    _nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course, env)
+    page = (course / "feedback" / "bob" / ASSIGNMENT / "attention.html").read_text(encoding="utf-8")
+    assert re.search(r"Score: %s(\.0)? / 100(\.0)?" % re.escape(f'{float(rows["bob"]["score"]):g}'), page), \
+        re.findall(r"Score: [^<]*", page)[:3]
+
+    # grading one student again (unchanged, so kept unless the grader itself changed since)
+    # leaves the gradebook as it was
     again = _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), ASSIGNMENT,
                   "bob"], KIT, env)
-    assert "bob:" in again.stdout and "unchanged" in again.stdout, again.stdout
+    assert re.search(r"^  bob: [\d.]+/100", again.stdout, re.M), again.stdout
     _nbgrader(["export", "--to", "again.csv"], course, env)
     with open(course / "again.csv", encoding="utf-8") as handle:
         assert {r["student_id"]: r["score"] for r in csv.DictReader(handle)} == \

@@ -9,8 +9,9 @@ submissions with the kit, and put the scores in nbgrader's gradebook.
        results (results.json, feedback.txt, grades.csv) go to --out, by default
        COURSE/grader/ASSIGNMENT, which is a kit gradebook like any other: a submission
        unchanged since its last grading is not graded again (--force regrades)
-    4. each student's part scores go into gradebook.db (scores.record), and their feedback
-       to COURSE/feedback/<student>/ASSIGNMENT/ (feedback.write)
+    4. each student's part scores go into gradebook.db (scores.record), their feedback to
+       COURSE/feedback/<student>/ASSIGNMENT/ (feedback.write), and the graded notebook to
+       COURSE/autograded/<student>/ASSIGNMENT/, where formgrader opens it
 
 A submission the grader itself failed on gets nothing in the gradebook (never a silent
 zero) and makes the exit status 2; the next run grades it again.
@@ -93,6 +94,8 @@ def main(args, options):
                                            args.assignment)
             feedback.write(os.path.join(out_dir, result.folder), target, notebook_name, notes,
                            title=f"{args.assignment}: {entry.student}")
+            course.keep_autograded(entry, notebook_name, coursedir.format_path(
+                coursedir.autograded_directory, entry.student, args.assignment))
             print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
     print(f"Wrote {len(entries) - len(failed)} student(s)' scores to {coursedir.db_url} and "

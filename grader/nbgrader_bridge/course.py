@@ -126,3 +126,16 @@ def stage(entry, notebook, dest):
         with open(os.path.join(dest, name), "wb") as handle:
             handle.write(data)
     return notes
+
+
+def keep_autograded(entry, notebook, target):
+    """Copy the graded notebook and timestamp.txt to `target` (COURSE/autograded/<student>/
+    <assignment>/), where formgrader opens a submission and `nbgrader generate_feedback`
+    reads it, as `nbgrader autograde` would leave it (the notebook is not run: the kit
+    graded it in its sandbox)."""
+    os.makedirs(target, exist_ok=True)
+    for name, limit in ((f"{notebook}.ipynb", MAX_NOTEBOOK_BYTES), ("timestamp.txt", 1000)):
+        data = read_regular(os.path.join(entry.folder, name), limit)
+        if data is not None:
+            with open(os.path.join(target, name), "wb") as handle:
+                handle.write(data)
