@@ -124,3 +124,28 @@ def test_nbgrader_reads_the_same_regions():
     ours = [line for line in release(SOLUTION, API_NAMES).split("\n")
             if line.strip() not in STUB_LINES and "is not written yet" not in line]
     assert theirs == ours
+
+
+def test_source_notebook_for_nbgrader_in_chinese(tmp_path):
+    """`grader release --notebook`: the README's parts (here the Chinese one) as markdown,
+    each part's code with nbgrader's markers and none of the instructor-only text, the
+    hidden suite's points on one graded cell per part; the same solution, the same file."""
+    import json
+    from grader import paths
+    from grader.nbgrader_bridge import notebook
+    readme = f"{paths.ASSIGNMENT}/README.zh-CN.md"
+    text = notebook.notebook_text(SOLUTION, readme, paths.HIDDEN_TESTS, API_NAMES)
+    assert text == notebook.notebook_text(SOLUTION, readme, paths.HIDDEN_TESTS, API_NAMES)
+    cells = json.loads(text)["cells"]
+    markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert "## 第 1 部分" in markdown and "## 第 6 部分" in markdown and "贯穿所有部分" in markdown
+    assert "INSTRUCTOR" not in text and "instructor's solution" not in text
+    graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]
+              for c in cells if "points" in c["metadata"].get("nbgrader", {})}
+    assert {k: v["points"] for k, v in graded.items()} == notebook.part_points(paths.HIDDEN_TESTS)
+    assert graded["GPU"]["task"] and not graded["GPU"]["solution"]
+    code = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
+            if c["cell_type"] == "code" and c["metadata"]["nbgrader"]["solution"]}
+    assert code["transpose"].count("### BEGIN SOLUTION") == 2
+    assert code["transpose"].count("### END SOLUTION") == 2
+    assert all(c.rstrip().endswith("### END SOLUTION") for c in code.values())
