@@ -17,6 +17,13 @@ def build_parser():
     release.add_argument("--output", default=paths.SKELETON)
     release.add_argument("--check", action="store_true",
                          help="only check that the skeleton is up to date (exit 1 if not)")
+    release.add_argument("--notebook", metavar="PATH", default=None,
+                         help="also write nbgrader's source notebook here (for a course: "
+                              "COURSE/source/<assignment>/attention.ipynb); needs nbformat")
+    release.add_argument("--readme", metavar="PATH", default=None,
+                         help="the student README whose sections become the notebook's "
+                              "markdown (default: assignments/attention/README.md; "
+                              "README.zh-CN.md for Chinese)")
 
     grade = commands.add_parser(
         "grade", help="grade submissions against the hidden suite",
@@ -39,6 +46,7 @@ def build_parser():
                             "recognises Canvas and Moodle downloads, a Gradescope export and "
                             "nbgrader's submitted/ folder by their names; plain: the file or "
                             "folder name")
+    _disclosure_arguments(grade)
     grade.add_argument("--results-json", metavar="PATH",
                        help="with one submission: also write its results.json here "
                             "(Gradescope's /autograder/results/results.json)")
@@ -50,6 +58,7 @@ def build_parser():
                             "(default: the one installed here)")
     from .sandbox.isolation import CHOICES
     gradescope.add_argument("--isolation", default="auto", choices=CHOICES)
+    _disclosure_arguments(gradescope)
 
     export = commands.add_parser(
         "export", help="write the CSV an LMS imports into its gradebook, from grades in DIR",
@@ -65,13 +74,49 @@ def build_parser():
                         help='Canvas: the assignment column, as Canvas names it in its export, '
                              'e.g. "Attention (12345)" (default: Attention, a new assignment)')
 
+    nbgrader = commands.add_parser(
+        "nbgrader", help="grade an nbgrader course's submissions and write the scores into "
+                         "its gradebook.db",
+        description="Grade COURSE/submitted/<student>/ASSIGNMENT/*.ipynb with the kit's "
+                    "sandboxed grader (never in nbgrader's kernel), write each student's part "
+                    "scores into the course's gradebook.db through nbgrader's API, and their "
+                    "feedback to COURSE/feedback/<student>/ASSIGNMENT/. Needs nbgrader: "
+                    "pip install -e '.[nbgrader]'.")
+    nbgrader.add_argument("--course", required=True, metavar="DIR", help="the course's root")
+    nbgrader.add_argument("assignment", metavar="ASSIGNMENT")
+    nbgrader.add_argument("students", nargs="*", metavar="STUDENT",
+                          help="only these students (default: everyone who submitted)")
+    nbgrader.add_argument("--out", default=None, metavar="DIR",
+                          help="the kit's own results (default: COURSE/grader/ASSIGNMENT)")
+    nbgrader.add_argument("--jobs", type=int, default=1, metavar="N")
+    nbgrader.add_argument("--force", action="store_true",
+                          help="regrade also the submissions unchanged since their last grading")
+    _suite_arguments(nbgrader)
+
     validate = commands.add_parser(
-        "validate", help="check the hidden suite: solution full marks, skeleton 0, every mutant "
-                         "of the mistake zoo loses points in its part, alternatives full marks")
+        "validate", help="check the hidden suite: solution full marks, skeleton 0, every catalog "
+                         "mistake loses points in its part and is diagnosed as itself, "
+                         "alternatives full marks with no diagnosis")
     validate.add_argument("--jobs", type=int, default=1, metavar="N")
     validate.add_argument("--out", default=None, metavar="DIR", help="keep the results here")
+    validate.add_argument("--docs", default=None, metavar="PATH",
+                          help="also write the catalog's table with this run's scores "
+                               "(docs/mistakes.md)")
     _suite_arguments(validate)
     return parser
+
+
+def _disclosure_arguments(parser):
+    from .report.summary import LEVELS, VISIBILITIES
+    parser.add_argument("--feedback", default="full", choices=LEVELS,
+                        help="how much of a hidden case students see in feedback.txt and "
+                             "results.json: full (inputs, expected values, differences), "
+                             "summary (each part's diagnosis and an experiment only) or score "
+                             "(the scores only); default full")
+    parser.add_argument("--visibility", default="visible", choices=VISIBILITIES,
+                        help="Gradescope's visibility of each test in results.json (the total "
+                             "score stays visible): after_due_date keeps the hidden suite from "
+                             "students who may resubmit until the deadline; default visible")
 
 
 def _suite_arguments(parser):
@@ -83,6 +128,9 @@ def _suite_arguments(parser):
                         help="auto: the best this machine allows; strict: refuse to grade "
                              "without Linux namespaces; or one level (default auto)")
     parser.add_argument("--no-gpu", action="store_true", help="grade as if there were no GPU")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+                        help="language of what students read (feedback.txt, results.json): "
+                             "en (default) or zh (中文)")
     limits = parser.add_argument_group("limits for each submission")
     for field in dataclasses.fields(Limits):
         limits.add_argument("--" + field.name.replace("_", "-"), type=field.type
@@ -95,16 +143,21 @@ def suite_options(args):
     from .sandbox.limits import Limits
     limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits)})
     return SuiteOptions(hidden_tests=args.hidden_tests, solution=args.solution,
-                        isolation=args.isolation, limits=limits, no_gpu=args.no_gpu)
+                        isolation=args.isolation, limits=limits, no_gpu=args.no_gpu,
+                        lang=getattr(args, "lang", "en"))
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if getattr(args, "lang", None):
+        from . import i18n
+        i18n.set_language(args.lang)  # this process writes the feedback; the trusted ones get it too
     if args.command == "release":
         from . import release
+        from .nbgrader_bridge import NbgraderMissing
         try:
             return release.main(args)
-        except release.ReleaseError as error:
+        except (release.ReleaseError, NbgraderMissing) as error:
             print(f"grader release: {error}", file=sys.stderr)
             return 2
     if args.command == "grade":
@@ -119,6 +172,13 @@ def main(argv=None):
     if args.command == "export":
         from . import export
         return export.main(args)
+    if args.command == "nbgrader":
+        from .nbgrader_bridge import NbgraderMissing, command
+        try:
+            return command.main(args, suite_options(args))
+        except NbgraderMissing as error:
+            print(f"grader nbgrader: {error}", file=sys.stderr)
+            return 2
     if args.command == "validate":
         from .grade import SuiteFailed
         from .validate import print_table, validate
@@ -128,6 +188,11 @@ def main(argv=None):
             print(f"grader validate: the hidden suite does not hold: {error}", file=sys.stderr)
             return 1
         print_table(rows)
+        if args.docs:
+            import datetime
+            from .validate import docs_table
+            with open(args.docs, "w", encoding="utf-8") as out:
+                out.write(docs_table(rows, datetime.date.today().isoformat()))
         return 0 if ok else 1
     return 2
 
@@ -162,7 +227,8 @@ def _grade(args):
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
-                              force=args.force)
+                              force=args.force, feedback=args.feedback,
+                              visibility=args.visibility)
     except SuiteFailed as error:
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
         return 2
@@ -172,7 +238,7 @@ def _grade(args):
               file=sys.stderr)
         return 130
     if args.results_json:
-        _copy_results(args.out, results[0], args.results_json)
+        _copy_results(args.out, results[0], args.results_json, args.feedback, args.visibility)
     failed = [r for r in results if r.status == "grader error"]
     unchanged = sum(r.unchanged for r in results)
     print(f"Wrote {args.out}/grades.csv: {len(results) - unchanged} graded"
@@ -201,7 +267,7 @@ def _usage_problem(submissions, out_dir):
     return None
 
 
-def _copy_results(out_dir, result, target):
+def _copy_results(out_dir, result, target, feedback="full", visibility="visible"):
     """Gradescope's results.json: the one in the submission's folder, or, if that could not
     be written, one written here from the result (atomically, capped, as always)."""
     from .report import files
@@ -211,5 +277,5 @@ def _copy_results(out_dir, result, target):
         with open(source, "rb") as handle:
             data = handle.read()
     except OSError:
-        data = results_text(result).encode("utf-8")
+        data = results_text(result, feedback=feedback, visibility=visibility).encode("utf-8")
     files.write_bytes(target, data)

@@ -8,6 +8,10 @@ submission's name as uploaded (made safe); `folder` is its folder in the output 
 (intake/layouts.py: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
 student folder); `grader export` matches rows to the LMS's gradebook on `student_id`.
 
+`diagnoses` holds the catalog ids of the mistakes diagnosed (grader/catalog/), one per part
+that lost points to a known mistake, separated by spaces ("mha-repeat softmax-neg-inf"),
+empty when none was.
+
 Text cells (name, reason, source, folder) are made safe, cut, and neutralised for
 spreadsheets: a cell starting with = + - @ (or tab, CR) gets a leading ' (OWASP's advice
 on CSV injection), so opening grades.csv in Excel never runs a formula from a submission.
@@ -24,6 +28,7 @@ import os
 
 from ..textsafety import safe_text
 from .files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
+from .summary import mistake_ids
 
 ROW_FILE = "gradebook-row.json"
 
@@ -64,7 +69,8 @@ def record(result, fingerprint=None):
             "reason": safe_text(reason or "", GRADEBOOK_CELL_CHARS * 4),
             "source": safe_text(result.source or "", 2000),
             "folder": getattr(result, "folder", None) or safe_text(result.name, 200),
-            "fingerprint": fingerprint, **identity(result)}
+            "fingerprint": fingerprint, **identity(result),
+            "diagnoses": mistake_ids(result)}
 
 
 def identity(result):
@@ -118,6 +124,7 @@ def _cells(row, parts):
              text_cell(row.get("student_name")), text_cell(row.get("status", "")), total,
              f"{float(row.get('max', 0)):g}"]
             + [f"{float(row['parts'].get(p, (0, 0))[0]):g}" for p in parts]
+            + [text_cell(" ".join(str(m) for m in row.get("diagnoses") or []))]
             + [text_cell(row.get("reason")), text_cell(row.get("source")),
                text_cell(row.get("folder"))])
 
@@ -134,14 +141,15 @@ def gradebook_text(rows, parts):
     handle = io.StringIO(newline="")
     writer = csv.writer(handle)
     writer.writerow(["submission", "student_id", "name", "status", "total", "max"]
-                    + [f"{p} (/{maxima.get(p, 0):g})" for p in parts] + ["reason", "source", "folder"])
+                    + [f"{p} (/{maxima.get(p, 0):g})" for p in parts]
+                    + ["diagnoses", "reason", "source", "folder"])
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         try:
             writer.writerow(_cells(row, parts))
         except Exception as error:  # an odd row must not cost the gradebook
             writer.writerow([text_cell(row.get("name", "?")), text_cell(row.get("student_id")),
                              text_cell(row.get("student_name")), "grader error", "", ""]
-                            + [""] * len(parts)
+                            + [""] * (len(parts) + 1)
                             + [text_cell(f"the grader could not write this row: {error!r}"),
                                text_cell(row.get("source", "")), text_cell(row.get("folder", ""))])
     return handle.getvalue()
