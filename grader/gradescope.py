@@ -43,7 +43,7 @@ chmod -R go-rwx solutions tests_hidden      # not readable by the worker's throw
 mkdir -p "$ROOT/results"
 exec "$PY" -m grader grade "$ROOT/submission" --out "$(mktemp -d)" \\
     --results-json "$ROOT/results/results.json" --isolation {isolation} \\
-    --feedback {feedback} --visibility {visibility}
+    --feedback {feedback} --visibility {visibility} --layout plain
 """
 
 KIT_PARTS = ("pyproject.toml", "README.md", "grader", "solutions", "tests_hidden")

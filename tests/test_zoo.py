@@ -1,16 +1,17 @@
-"""The hidden suite is only as good as its tests: `grader validate` over the mistake zoo.
+"""The hidden suite is only as good as its tests: `grader validate` over the mistake catalog.
 
-Every mutant loses points in the part it breaks; the solution, the book's own code and
-correct alternatives in other styles (loops, einsum, torch.where, masked_fill with the
-dtype's minimum) get full marks; the released skeleton gets 0."""
+Every catalog mistake loses points in its part and is diagnosed as itself; the solution,
+the book's own code and correct alternatives in other styles (loops, einsum, torch.where,
+masked_fill with the dtype's minimum, LazyLinear) get full marks and no diagnosis; the
+released skeleton gets 0."""
 import os
 
 import pytest
 
 from conftest import KIT
+from grader.catalog import MISTAKES
 from grader.grade import SuiteOptions
 from grader.validate import ALTERNATIVES, validate
-from grader.validate.mutants import MUTANTS
 
 
 @pytest.fixture(scope="module")
@@ -24,37 +25,50 @@ def test_validate_holds(validation):
     assert ok and not bad, "\n".join(bad)
 
 
-def test_zoo_is_big_enough_and_covers_every_part(validation):
+def test_catalog_is_big_enough_and_covers_every_part(validation):
     _, rows = validation
-    assert len(MUTANTS) >= 25
-    parts = {m.part for m in MUTANTS}
+    assert len(MISTAKES) >= 50
+    parts = {m.part for m in MISTAKES}
     assert parts == {"sequence_mask", "masked_softmax", "AdditiveAttention",
                      "DotProductAttention", "transpose", "MultiHeadAttention", "GPU"}
     alternatives = [item for item, _, _ in rows if item.kind == "alternative"]
     assert len(alternatives) >= 5 and len(os.listdir(ALTERNATIVES)) >= 5
 
 
-def test_docs_table_names_every_mutant():
+def test_every_mistake_teaches_in_both_languages():
+    for mistake in MISTAKES:
+        assert mistake.en.strip() and mistake.zh.strip(), mistake.id
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.zh), mistake.id
+        assert mistake.experiment("en") and mistake.experiment("zh"), mistake.id
+
+
+def test_docs_table_names_every_mistake():
     with open(os.path.join(KIT, "docs", "mistakes.md"), encoding="utf-8") as handle:
         table = handle.read()
-    for mutant in MUTANTS:
-        assert f"`{mutant.name}`" in table, mutant.name
+    for mistake in MISTAKES:
+        assert f"`{mistake.id}`" in table, mistake.id
 
 
-def test_a_mutant_that_loses_nothing_fails_validation():
-    """The check itself: full marks in the mutant's part, a grader error, or a skeleton
-    with points all count as failures of the hidden suite."""
+def test_a_mistake_that_loses_nothing_or_is_misdiagnosed_fails_validation():
+    """The check itself: full marks in the mistake's part, another diagnosis (or none), a
+    grader error, a skeleton with points, or a diagnosed alternative all count as failures
+    of the hidden suite."""
     from grader.grade.outcome import SubmissionResult, TestOutcome
     from grader.validate import Expectation
 
-    def result(passed, **extra):
+    def result(passed, diagnosed="m", **extra):
         tests = [TestOutcome("t1", "masked_softmax", 2, "passed" if passed else "failed"),
                  TestOutcome("t2", "transpose", 1, "passed")]
-        return SubmissionResult("x", "x.py", tests, **extra)
+        diagnoses = [] if diagnosed is None else [
+            {"part": "masked_softmax", "mistake": diagnosed, "text": "", "experiment": ""}]
+        return SubmissionResult("x", "x.py", tests, diagnoses=diagnoses, **extra)
 
-    mutant = Expectation("mutant", "m", "m.py", part="masked_softmax")
-    assert mutant.check(result(False))[0] is True
-    assert mutant.check(result(True))[0] is False
-    assert mutant.check(result(False, grader_error="boom"))[0] is False
+    mistake = Expectation("mistake", "m", "m.py", part="masked_softmax")
+    assert mistake.check(result(False))[0] is True
+    assert mistake.check(result(False, diagnosed="other"))[0] is False
+    assert mistake.check(result(False, diagnosed=None))[0] is False
+    assert mistake.check(result(True))[0] is False
+    assert mistake.check(result(False, grader_error="boom"))[0] is False
     assert Expectation("skeleton", "s", "s.py").check(result(False))[0] is False
-    assert Expectation("solution", "s", "s.py").check(result(True))[0] is True
+    assert Expectation("solution", "s", "s.py").check(result(True, diagnosed=None))[0] is True
+    assert Expectation("alternative", "a", "a.py").check(result(True))[0] is False

@@ -1,9 +1,16 @@
-"""The checks the hidden tests apply to a case; each raises StudentFailure with a teaching message."""
+"""The checks the hidden tests apply to a case; each raises StudentFailure with a teaching message.
+
+A check that fails on a submission says, when it has the evidence, which catalog mistake
+gives exactly the same results (grader/catalog: the same probe, run on the solution with
+that mistake); the catalog's mistakes are graded by these same checks (`passes`).
+"""
+import contextlib
+
 import pytest
 import torch
 
 import cases as cases_table
-import misconceptions
+from grader.catalog import diagnose
 from grader.harness import StudentFailure
 from grader.harness.devices import device_failure
 from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
@@ -38,19 +45,15 @@ def _context(case):
 
 def compare_results(case, got, expected, state, calls=None):
     """Stored weights, output and gradients of `got` against `expected`, call by call."""
-    suspects = None
     for index in range(calls or expected.calls()):
         for name in case.captures() + ["output"]:
             want = expected.tensor(name, min(index, expected.calls() - 1))
             have = got.tensor(name, index)
-            if suspects is None and not same(have, want):
-                suspects = misconceptions.suspects(case, state)
             label = (f"the output of {got.call_text}" if name == "output"
                      else f"{case.target}.{name} after {got.call_text}")
             if index:
                 label += f" (call {index + 1} of {calls or expected.calls()})"
-            expect_close(have, want, label, context=_context(case),
-                         suspects=(suspects or {}).get(name, []), weights=name != "output")
+            expect_close(have, want, label, context=_context(case), weights=name != "output")
     for i in case.grad_args:
         expect_close(got.arg_grad(i), expected.arg_grad(i),
                      f"the gradient with respect to input {i} of {got.call_text}",
@@ -65,48 +68,139 @@ def compare_results(case, got, expected, state, calls=None):
                          f"the gradient of parameter {name}", context=_context(case), scale=10)
 
 
+class Evidence:
+    """What came back from the submission for one probe, for the diagnosis."""
+
+    def __init__(self):
+        self.result = None
+
+    def __call__(self, result):
+        self.result = result
+        return result
+
+
+@contextlib.contextmanager
+def diagnosing(case, student, probe, reference):
+    """Run a check's body; if it fails, find the catalog mistakes whose result for `probe`
+    equals what the submission returned, and say so in the failure (with their ids)."""
+    seen = Evidence()
+    try:
+        yield seen
+    except StudentFailure as failure:
+        if not getattr(student, "diagnosable", True):
+            raise
+        result = seen.result or getattr(failure, "probe_result", None)
+        raw = getattr(result, "raw", None)
+        if not isinstance(raw, dict):
+            raise
+        found = diagnose.matching(case, probe, raw, reference.path, FAILED_PARTS, SEARCH)
+        if not found:
+            raise
+        explained = StudentFailure(f"{failure}\n  {diagnose.sentence(found, LANG[0])}")
+        explained.heatmap = getattr(failure, "heatmap", None)
+        explained.mistakes = found
+        raise explained from None
+
+
+LANG = ["en"]  # the language of the student's feedback (set by the suite's conftest)
+FAILED_PARTS = set()  # parts with a failed case so far in this session (the suite's conftest)
+SEARCH = diagnose.Search()  # how far the search for mistakes has gone in this session
+
+
+def passes(case, implementation, reference):
+    """True when `implementation` (a catalog mistake, run here) passes `case`."""
+    try:
+        CHECKS[case.check](case, implementation, reference)
+    except StudentFailure:
+        return False
+    return True
+
+
 def check_match(case, student, reference, device="cpu", guard=False):
     state = _state(case, reference)
     probe = case.probe(state, device=device, guard=guard)
     expected = reference.run(probe, case.call_text())
-    got = student.run(probe, case.call_text(), expected)
-    failure = device_failure(case.target, got) if guard else None
-    if failure:
-        raise StudentFailure(failure)
-    compare_results(case, got, expected, state)
+    with diagnosing(case, student, probe, reference) as seen:
+        got = seen(student.run(probe, case.call_text(), expected))
+        failure = device_failure(case.target, got) if guard else None
+        if failure:
+            raise StudentFailure(failure)
+        compare_results(case, got, expected, state)
     return got
+
+
+def _rethrow(failure, text):
+    """The same failure with another text, keeping the evidence it carries."""
+    again = StudentFailure(text)
+    again.heatmap = getattr(failure, "heatmap", None)
+    again.mistakes = getattr(failure, "mistakes", None)
+    return again
+
+
+def _calls_differ(got, calls):
+    try:
+        outputs = [got.tensor("output", i) for i in range(calls)]
+    except StudentFailure:
+        return False
+    return any(o.shape != outputs[0].shape or not torch.equal(o, outputs[0]) for o in outputs[1:])
 
 
 def check_eval(case, student, reference):
     """Eval mode with dropout > 0: every call equals the reference (which drops nothing)."""
     state = _state(case, reference)
     expected = reference.run(case.probe(state, calls=1), case.call_text())
-    got = student.run(case.probe(state), case.call_text(), expected)
-    try:
-        compare_results(case, got, expected, state, calls=case.calls)
-    except AssertionError as failure:
-        raise type(failure)(
-            f"{failure}\n  In eval mode dropout must do nothing: use the nn.Dropout module "
-            f"(self.dropout), which follows model.eval(), rather than F.dropout without "
-            f"training=self.training.") from None
+    probe = case.probe(state)
+    with diagnosing(case, student, probe, reference) as seen:
+        got = seen(student.run(probe, case.call_text(), expected))
+        try:
+            compare_results(case, got, expected, state, calls=case.calls)
+        except StudentFailure as failure:
+            if not _calls_differ(got, case.calls):
+                raise
+            raise _rethrow(failure, (
+                f"{failure}\n  In eval mode the {case.calls} calls with the same inputs gave "
+                f"different results: something random still acts after model.eval(). Dropout "
+                f"must follow the module's train/eval mode.")) from None
+
+
+def _looks_dropped(stored, eval_weights, p):
+    """True when `stored` is eval_weights with dropout applied (each 0 or w/(1-p))."""
+    if stored.shape != eval_weights.shape or stored.dtype != eval_weights.dtype:
+        return False
+    rtol, atol = tolerance(torch.float32, 10)
+    scaled = eval_weights / (1 - p)
+    zero = torch.isclose(stored, torch.zeros_like(stored), atol=atol)
+    kept = torch.isclose(stored, scaled, rtol=rtol, atol=atol)
+    positive = eval_weights > 1e-6
+    return bool((zero | kept).all()) and bool((zero & positive).any())
 
 
 def check_dropout(case, student, reference):
     state = _state(case, reference)
     eval_result = reference.run(case.probe(state, mode="eval", calls=1), case.call_text())
-    got = student.run(case.probe(state), case.call_text(), eval_result)
-    weights_name = case.captures()[0]
-    eval_weights = eval_result.tensor(weights_name)
-    for index in range(case.calls):
-        expect_close(got.tensor(weights_name, index), eval_weights,
-                     f"{case.target}.{weights_name} in training mode (call {index + 1})",
-                     hints=[f"{weights_name} must be stored before dropout: in training mode it "
-                            f"still equals the eval-mode weights and its rows sum to 1. Apply "
-                            f"dropout only to the copy that multiplies the values."])
-    if case.target == "MultiHeadAttention":
-        _check_multi_head_dropout(case, got, eval_result)
-    else:
-        _check_weights_dropout(case, got, eval_weights)
+    probe = case.probe(state)
+    with diagnosing(case, student, probe, reference) as seen:
+        got = seen(student.run(probe, case.call_text(), eval_result))
+        weights_name = case.captures()[0]
+        eval_weights = eval_result.tensor(weights_name)
+        p = case.init["dropout"]
+        for index in range(case.calls):
+            stored = got.tensor(weights_name, index)
+            try:
+                expect_close(stored, eval_weights,
+                             f"{case.target}.{weights_name} in training mode (call {index + 1})",
+                             weights=True)
+            except StudentFailure as failure:
+                if not _looks_dropped(stored, eval_weights, p):
+                    raise
+                raise _rethrow(failure, (
+                    f"{failure}\n  Every stored weight is either 0 or the eval-mode weight "
+                    f"scaled by 1/(1-p): {weights_name} was stored after dropout. The stored "
+                    f"weights should be the ones before dropout (rows summing to 1).")) from None
+        if case.target == "MultiHeadAttention":
+            _check_multi_head_dropout(case, got, eval_result)
+        else:
+            _check_weights_dropout(case, got, eval_weights)
 
 
 def _check_weights_dropout(case, got, eval_weights):
@@ -134,20 +228,21 @@ def _check_weights_dropout(case, got, eval_weights):
                 f"In training mode with dropout={p}, each attention weight w should reach the "
                 f"values either dropped (0) or scaled to w/(1-p); at {fmt_index(where)} the weight "
                 f"{eval_weights[where].item():.6g} became {D[where].item():.6g} "
-                f"(expected 0 or {scaled[where].item():.6g}). Apply self.dropout to the weights, "
-                f"then multiply by the values: torch.bmm(self.dropout(weights), values).")
+                f"(expected 0 or {scaled[where].item():.6g}). Dropout should act on the attention "
+                f"weights, and those dropped weights multiply the values.")
         expect_close(out[..., keys:], torch.bmm(D, values[..., keys:]),
                      "the output in training mode",
-                     hints=["It should be dropout(weights) @ values for one dropout mask: "
-                            "dropout seems to act on the values or on the output instead of "
-                            "on the attention weights."])
+                     hints=["With the values [I | R] of this case the output's first columns "
+                            "are the weights that reached the values; the other columns are not "
+                            "those weights times R, so something other than dropout on the "
+                            "weights changed the output."])
         positive = eval_weights > 1e-6
         dropped += int((is_zero & positive).sum())
         kept += int((~is_zero & positive).sum())
     expect_true(dropped > 0,
                 f"In training mode with dropout={p} no attention weight was dropped in "
-                f"{case.calls} calls: the weights must pass through self.dropout before the "
-                f"batch matrix product with the values.")
+                f"{case.calls} calls: dropout did not act on the attention weights that "
+                f"multiply the values.")
     expect_true(kept > 0, f"In training mode with dropout={p} every weight was dropped.")
 
 
@@ -164,8 +259,8 @@ def _check_multi_head_dropout(case, got, eval_result):
         changed |= not torch.allclose(out, eval_out, rtol=1e-4, atol=1e-5)
     expect_true(changed,
                 f"In training mode with dropout={case.init['dropout']} the output never changed in "
-                f"{case.calls} calls: build self.attention as DotProductAttention(dropout) so "
-                f"dropout acts on every head's weights.")
+                f"{case.calls} calls: dropout acted nowhere in the module (it should act on "
+                f"every head's attention weights).")
 
 
 def check_on_device(case, student, reference, device="cpu", guard=False):
@@ -183,21 +278,22 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
         except StudentFailure:
             continue  # wrong on the CPU: that costs points in its own part, not here
         graded += 1
+        probe = sample.probe(state, device=device, guard=guard)
         try:
-            on_device = student.run(sample.probe(state, device=device, guard=guard),
-                                    sample.call_text(), expected)
-            failure = device_failure(case.target, on_device) if guard else None
-            if failure:
-                raise StudentFailure(failure)
-            compare_results(sample, on_device, on_cpu, state)
-            shown = on_device.device("output")
-            expect_true(shown.startswith(device),
-                        f"the output came back on {shown}, not on the inputs' {device} device: "
-                        f"something moved it (.cpu(), .numpy(), torch.from_numpy, or a tensor "
-                        f"created without device=).")
+            with diagnosing(sample, student, probe, reference) as seen:
+                on_device = seen(student.run(probe, sample.call_text(), expected))
+                failure = device_failure(case.target, on_device) if guard else None
+                if failure:
+                    raise StudentFailure(failure)
+                compare_results(sample, on_device, on_cpu, state)
+                shown = on_device.device("output")
+                expect_true(shown.startswith(device),
+                            f"the output came back on {shown}, not on the inputs' {device} "
+                            f"device: something moved it (.cpu(), .numpy(), torch.from_numpy, "
+                            f"or a tensor created without device=).")
         except StudentFailure as failure:
-            raise StudentFailure(f"{case.target} gives the right result on the CPU for the case "
-                                 f"'{sample.name}', but not {where}:\n{failure}") from None
+            raise _rethrow(failure, f"{case.target} gives the right result on the CPU for the "
+                                    f"case '{sample.name}', but not {where}:\n{failure}") from None
     expect_true(graded > 0,
                 f"none of the {case.target} cases is right on the CPU yet, so how it behaves on a "
                 f"GPU cannot be graded: fix {case.target} first (see its own part).")

@@ -9,8 +9,10 @@ import tempfile
 import pytest
 import torch
 
-from cases import TOTAL_POINTS, cases
+import checks
+from cases import CASES, TOTAL_POINTS, cases
 from checks import params
+from grader.catalog import diagnose
 from grader.harness import Reference, Submission
 from grader.sandbox import isolation
 from grader.sandbox.limits import Limits
@@ -35,6 +37,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: runs with every tensor on CUDA")
     config.addinivalue_line("markers", "cases(*checks): parametrize over the cases with these checks")
     config.attnkit_gpu = torch.cuda.is_available() and not config.getoption("--no-gpu")
+    lang = getattr(config.option, "attnkit_lang", None) or "en"
+    checks.LANG[0] = "zh" if str(lang).startswith("zh") else "en"
 
 
 def pytest_sessionstart(session):
@@ -58,6 +62,36 @@ def pytest_sessionfinish(session):
     student = getattr(session.config, "attnkit_student", None)
     if student is not None:
         student.stop()
+        session.config.attnkit_diagnoses = _diagnoses(session.config)
+
+
+def pytest_runtest_logreport(report):
+    """Which parts have failed a case so far: the diagnosis searches those parts' mistakes."""
+    if report.failed:
+        part = _PARTS.get(report.nodeid)
+        if part:
+            checks.FAILED_PARTS.add(part)
+
+
+_PARTS = {}  # nodeid -> part, filled at collection
+
+
+def _diagnoses(config):
+    """One diagnosis per part that lost points (grader/catalog/diagnose.py), for the report.
+    A failure here costs the feedback its diagnoses, never the grades."""
+    recorder = config.pluginmanager.get_plugin("attnkit-recorder")
+    if recorder is None or not getattr(recorder, "tests", None):
+        return []
+    reference = _reference(config)
+    table = {case.id: case for case in CASES}
+    try:
+        return diagnose.diagnose_parts(
+            list(recorder.tests.values()), table,
+            lambda case, implementation: checks.passes(case, implementation, reference),
+            reference.path, lang=checks.LANG[0])
+    except Exception as error:  # noqa: BLE001 - reported, and the grades stand
+        return [{"part": "(all)", "mistake": None, "experiment": "",
+                 "text": f"(the grader could not make its diagnosis: {type(error).__name__})"}]
 
 
 def pytest_generate_tests(metafunc):
@@ -70,6 +104,11 @@ def pytest_collection_modifyitems(session, config, items):
     """The points of the tests that run here must add up to the assignment's declared total
     (the CUDA and the device-discipline tests stand in for each other), or nothing is graded."""
     config.attnkit_suite_errors = []
+    for item in items:
+        marker = item.get_closest_marker("part")
+        if marker is not None and marker.args:
+            _PARTS[item.nodeid] = marker.args[0]
+
     def skipped(item):
         return any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
 
@@ -90,6 +129,12 @@ def student(request):
     return request.config.attnkit_student
 
 
+def _reference(config):
+    if getattr(config, "attnkit_reference", None) is None:
+        config.attnkit_reference = Reference(config.getoption("--reference"))
+    return config.attnkit_reference
+
+
 @pytest.fixture(scope="session")
 def reference(request):
-    return Reference(request.config.getoption("--reference"))
+    return _reference(request.config)

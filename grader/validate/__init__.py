@@ -2,8 +2,9 @@
 
 Grades, in one batch: the solution (must get full marks), the skeleton released from it
 (must get 0), every correct alternative in alternatives/ (full marks: loops, einsum,
-torch.where, the book's own code), and every mutant of the mistake zoo (must lose points
-in the part it breaks). Prints a table and returns whether every check held.
+torch.where, the book's own code, and no diagnosis), and every mistake of the catalog
+(grader/catalog: it must lose points in its part, and the diagnosis of that part must name
+it). Prints a table and returns whether every check held.
 """
 import dataclasses
 import os
@@ -14,17 +15,17 @@ from .. import paths
 from ..grade import grade_batch
 from ..harness.implementations import API_NAMES
 from ..release import release
-from .mutants import MUTANTS
+from ..catalog import MISTAKES
 
 ALTERNATIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alternatives")
 
 
 @dataclasses.dataclass
 class Expectation:
-    kind: str         # "solution" | "skeleton" | "alternative" | "mutant"
+    kind: str         # "solution" | "skeleton" | "alternative" | "mistake"
     name: str
     path: str
-    part: str = None  # for mutants: the part that must lose points
+    part: str = None  # for mistakes: the part that must lose points and name it
     about: str = ""
 
     def check(self, result):
@@ -32,12 +33,18 @@ class Expectation:
         if result.status != "graded":
             return False, f"{result.status}: {result.grader_error or result.intake_error}"
         got = f"{result.score:g}/{result.max_score:g}"
+        named = [d.get("mistake") for d in result.diagnoses if d.get("mistake")]
         if self.kind in ("solution", "alternative"):
+            if named:
+                return False, f"{got}, diagnosed as {', '.join(named)} (no diagnosis expected)"
             return result.score == result.max_score, f"{got} (full marks expected)"
         if self.kind == "skeleton":
             return result.score == 0, f"{got} (0 expected)"
         score, top = result.by_part().get(self.part, (0.0, 0.0))
-        return score < top, f"{self.part} {score:g}/{top:g}, total {got}"
+        diagnosed = [d.get("mistake") for d in result.diagnoses if d.get("part") == self.part]
+        detail = (f"{self.part} {score:g}/{top:g}, total {got}, diagnosed as "
+                  f"{diagnosed[0] if diagnosed and diagnosed[0] else 'nothing'}")
+        return score < top and diagnosed == [self.name], detail
 
 
 def expectations(workdir, solution=paths.SOLUTION):
@@ -59,8 +66,8 @@ def expectations(workdir, solution=paths.SOLUTION):
         if name.endswith(".py"):
             with open(os.path.join(ALTERNATIVES, name), encoding="utf-8") as handle:
                 write("alternative", name[:-3], handle.read())
-    for mutant in MUTANTS:
-        write("mutant", mutant.name, mutant.apply(source), part=mutant.part, about=mutant.mistake)
+    for mistake in MISTAKES:
+        write("mistake", mistake.id, mistake.apply(source), part=mistake.part, about=mistake.en)
     return items
 
 
@@ -75,6 +82,7 @@ def validate(options, jobs=1, out_dir=None, stream=None):
         rows = []
         for item, result in zip(items, results):
             ok, detail = item.check(result)
+            item.result = result
             rows.append((item, ok, detail))
         return all(ok for _, ok, _ in rows), rows
     finally:
@@ -90,3 +98,40 @@ def print_table(rows, stream=None):
     bad = [item.name for item, ok, _ in rows if not ok]
     print(f"\n{len(rows) - len(bad)} of {len(rows)} checks hold" +
           (f"; failing: {', '.join(bad)}" if bad else "."), file=stream)
+
+
+def docs_table(rows, date):
+    """docs/mistakes.md from a validation: one row per catalog mistake with what it cost."""
+    lines = [
+        "# The mistake catalog", "",
+        "Each row is a realistic student mistake, applied to the solution as a small edit",
+        "(`grader/catalog/mistakes.py`, where each also has its sentence in Chinese).",
+        "`grader validate` grades them all and checks that each one loses points in its part",
+        "and is diagnosed as itself; `tests/test_zoo.py` runs it in CI and checks that this",
+        "table names every mistake. A mistake in an early part also costs the parts built on",
+        "it (a `sequence_mask` bug shows in `masked_softmax` and the attentions), and the",
+        "diagnosis of those parts names it there too.", "",
+        f"Scores below are from one run of `grader validate` ({date}, CPU machine: the GPU",
+        "part graded by the device-discipline tests); `grader validate --docs docs/mistakes.md`",
+        "writes this file again from a run.", "",
+        "| mistake | part | your result is exactly what you get if ... | points left in that part "
+        "| total /100 | diagnosed as |",
+        "|---|---|---|---|---|---|",
+    ]
+    for item, ok, detail in rows:
+        if item.kind != "mistake":
+            continue
+        result = getattr(item, "result", None)
+        score, top = result.by_part().get(item.part, (0.0, 0.0)) if result else (0, 0)
+        named = [d.get("mistake") for d in (result.diagnoses if result else [])
+                 if d.get("part") == item.part]
+        lines.append(f"| `{item.name}` | {item.part} | {item.about} | {score:g}/{top:g} | "
+                     f"{result.score:g} | {named[0] if named and named[0] else '(nothing)'}"
+                     f"{'' if ok else ' !!'} |" if result else
+                     f"| `{item.name}` | {item.part} | {item.about} | ? | ? | {detail} |")
+    lines += ["", "Correct solutions written in other styles get full marks and no diagnosis",
+              "(`grader/validate/alternatives/`): the book's own d2l 0.17 code, the 1.0 edition's",
+              "`nn.LazyLinear`, a non-mutating one with `torch.where`/`matmul`/`view`, einsum with",
+              "`masked_fill` and the dtype's minimum, Python loops, and one that scales the",
+              "queries first and builds the mask by arithmetic.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""A catalog mistake as an implementation: the solution with the mistake's edit, run here.
+
+It is trusted code (the instructor's solution, edited by the catalog), so it runs in the
+trusted process like the reference, with the same probe runner, and answers `run` like a
+Submission does: the checks of the hidden suite can grade it as they grade a student.
+"""
+import types
+
+from ..harness.failures import StudentFailure
+from ..harness.results import ProbeResult
+from ..sandbox.runtime.probes import run_probe
+
+_MODULES = {}  # (solution path, mistake id) -> module: built once per process
+_RESULTS = {}  # (mistake id, what the probe asks) -> its raw result
+
+
+def mistake_module(mistake, solution_path):
+    key = (solution_path, mistake.id)
+    if key not in _MODULES:
+        with open(solution_path, encoding="utf-8") as handle:
+            source = mistake.apply(handle.read())
+        module = types.ModuleType(f"attention_mistake_{mistake.id.replace('-', '_')}")
+        module.__file__ = f"<mistake {mistake.id}>"
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        _MODULES[key] = module
+    return _MODULES[key]
+
+
+class MistakeImplementation:
+    """`mistake` in the solution at `solution_path`, graded like a submission."""
+
+    diagnosable = False  # the checks never diagnose a mistake with the catalog itself
+
+    def __init__(self, mistake, solution_path):
+        self.mistake = mistake
+        self.module = mistake_module(mistake, solution_path)
+
+    def raw(self, probe):
+        """The probe's raw result (what a worker would send), never raising; kept per
+        process, since a case's probe is the same for every submission."""
+        key = (self.mistake.id, probe.get("target"), probe.get("seed"), probe.get("mode"),
+               probe.get("calls"), str(probe.get("device")), bool(probe.get("guard")),
+               bool(probe.get("grad_params")), tuple(probe.get("grad_args") or ()))
+        if key not in _RESULTS:
+            _RESULTS[key] = run_probe(self.module, probe)
+        return _RESULTS[key]
+
+    def run(self, probe, call_text, expected=None):
+        result = ProbeResult(self.raw(probe), probe, "mistake", call_text)
+        return result.check_ran()
+
+
+__all__ = ["MistakeImplementation", "StudentFailure", "mistake_module"]
