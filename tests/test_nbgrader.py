@@ -89,6 +89,8 @@ def _fill(released, source, target, mutate=None):
         json.dump(notebook, handle, ensure_ascii=False, indent=1)
     with open(os.path.join(os.path.dirname(target), "timestamp.txt"), "w") as handle:
         handle.write(TIMESTAMP)
+    with open(os.path.join(os.path.dirname(target), "submission_secret.txt"), "w") as handle:
+        handle.write(os.path.basename(os.path.dirname(os.path.dirname(target))) * 8)
 
 
 def test_nbgrader_round_trip(tmp_path):
@@ -98,7 +100,9 @@ def test_nbgrader_round_trip(tmp_path):
     (course / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         "c.CourseDirectory.course_id = 'attention-course'\n"
+        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
         f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
+    (tmp_path / "exchange").mkdir()
     for student, first, last in (("alice", "Alice", "Wang"), ("bob", "Bo", "Li")):
         _nbgrader(["db", "student", "add", student, f"--first-name={first}",
                    f"--last-name={last}"], course, env)
@@ -158,6 +162,13 @@ def test_nbgrader_round_trip(tmp_path):
         assert (folder / "feedback.txt").is_file() and (folder / "attention.html").is_file()
     told = (course / "feedback" / "bob" / ASSIGNMENT / "feedback.txt").read_text(encoding="utf-8")
     assert "MultiHeadAttention" in told and "MultiHeadAttention: 20/20" not in told
+
+    # nbgrader hands the kit's feedback out: one page per student, named after the notebook
+    assert not (course / "feedback" / "bob" / ASSIGNMENT / "feedback.html").exists()
+    _nbgrader(["release_feedback", ASSIGNMENT], course, env)
+    released_pages = list((tmp_path / "exchange" / "attention-course" / "feedback").glob("*.html"))
+    assert len(released_pages) == 2
+    assert any("MultiHeadAttention" in p.read_text(encoding="utf-8") for p in released_pages)
 
     # the graded notebooks are where formgrader and generate_feedback read them, and
     # nbgrader's own feedback shows the kit's scores

@@ -94,8 +94,9 @@ def main(args, options):
                                            args.assignment)
             feedback.write(os.path.join(out_dir, result.folder), target, notebook_name, notes,
                            title=f"{args.assignment}: {entry.student}")
-            course.keep_autograded(entry, notebook_name, coursedir.format_path(
-                coursedir.autograded_directory, entry.student, args.assignment))
+            course.copy_submission_files(entry, target)
+            course.copy_submission_files(entry, coursedir.format_path(
+                coursedir.autograded_directory, entry.student, args.assignment), notebook_name)
             print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
     print(f"Wrote {len(entries) - len(failed)} student(s)' scores to {coursedir.db_url} and "

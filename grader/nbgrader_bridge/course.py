@@ -128,13 +128,22 @@ def stage(entry, notebook, dest):
     return notes
 
 
-def keep_autograded(entry, notebook, target):
-    """Copy the graded notebook and timestamp.txt to `target` (COURSE/autograded/<student>/
-    <assignment>/), where formgrader opens a submission and `nbgrader generate_feedback`
-    reads it, as `nbgrader autograde` would leave it (the notebook is not run: the kit
-    graded it in its sandbox)."""
+
+# what nbgrader's own steps carry along from submitted/: `nbgrader release_feedback` needs
+# both beside the feedback, and formgrader and generate_feedback read the autograded copy
+SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
+
+
+def copy_submission_files(entry, target, notebook=None):
+    """Copy timestamp.txt, submission_secret.txt and (given `notebook`) the notebook from
+    the submission into `target`, regular files only. With the notebook, `target` is
+    COURSE/autograded/<student>/<assignment>/ as `nbgrader autograde` would leave it (not
+    run: the kit graded it in its sandbox); without, the feedback folder."""
     os.makedirs(target, exist_ok=True)
-    for name, limit in ((f"{notebook}.ipynb", MAX_NOTEBOOK_BYTES), ("timestamp.txt", 1000)):
+    wanted = [(name, 4096) for name in SUBMISSION_FILES]
+    if notebook:
+        wanted.append((f"{notebook}.ipynb", MAX_NOTEBOOK_BYTES))
+    for name, limit in wanted:
         data = read_regular(os.path.join(entry.folder, name), limit)
         if data is not None:
             with open(os.path.join(target, name), "wb") as handle:

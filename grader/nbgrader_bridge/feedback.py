@@ -3,10 +3,14 @@ COURSE/feedback/<student>/<assignment>/.
 
     feedback.txt      the kit's feedback (grader/report/feedback.py), with any note about
                       what was graded of the submission first
-    feedback.html     the kit's HTML feedback, when the grader wrote one
-    <notebook>.html   what `nbgrader release_feedback` hands the student: nbgrader releases
-                      the .html files named after the submitted notebooks; it is the kit's
-                      feedback.html, or feedback.txt as a page
+    <notebook>.html   the kit's feedback.html when the grader wrote one, else feedback.txt
+                      as a page: `nbgrader release_feedback` hands out every .html file there
+                      as the feedback of the notebook it is named after, so the page is
+                      named after the notebook (and not also kept as feedback.html, which
+                      would be released as the feedback of a notebook called "feedback")
+
+command.py copies timestamp.txt and submission_secret.txt beside them, which
+release_feedback needs.
 """
 import html
 import os
@@ -34,7 +38,6 @@ def write(results_folder, target, notebook, notes=(), title="Feedback"):
     files.write_text(os.path.join(target, "feedback.txt"), text, files.FEEDBACK_BYTES)
     rich = os.path.join(results_folder, "feedback.html")
     if os.path.isfile(rich):
-        shutil.copyfile(rich, os.path.join(target, "feedback.html"))
         shutil.copyfile(rich, os.path.join(target, f"{notebook}.html"))
     else:
         files.write_text(os.path.join(target, f"{notebook}.html"), page(text, title))
