@@ -1,0 +1,484 @@
+"""HTML pages: DIR/<folder>/feedback.html for a student, DIR/report.html for the instructor.
+
+Both are one self-contained file: inline CSS, pictures as data: URIs (pictures.py), no
+script, no font, nothing fetched (a Content-Security-Policy says so to the browser too),
+and readable on a phone (viewport meta, a single fluid column, images at most the page's
+width). Every string that comes from a submission or a test's message is made safe
+(textsafety.safe_text) and then HTML-escaped; everything else is the grader's own text.
+
+feedback.html follows the disclosure level (`feedback`): "full" shows the per-part summary,
+the failing cases and, for the first failing case of each module that has picture data,
+the expected and the returned attention weights side by side; "summary" shows the per-part
+summary only (no pictures: they would show the expected values of hidden cases); "score"
+the scores only.
+
+A page stays under PAGE_BYTES: pictures are dropped first. Making pictures can fail
+(matplotlib missing, odd data): the page is then written without them, with a note, and
+never costs the row.
+"""
+import html
+import json
+import os
+import urllib.parse
+
+from ..textsafety import safe_text
+from . import files, pictures
+
+PAGE_BYTES = 2 * 1024 * 1024
+MODULES = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
+LEVELS = ("full", "summary", "score")
+
+CSS = """
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "PingFang SC",
+       "Microsoft YaHei", sans-serif; line-height: 1.5; color: #1d1d1f; background: #fff;
+       margin: 0 auto; padding: 1rem; max-width: 56rem; overflow-wrap: anywhere; }
+h1 { font-size: 1.4rem; margin: 0.2rem 0 0.6rem; }
+h2 { font-size: 1.15rem; margin: 1.6rem 0 0.5rem; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1rem; margin: 1.2rem 0 0.3rem; }
+img { max-width: 100%; height: auto; display: block; margin: 0.4rem 0; }
+table { border-collapse: collapse; width: 100%; font-size: 0.95rem; }
+th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid #eee;
+         vertical-align: top; }
+td.num, th.num { text-align: right; white-space: nowrap; }
+.bar { background: #f3d6d2; height: 0.6rem; border-radius: 0.3rem; min-width: 3rem; }
+.bar > span { display: block; height: 100%; background: #c0392b; border-radius: 0.3rem; }
+.part { border-left: 4px solid #c0392b; padding: 0.2rem 0 0.2rem 0.8rem; margin: 0.8rem 0; }
+.part.ok { border-left-color: #2e8b57; }
+.note { background: #fff8e1; border: 1px solid #f0d98c; padding: 0.5rem 0.7rem;
+        border-radius: 0.3rem; }
+.total { font-size: 1.2rem; font-weight: 600; }
+.small { font-size: 0.85rem; color: #555; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 0.5rem;
+      border-radius: 0.3rem; font-size: 0.85rem; max-width: 100%; }
+code { font-size: 0.9em; }
+details { margin: 0.4rem 0; }
+@media (max-width: 30rem) { body { padding: 0.6rem; font-size: 0.95rem; }
+  th, td { padding: 0.25rem 0.2rem; } }
+"""
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
+def esc(value, limit=2000):
+    """Text from a submission or a message, safe and HTML-escaped."""
+    return html.escape(safe_text(value if value is not None else "", limit), quote=True)
+
+
+def _fmt(value):
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def _page(title, body):
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
+            "<meta name=\"referrer\" content=\"no-referrer\">\n"
+            f"<title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"{body}\n</body>\n</html>\n")
+
+
+def _bar(score, top):
+    try:
+        share = max(0.0, min(1.0, float(score) / float(top))) if float(top) > 0 else 0.0
+    except (TypeError, ValueError):
+        share = 0.0
+    return f'<div class="bar"><span style="width:{share * 100:.0f}%"></span></div>'
+
+
+def _first_line(text, limit=300):
+    lines = safe_text(text or "", 4000).strip().splitlines()
+    return safe_text(lines[0].strip(), limit) if lines else ""
+
+
+# ---------------------------------------------------------------- the student's page
+
+def _status_notes(result, feedback):
+    notes = []
+    if result.grader_error or result.grader_failures:
+        notes.append("The grader itself failed on part of this submission. This is not your "
+                     "fault; your instructor has been told, and those tests are not counted "
+                     "as zeros.")
+    if result.intake_error:
+        notes.append("Your submission could not be graded: " + esc(result.intake_error, 1000)
+                     if feedback != "score" else "Your submission could not be graded.")
+    summary = result.summary or {}
+    if summary.get("load_error") and feedback != "score":
+        notes.append(f"<pre>{esc(summary['load_error'], 2000)}</pre>")
+    return notes
+
+
+def _diagnosis(result, part):
+    for entry in result.diagnoses or []:
+        if isinstance(entry, dict) and entry.get("part") == part:
+            return entry
+    return None
+
+
+def _part_blocks(result, parts, feedback):
+    blocks = []
+    for part, (score, top) in parts.items():
+        if top <= 0:
+            continue
+        lost = score < top
+        head = (f'<div class="part{"" if lost else " ok"}"><h3>{esc(part, 100)}: '
+                f'{_fmt(score)} / {_fmt(top)}</h3>')
+        if not lost or feedback == "score":
+            blocks.append(head + "</div>")
+            continue
+        tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
+        failing = [t for t in tests if t.status == "failed"]
+        body = []
+        diagnosis = _diagnosis(result, part)
+        if diagnosis and diagnosis.get("text"):
+            body.append(f"<p>{esc(diagnosis['text'], 2000)}</p>")
+            if diagnosis.get("experiment"):
+                body.append(f"<p><strong>Try this:</strong> {esc(diagnosis['experiment'], 1000)}</p>")
+        elif failing and feedback == "full":
+            body.append(f"<p>{esc(_first_line(failing[0].message), 400)}</p>")
+        body.append(f'<p class="small">{len(failing)} of {len(tests)} cases in this part '
+                    f'failed.</p>')
+        blocks.append(head + "".join(body) + "</div>")
+    return blocks
+
+
+def _picture_cases(result):
+    """(module, test) for the first failing case of each module that has picture data."""
+    cases = []
+    for module in MODULES:
+        for test in result.tests:
+            if test.part == module and test.status == "failed" and test.heatmap:
+                cases.append((module, test))
+                break
+    return cases
+
+
+def _pictures(result, notes):
+    """[(module, test, data URI)], with what went wrong added to `notes`."""
+    drawn = []
+    cases = _picture_cases(result)
+    if not cases:
+        return drawn
+    if not pictures.available():
+        notes.append("The pictures of attention weights could not be drawn on the grading "
+                     "machine (matplotlib is not installed); feedback.txt has the same cases "
+                     "in words.")
+        return drawn
+    failed = 0
+    for module, test in cases:
+        try:
+            heatmap = test.heatmap
+            drawn.append((module, test, pictures.heatmap_pair(heatmap.get("expected"),
+                                                             heatmap.get("got"))))
+        except Exception:
+            failed += 1
+    if failed:
+        notes.append(f"{failed} picture(s) could not be drawn; feedback.txt has those cases "
+                     "in words.")
+    return drawn
+
+
+def _picture_blocks(drawn):
+    blocks = []
+    for module, test, uri in drawn:
+        heatmap = test.heatmap or {}
+        returned = heatmap.get("got") is not None
+        alt = f"Heatmaps of the expected and the returned attention weights of {module}"
+        blocks.append(
+            f"<h3>{esc(module, 100)}</h3>"
+            f"<p>First failing case: <strong>{esc(test.name, 300)}</strong></p>"
+            f'<p class="small">{esc(heatmap.get("title", ""), 400)}</p>'
+            f'<img src="{uri}" alt="{html.escape(alt)}">'
+            + ('<p class="small">Left: the weights the reference solution stores; right: '
+               'yours. Same colour scale: darker is more weight; each row is one query and '
+               'should sum to 1 over the keys it may attend to.</p>' if returned else
+               '<p class="small">The expected weights; yours could not be compared cell by '
+               'cell (a different shape, or none stored).</p>')
+            + f"<pre>{esc(test.message, 1200)}</pre>")
+    return blocks
+
+
+def _failing_list(result):
+    failing = [t for t in result.tests if t.status == "failed"]
+    if not failing:
+        return ""
+    items = "".join(f"<li><strong>{esc(t.name, 300)}</strong>: {esc(_first_line(t.message), 300)}</li>"
+                    for t in failing[:100])
+    more = f"<li>and {len(failing) - 100} more</li>" if len(failing) > 100 else ""
+    return (f"<details><summary>All failing cases ({len(failing)})</summary><ul>{items}{more}"
+            "</ul><p class=\"small\">feedback.txt has each case in full.</p></details>")
+
+
+def _feedback_page(result, feedback, drawn, notes):
+    parts = result.by_part()
+    name = esc(result.name, 200)
+    body = [f"<h1>Feedback: {name}</h1>",
+            f'<p class="total">{_fmt(result.score)} / {_fmt(result.max_score)} points</p>']
+    body += [f'<div class="note">{n}</div>' for n in _status_notes(result, feedback)]
+    if parts:
+        rows = "".join(f"<tr><td>{esc(p, 100)}</td><td class=\"num\">{_fmt(s)} / {_fmt(t)}</td>"
+                       f"<td style=\"width:40%\">{_bar(s, t)}</td></tr>"
+                       for p, (s, t) in parts.items() if t > 0)
+        body.append(f"<h2>Score by part</h2><table><tr><th>part</th><th class=\"num\">score"
+                    f"</th><th></th></tr>{rows}</table>")
+        if feedback != "score":
+            body.append("<h2>What to look at</h2>")
+            body += _part_blocks(result, parts, feedback)
+    if feedback == "full":
+        if drawn:
+            body.append("<h2>Attention weights: expected and yours</h2>")
+            body += _picture_blocks(drawn)
+        body.append(_failing_list(result))
+    body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+    skipped = [t for t in result.tests if t.status == "skipped"]
+    if skipped:
+        body.append(f'<p class="small">{len(skipped)} tests did not run on this grading '
+                    "machine and carry no points here.</p>")
+    return _page(f"Feedback: {name}", "\n".join(b for b in body if b))
+
+
+def feedback_html(result, feedback="full", limit=PAGE_BYTES):
+    """The student's page for one SubmissionResult, at most `limit` bytes of UTF-8."""
+    feedback = feedback if feedback in LEVELS else "summary"
+    notes = []
+    drawn = _pictures(result, notes) if feedback == "full" else []
+    while True:
+        page = _feedback_page(result, feedback, drawn, notes)
+        if len(page.encode("utf-8")) <= limit or not drawn:
+            break
+        drawn = drawn[:-1]
+        if "pictures were left out" not in " ".join(notes):
+            notes.append("Some pictures were left out to keep this page small.")
+    if len(page.encode("utf-8")) > limit:  # not with our caps; but never a cut page
+        page = _page("Feedback", f"<p>{_fmt(result.score)} / {_fmt(result.max_score)} points. "
+                     "The details are in feedback.txt.</p>")
+    return page
+
+
+def write_feedback_page(result, folder, feedback="full"):
+    """Write folder/feedback.html. Never raises: a page that cannot be made is replaced by
+    a short one that says so, and one that cannot be written is left out."""
+    path = os.path.join(folder, "feedback.html")
+    try:
+        page = feedback_html(result, feedback)
+    except Exception:
+        try:
+            page = _page("Feedback", f"<p>{_fmt(result.score)} / {_fmt(result.max_score)} "
+                         "points.</p><p class=\"note\">This page could not be made in full; "
+                         "feedback.txt has your feedback.</p>")
+        except Exception:
+            return
+    try:
+        files.write_text(path, page, PAGE_BYTES)
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------- the instructor's page
+
+def _number(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _row_of(item):
+    """A gradebook row (dict) from a row or a SubmissionResult, with its tests when known."""
+    if isinstance(item, dict):
+        return item, None
+    from .gradebook import safe_record
+    row = safe_record(item)
+    if isinstance(getattr(item, "diagnoses", None), list) and "diagnoses" not in row:
+        row["diagnoses"] = [d.get("mistake") for d in item.diagnoses if isinstance(d, dict)]
+    tests = [{"name": t.name, "status": "passed" if t.status == "passed" else "failed"}
+             for t in item.tests if t.status != "skipped"]
+    return row, tests
+
+
+def _tests_from_folder(out_dir, folder):
+    """[{"name", "status"}] from DIR/<folder>/results.json, or None when it does not read."""
+    if not out_dir or not isinstance(folder, str) or not folder or "/" in folder \
+            or folder in (".", ".."):
+        return None
+    path = os.path.join(out_dir, folder, "results.json")
+    try:
+        if os.path.islink(path) or os.path.getsize(path) > 4 * files.RESULTS_BYTES:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if not isinstance(tests, list):
+        return None
+    return [{"name": t["name"], "status": t.get("status")} for t in tests
+            if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _diagnosis_ids(row):
+    ids = []
+    listed = row.get("diagnoses")
+    for entry in listed if isinstance(listed, list) else []:
+        if isinstance(entry, dict):
+            entry = entry.get("mistake")
+        if isinstance(entry, str) and entry.strip():
+            ids.append(safe_text(entry.strip(), 100))
+    return ids
+
+
+def _statistics(items, out_dir):
+    rows, errors, case_order, cases, diagnoses = [], [], [], {}, {}
+    for item in items:
+        try:
+            row, tests = _row_of(item)
+        except Exception:
+            continue
+        if not isinstance(row, dict):
+            continue
+        if row.get("status") == "grader error":
+            errors.append(row)
+            continue
+        rows.append(row)
+        if tests is None:
+            tests = _tests_from_folder(out_dir, row.get("folder"))
+        for test in tests or []:
+            name = safe_text(test["name"], 300)
+            if name not in cases:
+                case_order.append(name)
+                cases[name] = [0, 0]
+            cases[name][1] += 1
+            cases[name][0] += test.get("status") == "passed"
+        for mistake in _diagnosis_ids(row):
+            diagnoses[mistake] = diagnoses.get(mistake, 0) + 1
+    return rows, errors, [(n, cases[n][0], cases[n][1]) for n in case_order], diagnoses
+
+
+def _part_means(rows):
+    order, sums = [], {}
+    for row in rows:
+        parts = row.get("parts") if isinstance(row.get("parts"), dict) else {}
+        for part, pair in parts.items():
+            try:
+                score, top = float(pair[0]), float(pair[1])
+            except (TypeError, ValueError, IndexError, KeyError):
+                continue
+            if part not in sums:
+                order.append(part)
+                sums[part] = [0.0, 0.0, 0]
+            sums[part][0] += score
+            sums[part][1] = max(sums[part][1], top)
+            sums[part][2] += 1
+    return [(p, sums[p][0] / sums[p][2], sums[p][1]) for p in order if sums[p][2]]
+
+
+def _chart(make, notes):
+    try:
+        return make()
+    except pictures.PicturesUnavailable:
+        if not any("matplotlib" in n for n in notes):
+            notes.append("The charts could not be drawn (matplotlib is not installed); the "
+                         "tables below have the same numbers.")
+    except Exception as error:
+        notes.append(f"A chart could not be drawn ({type(error).__name__}).")
+    return None
+
+
+def _img(uri, alt):
+    return f'<img src="{uri}" alt="{html.escape(alt)}">' if uri else ""
+
+
+def report_html(items, out_dir=None, charts=True):
+    """The instructor's page for a class: gradebook rows (gradebook.load_records's values,
+    read defensively) or SubmissionResults. out_dir: where each row's folder and its
+    results.json are (for the pass rate per case)."""
+    items = list(items)
+    rows, errors, cases, diagnoses = _statistics(items, out_dir)
+    notes = []
+    totals = [t for t in (_number(r.get("total")) for r in rows) if t is not None]
+    top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
+    means = _part_means(rows)
+    frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+    body = ["<h1>Attention assignment: the class</h1>",
+            f"<p>{len(rows)} submissions in the statistics"
+            + (f"; {len(errors)} left out (grader errors, listed below)" if errors else "")
+            + ".</p>"]
+    if totals:
+        mean = sum(totals) / len(totals)
+        ordered = sorted(totals)
+        median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2
+        body.append(f'<p class="total">mean {mean:.1f}, median {median:g}, lowest '
+                    f'{ordered[0]:g}, highest {ordered[-1]:g} (of {top:g})</p>')
+    body.append("<h2>Score distribution</h2>")
+    if totals and charts:
+        body.append(_img(_chart(lambda: pictures.histogram(
+            totals, "Total scores", "total score", top), notes), "Histogram of total scores"))
+    body.append("<h2>Mean score by part</h2>")
+    if means:
+        if charts:
+            body.append(_img(_chart(lambda: pictures.bar_chart(
+                [p for p, _, _ in means], [100 * m / t if t else 0 for p, m, t in means],
+                "Mean score by part (% of the part's points)", "% of the points", maximum=100),
+                notes), "Bar chart of the mean score of each part"))
+        body.append("<table><tr><th>part</th><th class=\"num\">mean</th><th class=\"num\">of"
+                    "</th><th></th></tr>" + "".join(
+                        f"<tr><td>{esc(p, 100)}</td><td class=\"num\">{m:.2f}</td>"
+                        f"<td class=\"num\">{t:g}</td><td style=\"width:35%\">{_bar(m, t)}</td></tr>"
+                        for p, m, t in means) + "</table>")
+    body.append("<h2>Pass rate per case</h2>")
+    if cases:
+        # bars drawn by the page itself: about 60 long case names stay legible on a phone
+        body.append("<table><tr><th>case</th><th class=\"num\">passed</th><th></th></tr>"
+                    + "".join(f"<tr><td>{esc(n, 300)}</td><td class=\"num\">{p} / {c}</td>"
+                              f"<td style=\"width:30%\">{_bar(p, c)}</td></tr>"
+                              for n, p, c in cases) + "</table>")
+    else:
+        body.append("<p>No per-case results were found (results.json in each folder).</p>")
+    body.append("<h2>Most frequent diagnoses</h2>")
+    if frequent:
+        if charts:
+            body.append(_img(_chart(lambda: pictures.bar_chart(
+                [m for m, _ in frequent], [n for _, n in frequent],
+                "Submissions with each diagnosed mistake", "submissions", horizontal=True),
+                notes), "Horizontal bars: how many submissions have each diagnosed mistake"))
+        body.append("<table><tr><th>mistake</th><th class=\"num\">submissions</th></tr>"
+                    + "".join(f"<tr><td><code>{esc(m, 100)}</code></td><td class=\"num\">{n}"
+                              "</td></tr>" for m, n in frequent) + "</table>")
+    else:
+        body.append("<p>No diagnoses recorded.</p>")
+    body.append("<h2>Submissions</h2><table><tr><th>submission</th><th>status</th>"
+                "<th class=\"num\">total</th></tr>")
+    for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
+        folder = row.get("folder") if isinstance(row.get("folder"), str) else ""
+        link = (f'<a href="{html.escape(urllib.parse.quote(folder))}/feedback.html">'
+                f'{esc(row.get("name", ""), 200)}</a>' if folder and "/" not in folder
+                and folder not in (".", "..") else esc(row.get("name", ""), 200))
+        total = _number(row.get("total"))
+        body.append(f"<tr><td>{link}</td><td>{esc(row.get('status', ''), 50)}</td>"
+                    f"<td class=\"num\">{'' if total is None else f'{total:g}'}</td></tr>")
+    body.append("</table>")
+    if errors:
+        body.append("<h2>Grader errors (not in the statistics)</h2><p>Regrade these: "
+                    "<code>grader grade</code> grades a grader error again.</p><ul>")
+        body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
+                 f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
+        body.append("</ul>")
+    body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+    page = _page("Attention assignment: the class", "\n".join(b for b in body if b))
+    if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
+        return report_html(items, out_dir, charts=False)
+    return page
+
+
+def write_report(items, out_dir):
+    """Write DIR/report.html. Never raises (the gradebook matters more than its charts)."""
+    try:
+        files.write_text(os.path.join(out_dir, "report.html"), report_html(items, out_dir),
+                         PAGE_BYTES * 4)
+    except Exception:
+        pass

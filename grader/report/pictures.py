@@ -1,0 +1,180 @@
+"""Pictures for the HTML pages: heatmaps of attention weights and a few bar charts.
+
+Drawn with matplotlib through its Agg canvas (never pyplot, never a display), in the style
+of d2l's `show_heatmaps` (cmap "Reds", "Keys" across, "Queries" down, a colour bar), and
+returned as inline PNG data URIs, so a page needs no file next to it and no network.
+
+matplotlib is imported inside the functions: without it grading still works and the pages
+say that the pictures are missing (`PicturesUnavailable`). Every picture is bounded: at
+most MAX_CELLS x MAX_CELLS cells, a capped figure size and dpi, and only text the grader
+writes itself (labels made safe with textsafety.safe_text and cut short). The values are
+floats the trusted side checked (grade/outcome.py), treated here as data: anything not a
+finite number is drawn as 0.
+"""
+import base64
+import io
+import math
+
+from ..textsafety import safe_text
+
+MAX_CELLS = 32          # rows and columns of one heatmap
+DPI = 100
+MAX_INCHES = (9.0, 7.0)  # width, height of any figure
+MAX_BARS = 80           # bars in one chart
+LABEL_CHARS = 60        # one tick label
+
+
+class PicturesUnavailable(Exception):
+    """matplotlib is not installed (or cannot start): the page goes without pictures."""
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except Exception as error:  # ImportError, or a broken installation
+        raise PicturesUnavailable(f"matplotlib is not available ({type(error).__name__})") from None
+    return matplotlib, Figure, FigureCanvasAgg
+
+
+def available():
+    try:
+        _matplotlib()
+        return True
+    except PicturesUnavailable:
+        return False
+
+
+def _number(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
+def matrix(value, limit=MAX_CELLS):
+    """A rectangular list of lists of finite floats, at most limit x limit; None if `value`
+    is not a non-empty 2-D list."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    rows = [r for r in value[:limit]]
+    if not all(isinstance(r, (list, tuple)) and r for r in rows):
+        return None
+    width = min(min(len(r) for r in rows), limit)
+    return [[_number(v) for v in r[:width]] for r in rows]
+
+
+def label(text, limit=LABEL_CHARS):
+    """A string safe to draw: no control characters, one line, short, and no `$` (which
+    matplotlib would read as mathtext)."""
+    text = " ".join(safe_text(text, limit * 2).split())
+    text = text.replace("$", "S")
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _png(figure, FigureCanvasAgg):
+    canvas = FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    canvas.print_png(buffer)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def heatmap_pair(expected, got, titles=("expected", "yours")):
+    """Expected and returned attention weights side by side, on the same colour scale, as
+    a PNG data URI. `got` may be None (nothing comparable came back): then only the
+    expected weights are drawn. Raises PicturesUnavailable, or ValueError for data that
+    is not a matrix."""
+    _, Figure, FigureCanvasAgg = _matplotlib()
+    expected = matrix(expected)
+    if expected is None:
+        raise ValueError("no expected weights to draw")
+    got = matrix(got)
+    if got is not None and (len(got) != len(expected) or len(got[0]) != len(expected[0])):
+        got = None
+    panels = [(label(titles[0]), expected)] + ([(label(titles[1]), got)] if got is not None else [])
+    values = [v for _, m in panels for row in m for v in row]
+    low, high = min(0.0, min(values)), max(values)
+    if high - low < 1e-9:
+        high = low + 1.0
+    rows, cols = len(expected), len(expected[0])
+    # each panel about 0.35 inch a key and a query, within bounds; room for the colour bar
+    panel_w = min(3.6, max(1.6, 0.35 * cols))
+    panel_h = min(4.2, max(1.2, 0.35 * rows))
+    width = min(MAX_INCHES[0], panel_w * len(panels) + 1.6)
+    height = min(MAX_INCHES[1], panel_h + 1.1)
+    figure = Figure(figsize=(width, height), dpi=DPI, constrained_layout=True)
+    axes = figure.subplots(1, len(panels), sharex=True, sharey=True, squeeze=False)[0]
+    image = None
+    annotate = rows <= 8 and cols <= 8
+    for i, (ax, (title, data)) in enumerate(zip(axes, panels)):
+        image = ax.imshow(data, cmap="Reds", vmin=low, vmax=high, aspect="auto",
+                          interpolation="nearest")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("Keys")
+        if i == 0:
+            ax.set_ylabel("Queries")
+        ax.set_xticks(range(cols) if cols <= 16 else range(0, cols, 4))
+        ax.set_yticks(range(rows) if rows <= 16 else range(0, rows, 4))
+        ax.tick_params(labelsize=8)
+        if annotate:
+            middle = (low + high) / 2
+            for r, row in enumerate(data):
+                for c, v in enumerate(row):
+                    ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if v > middle else "black")
+    figure.colorbar(image, ax=list(axes), shrink=0.9)
+    return _png(figure, FigureCanvasAgg)
+
+
+def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None):
+    """Bars (vertical, or horizontal for long labels) as a PNG data URI; at most MAX_BARS."""
+    _, Figure, FigureCanvasAgg = _matplotlib()
+    labels = [label(t) for t in list(labels)[:MAX_BARS]]
+    values = [_number(v) for v in list(values)[:MAX_BARS]]
+    if not labels:
+        raise ValueError("nothing to draw")
+    if horizontal:
+        height = min(MAX_INCHES[1] * 2, max(2.0, 0.22 * len(labels) + 1.0))
+        longest = max(len(t) for t in labels)
+        figure = Figure(figsize=(min(MAX_INCHES[0], 4.0 + 0.065 * longest), height), dpi=DPI)
+        ax = figure.subplots()
+        positions = range(len(labels))
+        ax.barh(positions, values, color="#c0392b")
+        ax.set_yticks(list(positions))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel(label(xlabel))
+        if maximum is not None:
+            ax.set_xlim(0, maximum)
+    else:
+        figure = Figure(figsize=(min(MAX_INCHES[0], max(4.0, 0.8 * len(labels) + 1.5)), 3.6),
+                        dpi=DPI)
+        ax = figure.subplots()
+        positions = range(len(labels))
+        ax.bar(positions, values, color="#c0392b")
+        ax.set_xticks(list(positions))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(label(xlabel))
+        if maximum is not None:
+            ax.set_ylim(0, maximum)
+    ax.set_title(label(title), fontsize=10)
+    figure.tight_layout()
+    return _png(figure, FigureCanvasAgg)
+
+
+def histogram(values, title, xlabel, top):
+    """A histogram of scores from 0 to `top` in ten bins, as a PNG data URI."""
+    _, Figure, FigureCanvasAgg = _matplotlib()
+    values = [_number(v) for v in values]
+    top = _number(top) or max(values + [1.0])
+    figure = Figure(figsize=(6.0, 3.4), dpi=DPI)
+    ax = figure.subplots()
+    ax.hist(values, bins=10, range=(0, top), color="#c0392b", edgecolor="white")
+    ax.set_xlabel(label(xlabel))
+    ax.set_ylabel("submissions")
+    ax.set_title(label(title), fontsize=10)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    figure.tight_layout()
+    return _png(figure, FigureCanvasAgg)
