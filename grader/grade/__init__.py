@@ -20,6 +20,7 @@ import time
 import traceback
 
 from .. import intake
+from ..i18n import _
 from ..intake import layouts
 from ..report.console import Table
 from ..sandbox import isolation
@@ -27,10 +28,13 @@ from ..report import files, folders
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report.gradebook import write_gradebook
+from ..report import html as pages
 from ..report.gradescope import results_text
 from ..textsafety import safe_text
 from . import fingerprint, outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
+
+DEFAULT_DISCLOSURE = {"feedback": "full", "visibility": "visible"}
 
 __all__ = ["BatchInterrupted", "SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 
@@ -61,7 +65,7 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
 def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started):
     """Grade what intake staged (or record why it could not be): a SubmissionResult."""
     if staged.error:
-        tests = outcome.from_catalog(catalog, "failed", f"Not graded: {staged.error}")
+        tests = outcome.from_catalog(catalog, "failed", _("Not graded: {reason}").format(reason=staged.error))
         return outcome.SubmissionResult(name, path, tests, staged.notes,
                                         intake_error=staged.error,
                                         seconds=time.monotonic() - started)
@@ -72,7 +76,7 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
     try:
         report = trusted.run_suite(options, staged.file, workers, zygote)
     except SuiteFailed as failure:
-        tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
+        tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
         return outcome.SubmissionResult(name, path, tests, staged.notes,
                                         grader_error=str(failure),
                                         seconds=time.monotonic() - started)
@@ -86,14 +90,19 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
     return result
 
 
-def write_result(result, out_dir):
+def write_result(result, out_dir, feedback="full", visibility="visible"):
     """results.json, feedback.txt and (when the grader failed) grader-errors.log in the
-    result's folder, each written atomically and capped."""
+    result's folder, each written atomically and capped.
+
+    feedback: how much of a hidden case students see (full | summary | score, see
+    report/feedback.py); visibility: Gradescope's visibility of each test in results.json."""
     folder = os.path.join(out_dir, getattr(result, "folder", None) or folders.candidate(result.name))
     os.makedirs(folder, exist_ok=True)
-    files.write_text(os.path.join(folder, "results.json"), results_text(result))
-    files.write_text(os.path.join(folder, "feedback.txt"), feedback_text(result),
+    files.write_text(os.path.join(folder, "results.json"),
+                     results_text(result, feedback=feedback, visibility=visibility))
+    files.write_text(os.path.join(folder, "feedback.txt"), feedback_text(result, feedback),
                      files.FEEDBACK_BYTES)
+    pages.write_feedback_page(result, folder, feedback)  # feedback.html; never raises
     log = os.path.join(folder, "grader-errors.log")
     problems = [f"{safe_text(t.name, 500)}:\n{safe_text(t.grader_traceback, 16000)}"
                 for t in result.grader_failures[:100]]
@@ -107,11 +116,11 @@ def write_result(result, out_dir):
 
 
 def _not_graded(catalog, name, path, why):
-    tests = outcome.from_catalog(catalog, "grader-error", "Not graded: the grader failed.")
+    tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
     return outcome.SubmissionResult(name, path, tests, grader_error=why)
 
 
-def _could_not_write(result, out_dir):
+def _could_not_write(result, out_dir, feedback="full", visibility="visible"):
     """Writing the result failed: the row becomes a grader error, and the traceback goes
     where it can (the folder's grader-errors.log, else nowhere but the row)."""
     trace = traceback.format_exc()[-4000:]
@@ -122,7 +131,8 @@ def _could_not_write(result, out_dir):
         os.makedirs(folder, exist_ok=True)
         files.write_text(os.path.join(folder, "grader-errors.log"),
                          result.grader_error + "\n\n" + trace, files.LOG_BYTES)
-        files.write_text(os.path.join(folder, "results.json"), results_text(result))
+        files.write_text(os.path.join(folder, "results.json"),
+                         results_text(result, feedback=feedback, visibility=visibility))
     except Exception:
         pass
 
@@ -135,10 +145,13 @@ class BatchInterrupted(Exception):
         self.graded, self.total = graded, total
 
 
-def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False):
+def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False,
+                feedback="full", visibility="visible"):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
     SubmissionResults in input order (`unchanged` ones were not regraded: see force).
     Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded.
+    feedback, visibility: the disclosure of the files written (write_result); a row written
+    with another disclosure is graded again.
 
     paths: file or folder paths (named as intake.submission_names does), or
     intake.layouts.Submission objects (from layouts.resolve: a name, a student id and a
@@ -148,13 +161,14 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
     zygote = trusted.start_zygote()
     try:
-        return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force)
+        return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
+                            {"feedback": feedback, "visibility": visibility})
     finally:
         if zygote is not None:
             zygote.close()
 
 
-def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
+def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     identities = _identities(paths)
@@ -172,13 +186,16 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = {}
             for i, (path, name) in enumerate(zip(paths, names)):
-                previous = None if force else (kept.get(name) or {}).get("fingerprint")
+                row = kept.get(name) or {}
+                # a row whose files were written with another disclosure is written again
+                same = row.get("disclosure", DEFAULT_DISCLOSURE) == disclosure
+                previous = None if force or not same else row.get("fingerprint")
                 futures[pool.submit(grade_one, path, name, catalog, options, workdir, zygote,
                                     suite, previous)] = i
             try:
                 for future in concurrent.futures.as_completed(futures):
                     _finish(future, futures[future], results, names, paths, folder_names,
-                            catalog, out_dir, kept, table, identities)
+                            catalog, out_dir, kept, table, identities, disclosure)
             except KeyboardInterrupt:
                 interrupted = True
                 for future in futures:
@@ -195,6 +212,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force):
                     _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
         write_gradebook(list(kept.values()), parts, os.path.join(out_dir, "grades.csv"))
+        pages.write_report(list(kept.values()), out_dir)  # report.html; never raises
     if interrupted:
         raise BatchInterrupted(sum(r is not None for r in results), len(results))
     return results
@@ -217,8 +235,9 @@ def _identify(result, identity):
 
 
 def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table,
-            identities):
+            identities, disclosure=None):
     """One submission is done: write its files and its gradebook row, print its line."""
+    disclosure = disclosure or DEFAULT_DISCLOSURE
     try:
         result = future.result()
     except Exception:  # a bug of ours: reported as such, and the batch goes on
@@ -237,10 +256,11 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
         table.kept(result, row)
         return
     try:
-        write_result(result, out_dir)
+        write_result(result, out_dir, **disclosure)
     except Exception:
-        _could_not_write(result, out_dir)
+        _could_not_write(result, out_dir, **disclosure)
     row = gradebook.safe_record(result, result.fingerprint)
+    row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
     kept[names[index]] = row
     try:
         gradebook.save_record(row, out_dir)
