@@ -144,14 +144,19 @@ def test_the_catalog_is_a_table_of_unique_edits_of_the_solution():
 
 
 def test_errors_match_only_with_the_same_stage_type_and_parameters():
-    def failed(stage, kind, keys=None):
-        return {"ok": False, "stage": stage, "error": {"type": kind}, "state_keys": keys}
+    def failed(stage, kind, keys=None, message="shapes cannot be multiplied (3x4 and 5x6)"):
+        return {"ok": False, "stage": stage, "error": {"type": kind, "message": message},
+                "state_keys": keys}
 
     probe = {"target": "AdditiveAttention"}
     keys = [["W_q.weight", [8, 4]], ["W_q.bias", [8]]]
     assert same_results(failed("call", "TypeError"), failed("call", "TypeError"), probe)
     assert not same_results(failed("call", "TypeError"), failed("call", "ValueError"), probe)
     assert not same_results(failed("call", "TypeError"), failed("backward", "TypeError"), probe)
+    # two RuntimeErrors of different mistakes are no evidence of each other
+    assert not same_results(failed("call", "RuntimeError"),
+                            failed("call", "RuntimeError", message="Number of dimensions of "
+                                   "repeat dims can not be smaller"), probe)
     assert same_results(failed("load_state_dict", "RuntimeError", keys),
                         failed("load_state_dict", "RuntimeError", keys), probe)
     assert not same_results(failed("load_state_dict", "RuntimeError", keys),

@@ -28,6 +28,12 @@ DIAGNOSIS = {
     "zh": "{where}：本部分 {failing} 个未通过的用例中，有 {matched} 个的结果恰好等于这样做时"
           "得到的结果：{clause}。",
 }
+AGAIN = {
+    "en": "{where}: the same mistake as in {first} above (in {matched} of the {failing} "
+          "failing cases of this part the results are exactly what it gives).",
+    "zh": "{where}：与上面 {first} 中的错误相同（本部分 {failing} 个未通过的用例中，有 {matched} "
+          "个的结果恰好等于它给出的结果）。",
+}
 ELSEWHERE = {
     "en": "in {target}, which {part} calls",
     "zh": "在 {part} 调用的 {target} 中",
@@ -74,7 +80,10 @@ def same_results(got, mine, probe):
         return False
     if got.get("ok") is not True or mine.get("ok") is not True:
         error_a, error_b = got.get("error"), mine.get("error")
-        kind = (lambda e: e.get("type") if isinstance(e, dict) else None)
+        # the same exception with the same message: a RuntimeError about shapes from one
+        # mistake is no evidence of another mistake's RuntimeError
+        kind = (lambda e: (e.get("type"), str(e.get("message", ""))[:300])
+                if isinstance(e, dict) else None)
         if got.get("ok") is True or mine.get("ok") is True or got.get("stage") != mine.get("stage"):
             return False
         if got.get("stage") in ("load_state_dict", "state_dict", "init"):
@@ -237,10 +246,15 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
                 best = (key, mistake, matched)
         if best is not None:
             _, mistake, matched = best
-            text = DIAGNOSIS[lang].format(where=_where(part, mistake, lang), matched=matched,
-                                          failing=len(failing), clause=mistake.text(lang))
+            first = next((d["part"] for d in diagnoses if d["mistake"] == mistake.id), None)
+            if first is None:
+                text = DIAGNOSIS[lang].format(where=_where(part, mistake, lang), matched=matched,
+                                              failing=len(failing), clause=mistake.text(lang))
+            else:  # said once, with its experiment, where it was first diagnosed
+                text = AGAIN[lang].format(where=_where(part, mistake, lang), first=first,
+                                          matched=matched, failing=len(failing))
             diagnoses.append({"part": part, "mistake": mistake.id, "text": text,
-                              "experiment": mistake.experiment(lang)})
+                              "experiment": "" if first else mistake.experiment(lang)})
         else:
             first = ran[failing[0]]
             name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") \
