@@ -112,6 +112,11 @@ def _status_notes(result, feedback):
     return notes
 
 
+def _could_not_run(result):
+    """The file could not be read or imported: every case failed for that one reason."""
+    return bool(result.intake_error or (result.summary or {}).get("load_error"))
+
+
 def _diagnosis(result, part):
     for entry in result.diagnoses or []:
         if isinstance(entry, dict) and entry.get("part") == part:
@@ -134,6 +139,10 @@ def _part_blocks(result, parts, feedback):
         failing = [t for t in tests if t.status == "failed"]
         body = []
         diagnosis = _diagnosis(result, part)
+        if _could_not_run(result):  # said once, above: not again in every part
+            body.append('<p class="small">None of its cases could run (see above).</p>')
+            blocks.append(head + "".join(body) + "</div>")
+            continue
         if diagnosis and diagnosis.get("text"):
             body.append(f"<p>{esc(diagnosis['text'], 2000)}</p>")
             if diagnosis.get("experiment"):
@@ -203,13 +212,21 @@ def _picture_blocks(drawn):
 
 
 def _failing_list(result):
+    """The failing cases, those that failed with the same first line said once."""
     failing = [t for t in result.tests if t.status == "failed"]
     if not failing:
         return ""
-    items = "".join(f"<li><strong>{esc(t.name, 300)}</strong>: {esc(_first_line(t.message), 300)}</li>"
-                    for t in failing[:100])
-    more = f"<li>and {len(failing) - 100} more</li>" if len(failing) > 100 else ""
-    return (f"<details><summary>All failing cases ({len(failing)})</summary><ul>{items}{more}"
+    groups = {}
+    for test in failing:
+        groups.setdefault(_first_line(test.message), []).append(test.name)
+    items = []
+    for line, names in list(groups.items())[:60]:
+        shown = ", ".join(f"<strong>{esc(n, 300)}</strong>" for n in names[:5])
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        items.append(f"<li>{shown}{more}: {esc(line, 300)}</li>")
+    if len(groups) > 60:
+        items.append(f"<li>and {len(groups) - 60} more kinds of failure</li>")
+    return (f"<details><summary>All failing cases ({len(failing)})</summary><ul>{''.join(items)}"
             "</ul><p class=\"small\">feedback.txt has each case in full.</p></details>")
 
 
