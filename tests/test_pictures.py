@@ -134,7 +134,8 @@ def test_feedback_page_shows_expected_and_returned_weights(batch):
     assert "Left: the weights the reference solution stores" in body
     # the per-part summary: each part's score, and why points were lost
     for part, (score, top) in chen.by_part().items():
-        assert f"{part}: {score:g} / {top:g}" in body
+        assert re.search(f"{part}\\s*{score:g} / {top:g}", body)  # the table
+        assert (f"{part}: {score:g} / {top:g}" in body) == (score < top)  # what to look at
     print(f"chen feedback.html: {len(text.encode())} bytes, {len(page.images)} pictures")
 
 

@@ -132,7 +132,9 @@ def _part_blocks(result, parts, feedback):
         lost = score < top
         head = (f'<div class="part{"" if lost else " ok"}"><h3>{esc(part, 100)}: '
                 f'{_fmt(score)} / {_fmt(top)}</h3>')
-        if not lost or feedback == "score":
+        if not lost:  # the table above has it
+            continue
+        if feedback == "score":
             blocks.append(head + "</div>")
             continue
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
@@ -244,7 +246,7 @@ def _feedback_page(result, feedback, drawn, notes):
                     f"</th><th></th></tr>{rows}</table>")
         if feedback != "score":
             body.append("<h2>What to look at</h2>")
-            body += _part_blocks(result, parts, feedback)
+            body += _part_blocks(result, parts, feedback) or ["<p>Every part passed.</p>"]
     if feedback == "full":
         if drawn:
             body.append("<h2>Attention weights: expected and yours</h2>")
