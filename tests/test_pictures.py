@@ -105,6 +105,10 @@ def check_page(text, limit=pages.PAGE_BYTES):
     return page
 
 
+needs_matplotlib = pytest.mark.skipif(not pictures.available(),
+                                      reason="matplotlib is not installed (pip install matplotlib)")
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("pictures") / "grades"
@@ -118,6 +122,7 @@ def read(path):
         return handle.read()
 
 
+@needs_matplotlib
 def test_feedback_page_shows_expected_and_returned_weights(batch):
     out, results = batch
     text = read(out / "chen" / "feedback.html")
@@ -169,6 +174,7 @@ def test_summary_and_score_show_no_hidden_values(batch, tmp_path):
     assert f"{chen.score:g} / {chen.max_score:g} points" in score
 
 
+@needs_matplotlib
 def test_report_page_for_the_class(batch):
     out, results = batch
     text = read(out / "report.html")
@@ -206,6 +212,7 @@ def _made_up(name=HOSTILE):
     return result
 
 
+@needs_matplotlib
 def test_strings_from_a_submission_are_escaped():
     text = pages.feedback_html(_made_up())
     page = check_page(text)
@@ -236,6 +243,7 @@ def test_pictures_that_cannot_be_drawn_leave_a_note(monkeypatch, tmp_path):
     check_page(read(tmp_path / "feedback.html"))
 
 
+@needs_matplotlib
 def test_pictures_go_first_when_the_page_is_too_large():
     result = _made_up("dana")
     full = pages.feedback_html(result)
@@ -244,6 +252,7 @@ def test_pictures_go_first_when_the_page_is_too_large():
     assert not page.images and "left out to keep this page small" in small
 
 
+@needs_matplotlib
 def test_report_leaves_out_grader_errors_and_reads_odd_folders(tmp_path):
     (tmp_path / "ann").mkdir()
     (tmp_path / "ann" / "results.json").write_text(json.dumps({"tests": [
@@ -309,6 +318,7 @@ def _in_chromium(path, tmp_path):
     return json.loads(html.unescape(found.group(1))), shot
 
 
+@needs_matplotlib
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_pages_in_a_real_browser_at_a_phones_width(batch, tmp_path):
     out, _ = batch
