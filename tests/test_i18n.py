@@ -207,3 +207,25 @@ def test_grading_in_chinese_writes_chinese_feedback(graded_in_chinese):
     # what the submission itself said (its exception) is kept as it was
     assert "No module named 'd2l'" in fatima
 
+
+
+def test_grading_in_chinese_records_the_language(graded_in_chinese):
+    results = json.loads(_read(graded_in_chinese, "chen", "results.json"))
+    assert results["extra_data"].get("lang") == "zh"
+    assert CJK.search(results["output"])
+
+
+def test_the_chinese_uses_the_terms_of_the_chinese_edition_in_the_feedback():
+    text = "\n".join(s for m in _catalog() if m.id
+                     for s in (m.string if isinstance(m.string, (list, tuple)) else [m.string]))
+    for term in ("掩蔽softmax", "有效长度", "多头注意力", "注意力权重", "查询", "键", "值",
+                 "暂退法", "梯度", "形状"):
+        assert term in text, term
+
+
+def test_grading_in_chinese_explains_the_failing_cases_in_chinese(graded_in_chinese):
+    chen = _read(graded_in_chinese, "chen", "feedback.txt")
+    assert chen.startswith("chen：85 / 100 分"), chen[:200]
+    assert "未通过的用例" in chen and "值不对" in chen and "NaN" in chen, chen[:3000]
+    assert "（通过：" in chen  # the summary's blocks, one per part
+    assert "Failing cases" not in chen and "wrong values" not in chen

@@ -18,6 +18,8 @@ import zlib
 
 import torch
 
+from grader.i18n import N_  # `about` is translated where it is shown (checks.py)
+
 TOTAL_POINTS = 100  # what the assignment is worth; the hidden suite refuses to run otherwise
 PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
          "transpose", "MultiHeadAttention", "GPU")
@@ -267,7 +269,7 @@ def transpose_cases():
                (r.randn(1, 1, 6), 3))
     yield Case(part, "transpose_qkv keeps each example's heads together (batch 3, 2 heads)", 1,
                "transpose_qkv", (r.randn(3, 2, 4), 2),
-               about="row b*num_heads + i holds head i of example b")
+               about=N_("row b*num_heads + i holds head i of example b"))
     yield Case(part, "transpose_output with 4 heads", 2, "transpose_output", (r.randn(8, 3, 2), 4))
     yield Case(part, "transpose_output with 2 heads, float64", 1, "transpose_output",
                (r.randn(6, 5, 3, dtype=torch.float64), 2))
@@ -289,7 +291,7 @@ def multi_head_cases():
     q, k, v = _attention_inputs(r, 2, 3, 5, 6, 4, 5)
     yield Case(part, "2 heads, 1-D lengths that differ per example", 3, target,
                (q, k, v, lens([2, 5])), init=init(6, 4, 5, 8, 2),
-               about="every head of example b must use example b's valid length")
+               about=N_("every head of example b must use example b's valid length"))
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 5, 2)
     yield Case(part, "4 heads, 2-D lengths that differ per query", 3, target,
                (q, k, v, lens([[1, 4], [3, 2], [4, 1]])), init=init(3, 5, 2, 8, 4))

@@ -12,6 +12,7 @@ import torch
 import cases as cases_table
 from grader.catalog import diagnose
 from grader.harness import StudentFailure
+from grader.i18n import _
 from grader.harness.devices import device_failure
 from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
 
@@ -23,12 +24,12 @@ def params(cases, gpu_available):
         marks = [pytest.mark.points(case.points), pytest.mark.part(case.part)]
         if case.check == "cuda":
             marks += [pytest.mark.gpu, pytest.mark.skipif(
-                not gpu_available, reason="no CUDA device on the grading machine: the "
-                "device-discipline tests grade this part instead")]
+                not gpu_available, reason=_("no CUDA device on the grading machine: the "
+                                            "device-discipline tests grade this part instead"))]
         if case.check == "device":
             marks.append(pytest.mark.skipif(
-                gpu_available, reason="a CUDA device is available: the real GPU tests grade "
-                "this part instead"))
+                gpu_available, reason=_("a CUDA device is available: the real GPU tests grade "
+                                        "this part instead")))
         out.append(pytest.param(case, marks=marks, id=case.id))
     return out
 
@@ -40,7 +41,7 @@ def _state(case, reference):
 
 
 def _context(case):
-    return [case.about] if case.about else []
+    return [_(case.about)] if case.about else []
 
 
 def compare_results(case, got, expected, state, calls=None):
@@ -49,25 +50,29 @@ def compare_results(case, got, expected, state, calls=None):
         for name in case.captures() + ["output"]:
             want = expected.tensor(name, min(index, expected.calls() - 1))
             have = got.tensor(name, index)
-            label = (f"the output of {got.call_text}" if name == "output"
-                     else f"{case.target}.{name} after {got.call_text}")
+            label = (_("the output of {call}").format(call=got.call_text) if name == "output"
+                     else _("{target}.{which} after {call}").format(
+                         target=case.target, which=name, call=got.call_text))
             if index:
-                label += f" (call {index + 1} of {calls or expected.calls()})"
+                label += _(" (call {index} of {count})").format(index=index + 1,
+                                                                count=calls or expected.calls())
             # masked_softmax returns attention weights itself: read (and drawn) as weights
             is_weights = name != "output" or case.target == "masked_softmax"
             expect_close(have, want, label, context=_context(case), weights=is_weights)
     for i in case.grad_args:
         expect_close(got.arg_grad(i), expected.arg_grad(i),
-                     f"the gradient with respect to input {i} of {got.call_text}",
+                     _("the gradient with respect to input {index} of {call}").format(
+                         index=i, call=got.call_text),
                      context=_context(case), scale=10,
-                     hints=["Gradients follow from the forward computation: a mismatch here with "
-                            "a correct output usually means a detach(), .data or an in-place "
-                            "write that autograd cannot follow."])
+                     hints=[_("Gradients follow from the forward computation: a mismatch here "
+                              "with a correct output usually means a detach(), .data or an "
+                              "in-place write that autograd cannot follow.")])
     if case.grad_params:
         expected_names = expected.param_names()
         for name in expected_names:
             expect_close(got.param_grad(name), expected.param_grad(name),
-                         f"the gradient of parameter {name}", context=_context(case), scale=10)
+                         _("the gradient of parameter {name}").format(name=name),
+                         context=_context(case), scale=10)
 
 
 class Evidence:
@@ -159,10 +164,10 @@ def check_eval(case, student, reference):
         except StudentFailure as failure:
             if not _calls_differ(got, case.calls):
                 raise
-            raise _rethrow(failure, (
-                f"{failure}\n  In eval mode the {case.calls} calls with the same inputs gave "
-                f"different results: something random still acts after model.eval(). Dropout "
-                f"must follow the module's train/eval mode.")) from None
+            raise _rethrow(failure, f"{failure}\n  " + _(
+                "In eval mode the {calls} calls with the same inputs gave different results: "
+                "something random still acts after model.eval(). Dropout must follow the "
+                "module's train/eval mode.").format(calls=case.calls)) from None
 
 
 def _looks_dropped(stored, eval_weights, p):
@@ -190,15 +195,16 @@ def check_dropout(case, student, reference):
             stored = got.tensor(weights_name, index)
             try:
                 expect_close(stored, eval_weights,
-                             f"{case.target}.{weights_name} in training mode (call {index + 1})",
+                             _("{target}.{name} in training mode (call {index})").format(
+                                 target=case.target, name=weights_name, index=index + 1),
                              weights=True)
             except StudentFailure as failure:
                 if not _looks_dropped(stored, eval_weights, p):
                     raise
-                raise _rethrow(failure, (
-                    f"{failure}\n  Every stored weight is either 0 or the eval-mode weight "
-                    f"scaled by 1/(1-p): {weights_name} was stored after dropout. The stored "
-                    f"weights should be the ones before dropout (rows summing to 1).")) from None
+                raise _rethrow(failure, f"{failure}\n  " + _(
+                    "Every stored weight is either 0 or the eval-mode weight scaled by 1/(1-p): "
+                    "{name} was stored after dropout. The stored weights should be the ones "
+                    "before dropout (rows summing to 1).").format(name=weights_name)) from None
         if case.target == "MultiHeadAttention":
             _check_multi_head_dropout(case, got, eval_result)
         else:
@@ -215,10 +221,12 @@ def _check_weights_dropout(case, got, eval_weights):
     for index in range(case.calls):
         out = got.tensor("output", index)
         expect_true(out.shape == (eval_weights.shape[0], eval_weights.shape[1], values.shape[2]),
-                    f"the output in training mode has shape {tuple(out.shape)}, expected "
-                    f"{(eval_weights.shape[0], eval_weights.shape[1], values.shape[2])}")
+                    _("the output in training mode has shape {got}, expected {expected}").format(
+                        got=tuple(out.shape),
+                        expected=(eval_weights.shape[0], eval_weights.shape[1], values.shape[2])))
         expect_true(out.dtype == eval_weights.dtype,
-                    f"the output in training mode has dtype {out.dtype}, expected {eval_weights.dtype}")
+                    _("the output in training mode has dtype {got}, expected {expected}").format(
+                        got=out.dtype, expected=eval_weights.dtype))
         D = out[..., :keys]
         scaled = eval_weights / (1 - p)
         is_zero = torch.isclose(D, torch.zeros_like(D), atol=atol)
@@ -226,26 +234,28 @@ def _check_weights_dropout(case, got, eval_weights):
         bad = ~(is_zero | is_scaled)
         if bad.any():
             where = tuple(bad.nonzero()[0].tolist())
-            raise StudentFailure(
-                f"In training mode with dropout={p}, each attention weight w should reach the "
-                f"values either dropped (0) or scaled to w/(1-p); at {fmt_index(where)} the weight "
-                f"{eval_weights[where].item():.6g} became {D[where].item():.6g} "
-                f"(expected 0 or {scaled[where].item():.6g}). Dropout should act on the attention "
-                f"weights, and those dropped weights multiply the values.")
+            raise StudentFailure(_(
+                "In training mode with dropout={p}, each attention weight w should reach the "
+                "values either dropped (0) or scaled to w/(1-p); at {index} the weight {weight} "
+                "became {got} (expected 0 or {scaled}). Dropout should act on the attention "
+                "weights, and those dropped weights multiply the values.").format(
+                    p=p, index=fmt_index(where), weight=f"{eval_weights[where].item():.6g}",
+                    got=f"{D[where].item():.6g}", scaled=f"{scaled[where].item():.6g}"))
         expect_close(out[..., keys:], torch.bmm(D, values[..., keys:]),
-                     "the output in training mode",
-                     hints=["With the values [I | R] of this case the output's first columns "
-                            "are the weights that reached the values; the other columns are not "
-                            "those weights times R, so something other than dropout on the "
-                            "weights changed the output."])
+                     _("the output in training mode"),
+                     hints=[_("With the values [I | R] of this case the output's first columns "
+                              "are the weights that reached the values; the other columns are "
+                              "not those weights times R, so something other than dropout on "
+                              "the weights changed the output.")])
         positive = eval_weights > 1e-6
         dropped += int((is_zero & positive).sum())
         kept += int((~is_zero & positive).sum())
     expect_true(dropped > 0,
-                f"In training mode with dropout={p} no attention weight was dropped in "
-                f"{case.calls} calls: dropout did not act on the attention weights that "
-                f"multiply the values.")
-    expect_true(kept > 0, f"In training mode with dropout={p} every weight was dropped.")
+                _("In training mode with dropout={p} no attention weight was dropped in {calls} "
+                  "calls: dropout did not act on the attention weights that multiply the "
+                  "values.").format(p=p, calls=case.calls))
+    expect_true(kept > 0, _("In training mode with dropout={p} every weight was dropped.").format(
+        p=p))
 
 
 def _check_multi_head_dropout(case, got, eval_result):
@@ -254,21 +264,22 @@ def _check_multi_head_dropout(case, got, eval_result):
     for index in range(case.calls):
         out = got.tensor("output", index)
         expect_true(out.shape == eval_out.shape,
-                    f"the output in training mode has shape {tuple(out.shape)}, expected "
-                    f"{tuple(eval_out.shape)}")
+                    _("the output in training mode has shape {got}, expected {expected}").format(
+                        got=tuple(out.shape), expected=tuple(eval_out.shape)))
         expect_true(out.dtype == eval_out.dtype,
-                    f"the output in training mode has dtype {out.dtype}, expected {eval_out.dtype}")
+                    _("the output in training mode has dtype {got}, expected {expected}").format(
+                        got=out.dtype, expected=eval_out.dtype))
         changed |= not torch.allclose(out, eval_out, rtol=1e-4, atol=1e-5)
     expect_true(changed,
-                f"In training mode with dropout={case.init['dropout']} the output never changed in "
-                f"{case.calls} calls: dropout acted nowhere in the module (it should act on "
-                f"every head's attention weights).")
+                _("In training mode with dropout={p} the output never changed in {calls} calls: "
+                  "dropout acted nowhere in the module (it should act on every head's attention "
+                  "weights).").format(p=case.init["dropout"], calls=case.calls))
 
 
 def check_on_device(case, student, reference, device="cpu", guard=False):
     """Every case the submission gets right on the CPU, again on `device` (or under the guard):
     same result as its own CPU run, returned on that device, no tensor on the default device."""
-    where = "on CUDA" if device == "cuda" else "with its inputs on another device"
+    where = _("on CUDA") if device == "cuda" else _("with its inputs on another device")
     graded = 0
     for sample in cases_table.same_target(case):
         state = _state(sample, reference)
@@ -290,15 +301,19 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
                 compare_results(sample, on_device, on_cpu, state)
                 shown = on_device.device("output")
                 expect_true(shown.startswith(device),
-                            f"the output came back on {shown}, not on the inputs' {device} "
-                            f"device: something moved it (.cpu(), .numpy(), torch.from_numpy, "
-                            f"or a tensor created without device=).")
+                            _("the output came back on {shown}, not on the inputs' {device} "
+                              "device: something moved it (.cpu(), .numpy(), torch.from_numpy, "
+                              "or a tensor created without device=).").format(
+                                  shown=shown, device=device))
         except StudentFailure as failure:
-            raise _rethrow(failure, f"{case.target} gives the right result on the CPU for the "
-                                    f"case '{sample.name}', but not {where}:\n{failure}") from None
+            raise _rethrow(failure, _("{target} gives the right result on the CPU for the case "
+                                      "'{case}', but not {where}:\n{failure}").format(
+                                          target=case.target, case=sample.name, where=where,
+                                          failure=failure)) from None
     expect_true(graded > 0,
-                f"none of the {case.target} cases is right on the CPU yet, so how it behaves on a "
-                f"GPU cannot be graded: fix {case.target} first (see its own part).")
+                _("none of the {target} cases is right on the CPU yet, so how it behaves on a "
+                  "GPU cannot be graded: fix {target} first (see its own part).").format(
+                      target=case.target))
 
 
 def check_device(case, student, reference):

@@ -8,6 +8,7 @@ output reproduces exactly.
 """
 import torch
 
+from ..i18n import _
 from .failures import StudentFailure
 
 # (rtol, atol) per dtype: loose enough for any correct way of computing the result
@@ -76,13 +77,16 @@ def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1
     """
     lines = []
     if got.shape != expected.shape:
-        lines.append(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}.")
+        lines.append(_("{what}: expected shape {expected}, got {got}.").format(
+            what=what, expected=tuple(expected.shape), got=tuple(got.shape)))
         lines += _shape_hints(got, expected)
         _raise(lines, context, hints)
     if got.dtype != expected.dtype:
-        lines.append(f"{what}: expected dtype {_dtype(expected)}, got {_dtype(got)}.")
-        lines.append("  The result should keep the dtype of the inputs: avoid .float(), "
-                     "torch.tensor(...) of Python numbers, or dtype= arguments that force float32.")
+        lines.append(_("{what}: expected dtype {expected}, got {got}.").format(
+            what=what, expected=_dtype(expected), got=_dtype(got)))
+        lines.append(_("  The result should keep the dtype of the inputs: avoid .float(), "
+                       "torch.tensor(...) of Python numbers, or dtype= arguments that force "
+                       "float32."))
         _raise(lines, context, hints)
     rtol, atol = tolerance(expected.dtype, scale)
     try:
@@ -90,12 +94,13 @@ def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1
         return
     except AssertionError:
         pass
-    lines.append(f"{what}: wrong values.")
+    lines.append(_("{what}: wrong values.").format(what=what))
     lines += _difference_lines(got, expected, rtol, atol)
     lines += _symptoms(got, expected, weights)
     for description, suspect in suspects:
         if suspect is not None and same(got, suspect, scale, equal_nan=True):
-            lines.append(f"  Your result is exactly what you get if {description}.")
+            lines.append(_("  Your result is exactly what you get if {description}.").format(
+                description=description))
             break
     _raise(lines, context, hints, heatmap=heatmap(got, expected, what) if weights else None)
 
@@ -107,7 +112,7 @@ def _dtype(t):
 def _raise(lines, context, hints, heatmap=None):
     lines = list(lines) + [f"  {h}" for h in hints if h]
     if context:
-        lines.append("  About this case: " + "; ".join(context))
+        lines.append(_("  About this case: {about}").format(about="; ".join(context)))
     failure = StudentFailure("\n".join(lines))
     failure.heatmap = heatmap
     raise failure
@@ -125,7 +130,8 @@ def heatmap(got, expected, what, limit=32):
     def rows(t):
         t = torch.nan_to_num(t[index, :limit, :limit], nan=0.0, posinf=1.0, neginf=0.0)
         return [[round(float(v), 6) for v in row] for row in t.tolist()]
-    where = f" (slab {index} of {e.shape[0]})" if e.shape[0] > 1 else ""
+    where = _(" (slab {index} of {count})").format(index=index, count=e.shape[0]) \
+        if e.shape[0] > 1 else ""
     return {"title": f"{what}{where}"[:300], "expected": rows(e), "got": rows(g)}
 
 
@@ -133,16 +139,17 @@ def _shape_hints(got, expected):
     hints = []
     if got.numel() == expected.numel() and got.numel() > 0:
         if sorted(got.shape) == sorted(expected.shape):
-            hints.append("  Same sizes in another order: two axes look swapped "
-                         "(check permute/transpose and the unsqueeze positions).")
+            hints.append(_("  Same sizes in another order: two axes look swapped "
+                           "(check permute/transpose and the unsqueeze positions)."))
         else:
-            hints.append("  Same number of entries, arranged differently: check the reshape "
-                         "(a reshape cannot move the head axis; that needs permute).")
+            hints.append(_("  Same number of entries, arranged differently: check the reshape "
+                           "(a reshape cannot move the head axis; that needs permute)."))
     elif got.dim() < expected.dim():
-        hints.append("  Your result has fewer axes: a squeeze() without an axis removes every "
-                     "axis of size 1 (batch, queries or keys of size 1 too); use squeeze(-1).")
+        hints.append(_("  Your result has fewer axes: a squeeze() without an axis removes every "
+                       "axis of size 1 (batch, queries or keys of size 1 too); use squeeze(-1)."))
     elif got.dim() > expected.dim():
-        hints.append("  Your result has an extra axis: an unsqueeze, or a squeeze that is missing.")
+        hints.append(_("  Your result has an extra axis: an unsqueeze, or a squeeze that is "
+                       "missing."))
     return hints
 
 
@@ -154,17 +161,20 @@ def _difference_lines(got, expected, rtol, atol):
     lines = []
     finite = torch.isfinite(g) & torch.isfinite(e)
     diff = (g - e).abs()[finite & bad]
-    largest = f", largest difference {fmt_value(float(diff.max()))}" if diff.numel() else ""
-    lines.append(f"  {count} of {got.numel()} entries differ{largest}.")
+    largest = _(", largest difference {value}").format(value=fmt_value(float(diff.max()))) \
+        if diff.numel() else ""
+    lines.append(_("  {count} of {total} entries differ{largest}.").format(
+        count=count, total=got.numel(), largest=largest))
     first = bad.nonzero()
     if first.numel():
         index = tuple(first[0].tolist())
-        lines.append(f"  First difference at {fmt_index(index)}: expected "
-                     f"{fmt_value(e[index].item())}, got {fmt_value(g[index].item())}.")
+        lines.append(_("  First difference at {index}: expected {expected}, got {got}.").format(
+            index=fmt_index(index), expected=fmt_value(e[index].item()),
+            got=fmt_value(g[index].item())))
     shown_e, shown_g = show(expected), show(got)
     if shown_e and shown_g:
-        lines.append(f"  Expected: {shown_e}")
-        lines.append(f"  Got:      {shown_g}")
+        lines.append(_("  Expected: {values}").format(values=shown_e))
+        lines.append(_("  Got:      {values}").format(values=shown_g))
     return lines
 
 
@@ -175,23 +185,27 @@ def _symptoms(got, expected, weights):
     nan = torch.isnan(g) & ~torch.isnan(e)
     if nan.any():
         where = fmt_index(nan.nonzero()[0].tolist())
-        hints.append(f"  Your result has NaN (first at {where}) where a number was expected. A row "
-                     f"whose keys are all masked gives NaN when masked scores are -inf "
-                     f"(exp(-inf - -inf)); the book replaces them by -1e6, which makes the row "
-                     f"uniform instead.")
+        hints.append(_("  Your result has NaN (first at {index}) where a number was expected. A "
+                       "row whose keys are all masked gives NaN when masked scores are -inf "
+                       "(exp(-inf - -inf)); the book replaces them by -1e6, which makes the row "
+                       "uniform instead.").format(index=where))
     if weights and g.dim() >= 1 and g.shape[-1] > 0 and not nan.any():
         sums = g.sum(-1)
         off = (sums - 1).abs() > 1e-3
         if off.any():
             where = fmt_index(off.nonzero()[0].tolist())
-            hints.append(f"  Each row of attention weights should sum to 1; row {where} sums to "
-                         f"{fmt_value(float(sums[tuple(off.nonzero()[0].tolist())]))}. Mask the "
-                         f"scores before the softmax (not the probabilities after it).")
+            hints.append(_("  Each row of attention weights should sum to 1; row {index} sums to "
+                           "{value}. Mask the scores before the softmax (not the probabilities "
+                           "after it).").format(
+                               index=where,
+                               value=fmt_value(float(sums[tuple(off.nonzero()[0].tolist())]))))
         leaked = (e == 0) & (g.abs() > 1e-6)
         if leaked.any():
             where = fmt_index(leaked.nonzero()[0].tolist())
-            hints.append(f"  Masked keys (at or past the valid length) must get weight 0; "
-                         f"position {where} got {fmt_value(g[tuple(leaked.nonzero()[0].tolist())].item())}.")
+            hints.append(_("  Masked keys (at or past the valid length) must get weight 0; "
+                           "position {index} got {value}.").format(
+                               index=where,
+                               value=fmt_value(g[tuple(leaked.nonzero()[0].tolist())].item())))
     return hints
 
 

@@ -17,6 +17,7 @@ shown" line (files.write_text also caps it at FEEDBACK_BYTES when it is written)
 """
 import re
 
+from ..i18n import N_, _
 from ..textsafety import safe_text
 from . import summary as summaries
 from .files import MESSAGE_CHARS
@@ -58,12 +59,14 @@ def _message_lines(test):
     lines = [summaries._clip(line.rstrip(), LINE_CHARS) if len(line) > LINE_CHARS else
              line.rstrip() for line in message.splitlines()]
     if len(lines) > CASE_LINES:
-        lines = lines[:CASE_LINES] + [f"[... {len(lines) - CASE_LINES} more lines]"]
+        lines = lines[:CASE_LINES] + [_("[... {count} more lines]").format(
+            count=len(lines) - CASE_LINES)]
     return ["    " + line for line in lines]
 
 
 def _mark(test):
-    return {"failed": "FAIL", "grader-error": "GRADER ERROR"}.get(test.status, "?")
+    marks = {"failed": N_("FAIL"), "grader-error": N_("GRADER ERROR")}
+    return _(marks[test.status]) if test.status in marks else "?"
 
 
 def _group_lines(group):
@@ -72,8 +75,10 @@ def _group_lines(group):
              f"({first.score:g}/{first.max_score:g})"] + _message_lines(first)
     if len(group) > 1:
         names = "; ".join(summaries.case_name(t) for t in group[1:1 + NAMES_SHOWN])
-        more = f"; ... {len(group) - 1 - NAMES_SHOWN} others" if len(group) > 1 + NAMES_SHOWN else ""
-        lines.append(f"    (and {len(group) - 1} more cases like this: {names}{more})")
+        more = _("; ... {count} others").format(count=len(group) - 1 - NAMES_SHOWN) \
+            if len(group) > 1 + NAMES_SHOWN else ""
+        lines.append(_("    (and {count} more cases like this: {names}{more})").format(
+            count=len(group) - 1, names=names, more=more))
     return lines
 
 
@@ -85,13 +90,14 @@ def _case_sections(result, whole):
         if not failing:
             return []
         if whole[0] == "same":
-            return [([f"Failed: {len(failing)} of {len(ran)} cases, with the message above "
-                      f"(the GPU part's because the others fail)."], 0)]
-        why = {"intake": "the submission could not be read",
-               "grader": "the grader failed",
-               "import": "attention.py could not be imported"}[whole[0]]
-        return [([f"Not run: {len(failing)} of {len(ran)} cases, because {why} (see above)."],
-                 0)]
+            return [([_("Failed: {count} of {total} cases, with the message above (the GPU "
+                        "part's because the others fail).").format(count=len(failing),
+                                                                    total=len(ran))], 0)]
+        why = {"intake": N_("the submission could not be read"),
+               "grader": N_("the grader failed"),
+               "import": N_("attention.py could not be imported")}[whole[0]]
+        return [([_("Not run: {count} of {total} cases, because {why} (see above).").format(
+            count=len(failing), total=len(ran), why=_(why))], 0)]
     missing = summaries.missing_names(result)
     stopped = [t for t in failing if summaries.needs_missing(t, missing)]
     sections = []
@@ -100,8 +106,9 @@ def _case_sections(result, whole):
         for test in stopped:
             needed += [n for n in summaries.needs_missing(test, missing) if n not in needed]
         parts = ", ".join(dict.fromkeys(t.part for t in stopped))
-        sections.append(([f"Not run: {len(stopped)} cases ({parts}), because attention.py "
-                          f"defines no {summaries._names(needed)}."], 0))
+        sections.append(([_("Not run: {count} cases ({parts}), because attention.py defines "
+                            "no {names}.").format(count=len(stopped), parts=parts,
+                                                  names=summaries._names(needed))], 0))
     rest = [t for t in failing if t not in stopped]
     for part in dict.fromkeys(t.part for t in rest):
         for group in failure_groups([t for t in rest if t.part == part]):
@@ -117,11 +124,13 @@ def _fits(lines, extra, max_lines, max_bytes):
 def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BYTES):
     summaries.check_level(feedback)
     whole = summaries.whole_file_problem(result)
-    lines = [f"{safe_text(result.name, 200)}: {result.score:g} / {result.max_score:g} points", ""]
+    lines = [_("{name}: {score} / {max} points").format(
+        name=safe_text(result.name, 200), score=f"{result.score:g}",
+        max=f"{result.max_score:g}"), ""]
     if feedback == "score":
         lines += summaries.block_lines(summaries.part_summaries(result, feedback), feedback)
         if result.status != "graded":
-            lines += ["", f"Status: {result.status}."]
+            lines += ["", _("Status: {status}.").format(status=result.status)]
         return _finish(lines, max_lines, max_bytes)
     if whole is not None:
         lines += whole[1].splitlines() + [""]
@@ -130,15 +139,15 @@ def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BY
     if notes:
         lines += [""] + notes
     if feedback == "summary":
-        lines += ["", "(This course shows a summary of the hidden cases: their inputs and "
-                      "expected values are not shown.)"]
+        lines += ["", _("(This course shows a summary of the hidden cases: their inputs and "
+                        "expected values are not shown.)")]
         return _finish(lines, max_lines, max_bytes)
     sections = _case_sections(result, whole)
     if sections:
-        lines += ["", "Failing cases" if whole is None else "Cases", ""]
+        lines += ["", _("Failing cases") if whole is None else _("Cases"), ""]
     for index, (section, _cases) in enumerate(sections):
         left = sum(cases for _lines, cases in sections[index:])
-        tail = [f"... {left} more failing cases not shown"] if left else []
+        tail = [_("... {count} more failing cases not shown").format(count=left)] if left else []
         if not _fits(lines, section + tail, max_lines, max_bytes):
             if left:
                 lines += tail
@@ -152,9 +161,9 @@ def _finish(lines, max_lines, max_bytes):
     if not _fits(lines, [], max_lines, max_bytes):
         kept = []
         for line in lines:
-            if not _fits(kept + [line], ["[... the rest was cut by the grader]"],
+            if not _fits(kept + [line], [_("[... the rest was cut by the grader]")],
                          max_lines, max_bytes):
                 break
             kept.append(line)
-        lines = kept + ["[... the rest was cut by the grader]"]
+        lines = kept + [_("[... the rest was cut by the grader]")]
     return "\n".join(lines) + "\n"

@@ -17,7 +17,9 @@ Every string that may come from a submission is made safe and capped (files.py):
 a test's output at MESSAGE_CHARS, the summary at SUMMARY_CHARS, and `results_text` keeps
 the whole file under RESULTS_BYTES by cutting the tests' outputs first.
 """
+from .. import i18n
 from ..grade.outcome import SubmissionResult
+from ..i18n import _
 from ..textsafety import safe_text
 from . import summary as summaries
 from .files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
@@ -36,26 +38,28 @@ def notes_lines(result, feedback="full", whole=None):
     already said at the top (summary.whole_file_problem), not said again."""
     lines = []
     if result.grader_error and (whole is None or whole[0] != "grader"):
-        lines.append(f"GRADER ERROR: {safe_text(result.grader_error, 4000)}\nThis is not your "
-                     f"fault; your instructor has been told.")
+        lines.append(_("GRADER ERROR: {error}\nThis is not your fault; your instructor has "
+                       "been told.").format(error=safe_text(result.grader_error, 4000)))
     summary = result.summary or {}
     cells = summary.get("cell_errors") or []
     for number, kind, message in cells[:5]:
-        lines.append(f"Notebook cell {safe_text(number, 20)} raised {safe_text(kind, 100)}: "
-                     f"{safe_text(message, 500)} (the cell was skipped).")
+        lines.append(_("Notebook cell {number} raised {kind}: {message} (the cell was "
+                       "skipped).").format(number=safe_text(number, 20), kind=safe_text(kind, 100),
+                                           message=safe_text(message, 500)))
     if len(cells) > 5:
-        lines.append(f"... and {len(cells) - 5} more notebook cells raised.")
+        lines.append(_("... and {count} more notebook cells raised.").format(count=len(cells) - 5))
     notes = [safe_text(note, 2000) for note in result.notes[:50]]
-    lines += notes[:10] + ([f"... and {len(notes) - 10} more notes."] if len(notes) > 10 else [])
+    lines += notes[:10] + ([_("... and {count} more notes.").format(count=len(notes) - 10)]
+                           if len(notes) > 10 else [])
     skipped = [t for t in result.tests if t.status == "skipped"]
     if skipped:
         reasons = sorted({safe_text(t.message, 500) for t in skipped})
-        lines.append(f"{len(skipped)} tests did not run on this grading machine and carry no "
-                     f"points here: " + "; ".join(reasons))
+        lines.append(_("{count} tests did not run on this grading machine and carry no points "
+                       "here: {reasons}").format(count=len(skipped), reasons="; ".join(reasons)))
     printed_out = safe_text((summary.get("stdout") or "")[:4000]).strip()
     if printed_out and feedback == "full":
         shown = printed_out[:2000].splitlines()
-        lines.append("Your code printed (first part shown):\n" + "\n".join(
+        lines.append(_("Your code printed (first part shown):") + "\n" + "\n".join(
             line[:200] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
     return lines
 
@@ -68,7 +72,7 @@ def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full")
     if feedback == "score":
         lines = summaries.block_lines(blocks, feedback)
         if result.status != "graded":
-            lines.append(f"Status: {result.status}.")
+            lines.append(_("Status: {status}.").format(status=result.status))
         return safe_text("\n".join(lines), limit)
     head = [whole[1]] if whole is not None else []
     parts = "\n".join(summaries.block_lines(blocks, feedback, whole))
@@ -94,7 +98,7 @@ def _test_output(test, feedback, blocks, message_chars):
     block = blocks.get(test.part) or {}
     text = block.get("text", "")
     if block.get("experiment"):
-        text += "\nTry this: " + block["experiment"]
+        text += "\n" + _("Try this: ") + block["experiment"]
     return safe_text(text, message_chars)
 
 
@@ -129,6 +133,7 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
         "tests": tests,
         "extra_data": {
             "diagnoses": summaries.diagnoses_data(result, feedback),
+            "lang": i18n.language(),  # of every sentence here (grader grade --lang)
             "feedback": feedback,
             "visibility": visibility,
             "status": result.status,
@@ -157,7 +162,7 @@ def results_text(result: SubmissionResult, limit=RESULTS_BYTES, feedback="full",
         else:
             break
     data = results_json(result, 0, 0, feedback, visibility)
-    data["output"] = "The results were too large to write; your instructor has the details."
+    data["output"] = _("The results were too large to write; your instructor has the details.")
     for test in data["tests"]:
         test["output"] = ""
     text = dumps(data)

@@ -18,6 +18,7 @@ not define is said once in its part (`missing_names`, `needs_missing`).
 """
 import re
 
+from ..i18n import N_, _, ngettext
 from ..textsafety import safe_text
 
 LEVELS = ("full", "summary", "score")
@@ -25,7 +26,7 @@ VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 
 TEXT_CHARS = 600           # a block's diagnosis or observation
 EXPERIMENT_CHARS = 500     # a block's experiment
-_KNOWN_MISTAKE = "Your result is exactly what you get if"
+_KNOWN_MISTAKE = N_("Your result is exactly what you get if")  # compare.py's, catalog's sentence
 
 
 def check_level(feedback):
@@ -57,11 +58,12 @@ def whole_file_problem(result):
     (attention.py did not import) or "same" (no case passed and nearly all failed with one
     message: said once) — else None."""
     if result.intake_error:
-        return "intake", "Your submission could not be graded: " + safe_text(result.intake_error, 4000)
+        return "intake", _("Your submission could not be graded: {reason}").format(
+            reason=safe_text(result.intake_error, 4000))
     ran = [t for t in result.tests if t.status != "skipped"]
     if result.grader_error and ran and all(t.status == "grader-error" for t in ran):
-        return "grader", (f"GRADER ERROR: {safe_text(result.grader_error, 4000)}\nThis is not "
-                          f"your fault; your instructor has been told.")
+        return "grader", _("GRADER ERROR: {error}\nThis is not your fault; your instructor "
+                           "has been told.").format(error=safe_text(result.grader_error, 4000))
     load_error = (result.summary or {}).get("load_error")
     if load_error:
         return "import", safe_text(load_error, 4000)
@@ -99,19 +101,24 @@ def _observation(part_tests, failed, feedback, missing):
     for test in failed:
         needed += [n for n in needs_missing(test, missing) if n not in needed]
     if needed and all(needs_missing(t, missing) for t in failed):
-        these = "this name" if len(needed) == 1 else "these names"
-        return (f"attention.py defines no {_names(needed)}, so these cases could not run: "
-                f"check the spelling (the grader looks for exactly {these})."), None
+        return ngettext("attention.py defines no {names}, so these cases could not run: check "
+                        "the spelling (the grader looks for exactly this name).",
+                        "attention.py defines no {names}, so these cases could not run: check "
+                        "the spelling (the grader looks for exactly these names).",
+                        len(needed)).format(names=_names(needed)), None
     for test in failed:  # a failure message that names a known mistake is a diagnosis
         for line in safe_text(test.message or "", 4000).splitlines():
-            if line.strip().startswith(_KNOWN_MISTAKE):
+            if line.strip().startswith((_KNOWN_MISTAKE, _(_KNOWN_MISTAKE))):
                 mistakes = test.mistakes or [None]
                 return _clip(line.strip(), TEXT_CHARS), mistakes[0]
-    count = f"{len(failed)} of {len(part_tests)} cases fail"
     if feedback == "full":
-        return _clip(f"{count}; the first, \u201c{case_name(failed[0])}\u201d: "
-                     f"{first_line(failed[0].message, TEXT_CHARS)}", TEXT_CHARS), None
-    return _clip(f"{count}, for example \u201c{case_name(failed[0])}\u201d.", TEXT_CHARS), None
+        return _clip(_("{failed} of {total} cases fail; the first, \u201c{case}\u201d: "
+                       "{line}").format(failed=len(failed), total=len(part_tests),
+                                        case=case_name(failed[0]),
+                                        line=first_line(failed[0].message, TEXT_CHARS)),
+                     TEXT_CHARS), None
+    return _clip(_("{failed} of {total} cases fail, for example \u201c{case}\u201d.").format(
+        failed=len(failed), total=len(part_tests), case=case_name(failed[0])), TEXT_CHARS), None
 
 
 def _without_part(text, part):
@@ -120,6 +127,8 @@ def _without_part(text, part):
     if text.startswith(f"{part}: "):
         text = text[len(part) + 2:]
         text = text[:1].upper() + text[1:]
+    elif text.startswith(f"{part}\uff1a"):  # the Chinese colon
+        text = text[len(part) + 1:]
     return _clip(text, TEXT_CHARS)
 
 
@@ -175,13 +184,14 @@ def block_lines(blocks, feedback="full", whole=None):
             lines.append(head)
             continue
         if whole is None and block["cases"]:
-            head += f" (passed: {block['passed']} of {block['cases']} cases)"
+            head += _(" (passed: {passed} of {cases} cases)").format(passed=block["passed"],
+                                                                     cases=block["cases"])
         lines.append(head)
         if whole is None and block["text"]:
             lines += ["    " + line for line in block["text"].splitlines()[:3]]
             if block["experiment"]:
                 experiment = block["experiment"].splitlines()
-                lines.append("    Try this: " + experiment[0])
+                lines.append("    " + _("Try this: ") + experiment[0])
                 lines += ["      " + line for line in experiment[1:4]]
     return lines
 
