@@ -568,7 +568,7 @@ ZOO = [
             "full credit for the parts that are there",
             file("partial.py", solution().split("class AdditiveAttention")[0]),
             expect="parts", full_parts=("sequence_mask", "masked_softmax"),
-            lost_parts=("AdditiveAttention", "MultiHeadAttention"), reason="Not found in attention.py",
+            lost_parts=("AdditiveAttention", "MultiHeadAttention"), reason="attention.py defines no `AdditiveAttention`",
             level_sensitive=False),
     Hostile("imports-d2l", "imports d2l, which the grading machine lacks", "said plainly",
             file("uses_d2l.py", solution("from d2l import torch as d2l\n")), expect="zero",

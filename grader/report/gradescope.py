@@ -60,7 +60,7 @@ def notes_lines(result, feedback="full", whole=None):
     if printed_out and feedback == "full":
         shown = printed_out[:2000].splitlines()
         lines.append(_("Your code printed (first part shown):") + "\n" + "\n".join(
-            line[:200] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
+            line[:1000] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
     return lines
 
 

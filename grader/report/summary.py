@@ -126,7 +126,9 @@ def _without_part(text, part):
     text = text.strip()
     if text.startswith(f"{part}: "):
         text = text[len(part) + 2:]
-        text = text[:1].upper() + text[1:]
+        first = text.split(" ", 1)[0]
+        if first.isalpha() and first.islower():  # never a code name: valid_lens, sequence_mask
+            text = text[:1].upper() + text[1:]
     elif text.startswith(f"{part}\uff1a"):  # the Chinese colon
         text = text[len(part) + 1:]
     return _clip(text, TEXT_CHARS)
