@@ -58,6 +58,8 @@ def build_parser():
                             "(default: the one installed here)")
     from .sandbox.isolation import CHOICES
     gradescope.add_argument("--isolation", default="auto", choices=CHOICES)
+    gradescope.add_argument("--lang", choices=("en", "zh"), default="en",
+                            help="language of the feedback students read (default en)")
     _disclosure_arguments(gradescope)
 
     export = commands.add_parser(

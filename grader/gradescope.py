@@ -43,7 +43,7 @@ chmod -R go-rwx solutions tests_hidden      # not readable by the worker's throw
 mkdir -p "$ROOT/results"
 exec "$PY" -m grader grade "$ROOT/submission" --out "$(mktemp -d)" \\
     --results-json "$ROOT/results/results.json" --isolation {isolation} \\
-    --feedback {feedback} --visibility {visibility} --layout plain
+    --feedback {feedback} --visibility {visibility} --layout plain --lang {lang}
 """
 
 KIT_PARTS = ("pyproject.toml", "README.md", "grader", "solutions", "tests_hidden")
@@ -69,7 +69,7 @@ def _script(archive, name, text):
 
 
 def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, feedback="full",
-          visibility="visible"):
+          visibility="visible", lang="en"):
     """Write the autograder zip. feedback and visibility go to `grader grade` in
     run_autograder: how much of a hidden case students see, and each test's Gradescope
     visibility (after_due_date: shown only once the deadline has passed)."""
@@ -77,10 +77,12 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
     check_level(feedback)
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
+    if lang not in ("en", "zh"):
+        raise ValueError("lang must be en or zh")
     with zipfile.ZipFile(out_path, "w", zipfile.ZIP_DEFLATED) as archive:
         _script(archive, "setup.sh", SETUP.format(torch=torch_version))
         _script(archive, "run_autograder", RUN.format(isolation=isolation, feedback=feedback,
-                                                    visibility=visibility))
+                                                    visibility=visibility, lang=lang))
         for part in KIT_PARTS:
             _add_tree(archive, os.path.join(kit_root, part), os.path.join("kit", part))
     return out_path
@@ -89,7 +91,8 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
 def main(args):
     import torch
     version = args.torch or torch.__version__.split("+")[0]
-    build(args.out, version, args.isolation, feedback=args.feedback, visibility=args.visibility)
+    build(args.out, version, args.isolation, feedback=args.feedback, visibility=args.visibility,
+          lang=args.lang)
     print(f"wrote {args.out}: setup.sh installs torch=={version} (CPU); students see "
           f"--feedback {args.feedback}, each test --visibility {args.visibility}; upload it as "
           f"the assignment's autograder")

@@ -363,3 +363,13 @@ def test_bob_at_summary_and_score_shows_no_hidden_case(graded, tmp_path):
         assert "MultiHeadAttention: 3/20" in text
     score = (tmp_path / "score" / "bob" / "feedback.txt").read_text(encoding="utf-8")
     assert len(score.splitlines()) == 9
+
+
+def test_the_autograder_grades_in_the_language_it_was_built_for(tmp_path):
+    archive = build(str(tmp_path / "zh.zip"), "2.13.0", lang="zh")
+    with zipfile.ZipFile(archive) as z:
+        assert "--layout plain --lang zh" in z.read("run_autograder").decode()
+    with zipfile.ZipFile(build(str(tmp_path / "en.zip"), "2.13.0")) as z:
+        assert "--lang en" in z.read("run_autograder").decode()
+    with pytest.raises(ValueError):
+        build(str(tmp_path / "fr.zip"), "2.13.0", lang="fr")
