@@ -229,3 +229,12 @@ def test_grading_in_chinese_explains_the_failing_cases_in_chinese(graded_in_chin
     assert "未通过的用例" in chen and "值不对" in chen and "NaN" in chen, chen[:3000]
     assert "（通过：" in chen  # the summary's blocks, one per part
     assert "Failing cases" not in chen and "wrong values" not in chen
+
+
+def test_the_feedback_page_is_in_chinese_too(graded_in_chinese):
+    page = _read(graded_in_chinese, "chen", "feedback.html")
+    assert '<html lang="zh-CN"' in page
+    for heading in ("各部分得分", "需要查看的地方", "注意力权重：期望的与你的"):
+        assert heading in page, heading
+    for english in ("Score by part", "What to look at", "First failing case"):
+        assert english not in page, english

@@ -21,10 +21,22 @@ import json
 import os
 import urllib.parse
 
+from .. import i18n
+from ..i18n import N_, _
 from ..textsafety import safe_text
 from . import files, pictures
 
 PAGE_BYTES = 2 * 1024 * 1024
+# what the page says, marked for the message catalog and translated where it is used
+TRY_THIS = N_("Try this:")
+FIRST_FAILING = N_("First failing case:")
+SCORE_BY_PART = N_("Score by part")
+PART = N_("part")
+SCORE = N_("score")
+WHAT_TO_LOOK_AT = N_("What to look at")
+EVERY_PART_PASSED = N_("Every part passed.")
+WEIGHTS_HEADING = N_("Attention weights: expected and yours")
+
 MODULES = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
 LEVELS = ("full", "summary", "score")
 
@@ -74,7 +86,8 @@ def _fmt(value):
 
 
 def _page(title, body):
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
             "<meta name=\"referrer\" content=\"no-referrer\">\n"
@@ -100,12 +113,13 @@ def _first_line(text, limit=300):
 def _status_notes(result, feedback):
     notes = []
     if result.grader_error or result.grader_failures:
-        notes.append("The grader itself failed on part of this submission. This is not your "
-                     "fault; your instructor has been told, and those tests are not counted "
-                     "as zeros.")
+        notes.append(_("The grader itself failed on part of this submission. This is not your "
+                       "fault; your instructor has been told, and those tests are not counted "
+                       "as zeros."))
     if result.intake_error:
-        notes.append("Your submission could not be graded: " + esc(result.intake_error, 1000)
-                     if feedback != "score" else "Your submission could not be graded.")
+        notes.append(_("Your submission could not be graded: {reason}").format(
+            reason=esc(result.intake_error, 1000))
+            if feedback != "score" else _("Your submission could not be graded."))
     summary = result.summary or {}
     if summary.get("load_error") and feedback != "score":
         notes.append(f"<pre>{esc(summary['load_error'], 2000)}</pre>")
@@ -142,17 +156,19 @@ def _part_blocks(result, parts, feedback):
         body = []
         diagnosis = _diagnosis(result, part)
         if _could_not_run(result):  # said once, above: not again in every part
-            body.append('<p class="small">None of its cases could run (see above).</p>')
+            body.append('<p class="small">' + _("None of its cases could run (see above).")
+                        + '</p>')
             blocks.append(head + "".join(body) + "</div>")
             continue
         if diagnosis and diagnosis.get("text"):
             body.append(f"<p>{esc(diagnosis['text'], 2000)}</p>")
             if diagnosis.get("experiment"):
-                body.append(f"<p><strong>Try this:</strong> {esc(diagnosis['experiment'], 1000)}</p>")
+                body.append(f"<p><strong>{_(TRY_THIS)}</strong> "
+                            f"{esc(diagnosis['experiment'], 1000)}</p>")
         elif failing and feedback == "full":
             body.append(f"<p>{esc(_first_line(failing[0].message), 400)}</p>")
-        body.append(f'<p class="small">{len(failing)} of {len(tests)} cases in this part '
-                    f'failed.</p>')
+        body.append('<p class="small">' + _("{failed} of {total} cases in this part failed.")
+                    .format(failed=len(failing), total=len(tests)) + '</p>')
         blocks.append(head + "".join(body) + "</div>")
     return blocks
 
@@ -175,9 +191,9 @@ def _pictures(result, notes):
     if not cases:
         return drawn
     if not pictures.available():
-        notes.append("The pictures of attention weights could not be drawn on the grading "
-                     "machine (matplotlib is not installed); feedback.txt has the same cases "
-                     "in words.")
+        notes.append(_("The pictures of attention weights could not be drawn on the grading "
+                       "machine (matplotlib is not installed); feedback.txt has the same cases "
+                       "in words."))
         return drawn
     failed = 0
     for module, test in cases:
@@ -188,8 +204,8 @@ def _pictures(result, notes):
         except Exception:
             failed += 1
     if failed:
-        notes.append(f"{failed} picture(s) could not be drawn; feedback.txt has those cases "
-                     "in words.")
+        notes.append(_("{failed} picture(s) could not be drawn; feedback.txt has those cases "
+                       "in words.").format(failed=failed))
     return drawn
 
 
@@ -198,17 +214,19 @@ def _picture_blocks(drawn):
     for module, test, uri in drawn:
         heatmap = test.heatmap or {}
         returned = heatmap.get("got") is not None
-        alt = f"Heatmaps of the expected and the returned attention weights of {module}"
+        alt = _("Heatmaps of the expected and the returned attention weights of {module}").format(
+            module=module)
         blocks.append(
             f"<h3>{esc(module, 100)}</h3>"
-            f"<p>First failing case: <strong>{esc(test.name, 300)}</strong></p>"
+            f"<p>{_(FIRST_FAILING)} <strong>{esc(test.name, 300)}</strong></p>"
             f'<p class="small">{esc(heatmap.get("title", ""), 400)}</p>'
             f'<img src="{uri}" alt="{html.escape(alt)}">'
-            + ('<p class="small">Left: the weights the reference solution stores; right: '
-               'yours. Same colour scale: darker is more weight; each row is one query and '
-               'should sum to 1 over the keys it may attend to.</p>' if returned else
-               '<p class="small">The expected weights; yours could not be compared cell by '
-               'cell (a different shape, or none stored).</p>')
+            + ('<p class="small">' + (_(
+                "Left: the weights the reference solution stores; right: yours. Same colour "
+                "scale: darker is more weight; each row is one query and should sum to 1 over "
+                "the keys it may attend to.") if returned else _(
+                "The expected weights; yours could not be compared cell by cell (a different "
+                "shape, or none stored).")) + '</p>')
             + f"<pre>{esc(test.message, 1200)}</pre>")
     return blocks
 
@@ -224,40 +242,46 @@ def _failing_list(result):
     items = []
     for line, names in list(groups.items())[:60]:
         shown = ", ".join(f"<strong>{esc(n, 300)}</strong>" for n in names[:5])
-        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        more = _(" and {count} more").format(count=len(names) - 5) if len(names) > 5 else ""
         items.append(f"<li>{shown}{more}: {esc(line, 300)}</li>")
     if len(groups) > 60:
-        items.append(f"<li>and {len(groups) - 60} more kinds of failure</li>")
-    return (f"<details><summary>All failing cases ({len(failing)})</summary><ul>{''.join(items)}"
-            "</ul><p class=\"small\">feedback.txt has each case in full.</p></details>")
+        items.append("<li>" + _("and {count} more kinds of failure").format(
+            count=len(groups) - 60) + "</li>")
+    return ("<details><summary>" + _("All failing cases ({count})").format(count=len(failing))
+            + f"</summary><ul>{''.join(items)}</ul><p class=\"small\">"
+            + _("feedback.txt has each case in full.") + "</p></details>")
 
 
 def _feedback_page(result, feedback, drawn, notes):
     parts = result.by_part()
     name = esc(result.name, 200)
-    body = [f"<h1>Feedback: {name}</h1>",
-            f'<p class="total">{_fmt(result.score)} / {_fmt(result.max_score)} points</p>']
+    title = _("Feedback: {name}").format(name=name)
+    body = [f"<h1>{title}</h1>",
+            '<p class="total">' + _("{score} / {max} points").format(
+                score=_fmt(result.score), max=_fmt(result.max_score)) + '</p>']
     body += [f'<div class="note">{n}</div>' for n in _status_notes(result, feedback)]
     if parts:
         rows = "".join(f"<tr><td>{esc(p, 100)}</td><td class=\"num\">{_fmt(s)} / {_fmt(t)}</td>"
                        f"<td style=\"width:40%\">{_bar(s, t)}</td></tr>"
                        for p, (s, t) in parts.items() if t > 0)
-        body.append(f"<h2>Score by part</h2><table><tr><th>part</th><th class=\"num\">score"
-                    f"</th><th></th></tr>{rows}</table>")
+        body.append(f"<h2>{_(SCORE_BY_PART)}</h2><table><tr><th>{_(PART)}</th>"
+                    f"<th class=\"num\">{_(SCORE)}</th><th></th></tr>{rows}</table>")
         if feedback != "score":
-            body.append("<h2>What to look at</h2>")
-            body += _part_blocks(result, parts, feedback) or ["<p>Every part passed.</p>"]
+            body.append(f"<h2>{_(WHAT_TO_LOOK_AT)}</h2>")
+            body += _part_blocks(result, parts, feedback) or [
+                f"<p>{_(EVERY_PART_PASSED)}</p>"]
     if feedback == "full":
         if drawn:
-            body.append("<h2>Attention weights: expected and yours</h2>")
+            body.append(f"<h2>{_(WEIGHTS_HEADING)}</h2>")
             body += _picture_blocks(drawn)
         body.append(_failing_list(result))
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     skipped = [t for t in result.tests if t.status == "skipped"]
     if skipped:
-        body.append(f'<p class="small">{len(skipped)} tests did not run on this grading '
-                    "machine and carry no points here.</p>")
-    return _page(f"Feedback: {name}", "\n".join(b for b in body if b))
+        body.append('<p class="small">' + _("{count} tests did not run on this grading "
+                                            "machine and carry no points here.").format(
+            count=len(skipped)) + "</p>")
+    return _page(title, "\n".join(b for b in body if b))
 
 
 def feedback_html(result, feedback="full", limit=PAGE_BYTES):
@@ -270,8 +294,9 @@ def feedback_html(result, feedback="full", limit=PAGE_BYTES):
         if len(page.encode("utf-8")) <= limit or not drawn:
             break
         drawn = drawn[:-1]
-        if "pictures were left out" not in " ".join(notes):
-            notes.append("Some pictures were left out to keep this page small.")
+        left_out = _("Some pictures were left out to keep this page small.")
+        if left_out not in notes:
+            notes.append(left_out)
     if len(page.encode("utf-8")) > limit:  # not with our caps; but never a cut page
         page = _page("Feedback", f"<p>{_fmt(result.score)} / {_fmt(result.max_score)} points. "
                      "The details are in feedback.txt.</p>")
