@@ -67,7 +67,7 @@ def test_feedback_opens_with_one_block_per_part_and_the_diagnosis():
     assert lines[2] == "sequence_mask: 9/9 (passed: 9 of 9 cases)"
     assert lines[3] == "masked_softmax: 2/2 (passed: 1 of 1 cases)"
     assert lines[4] == "MultiHeadAttention: 1/14 (passed: 1 of 9 cases)"
-    assert lines[5] == ("    Valid_lens is repeated as a whole, so head h of example b gets "
+    assert lines[5] == ("    valid_lens is repeated as a whole, so head h of example b gets "
                         "another example's length.")  # the part is said once, in the head
     assert lines[6].startswith("    Try this: Call MultiHeadAttention with 2 heads")
     assert text.index("Failing cases") > text.index("Try this")
@@ -221,7 +221,7 @@ def test_results_json_carries_diagnoses_disclosure_and_visibility():
     assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}
     assert data["extra_data"]["diagnoses"] == [
         {"part": "MultiHeadAttention", "mistake": "mha-repeat",
-         "text": "Valid_lens is repeated as a whole, so head h of example b gets another "
+         "text": "valid_lens is repeated as a whole, so head h of example b gets another "
                  "example's length."}]
     assert data["extra_data"]["feedback"] == "full"
     assert data["extra_data"]["visibility"] == "after_due_date"
