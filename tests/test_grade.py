@@ -76,6 +76,9 @@ def test_results_json_has_gradescope_fields(graded_examples):
         # what really limited this submission's workers, not only what the machine offers
         assert results["extra_data"]["isolation"]["memory_limit"] in (
             "cgroup v1", "cgroup v2", "watchdog (PSS)"), results["extra_data"]["isolation"]
+        # torch was imported once for the batch: every worker forked from its template
+        assert results["extra_data"]["isolation"]["worker_start"] == (
+            "forked from a template that imported torch once per batch"), results["extra_data"]
 
 
 def test_feedback_teaches(graded_examples):

@@ -159,13 +159,15 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
     options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
-    zygote = trusted.start_zygote()
+    workers = trusted.start_worker_template()  # torch imported once for every worker
+    zygote = trusted.start_zygote()            # torch and pytest once for every trusted process
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
                             {"feedback": feedback, "visibility": visibility})
     finally:
         if zygote is not None:
             zygote.close()
+        trusted.stop_worker_template(workers)
 
 
 def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure):

@@ -15,6 +15,7 @@ import tempfile
 import threading
 
 from .. import paths
+from ..sandbox import template
 from ..sandbox.limits import Limits
 
 
@@ -31,7 +32,11 @@ class SuiteOptions:
         args = [os.path.abspath(self.hidden_tests), "-c",
                 os.path.join(os.path.abspath(self.hidden_tests), "pytest.ini"),
                 "--rootdir", os.path.abspath(self.hidden_tests),
-                "-p", "grader.grade.plugin", "-q", "--no-header", "-rN",
+                # plugins are named, not discovered (see _environment): ours and the timeout
+                "-p", "grader.grade.plugin", "-p", "pytest_timeout",
+                # pytest's gc.collect() at exit, twice, costs a quarter second a submission
+                "-p", "no:unraisableexception",
+                "-q", "--no-header", "-rN",
                 "--reference", os.path.abspath(self.solution),
                 "--isolation", self.isolation,
                 "--limits", json.dumps(dataclasses.asdict(self.limits)),
@@ -51,20 +56,54 @@ class SuiteFailed(Exception):
     """The trusted process did not produce a report: a failure of the grader itself."""
 
 
+_BATCH = {"template_fd": None}  # the batch's worker template, inherited by trusted processes
+
+
 def _environment():
     kit = paths.KIT_ROOT
     path = os.pathsep.join(p for p in (kit, os.environ.get("PYTHONPATH")) if p)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": path,
            "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1",
+           # the hidden suite needs no other installed pytest plugin (hypothesis's, say,
+           # imports hypothesis in every trusted process)
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    if _BATCH["template_fd"] is not None:
+        env[template.ENV_FD] = str(_BATCH["template_fd"])
+    elif os.environ.get(template.ENV_MODE):
+        env[template.ENV_MODE] = os.environ[template.ENV_MODE]
     return env
+
+
+def _inherited_fds():
+    return () if _BATCH["template_fd"] is None else (_BATCH["template_fd"],)
+
+
+def start_worker_template():
+    """The batch's worker template (sandbox/template.py): every trusted process of the
+    batch forks its workers from it. None where workers start fresh (ATTNKIT_WORKER_START=fresh)."""
+    if os.environ.get(template.ENV_MODE) == "fresh":
+        return None
+    try:
+        started = template.Template.start()
+    except OSError:
+        return None
+    os.set_inheritable(started.fileno(), True)
+    _BATCH["template_fd"] = started.fileno()
+    return started
+
+
+def stop_worker_template(started):
+    if started is not None:
+        _BATCH["template_fd"] = None
+        started.close()
 
 
 def start_zygote():
     """A fork server with torch and pytest imported (see zygote.py), or None."""
     from .zygote import Zygote
     try:
-        return Zygote(_environment())
+        return Zygote(_environment(), _inherited_fds())
     except OSError:
         return None
 
@@ -116,7 +155,8 @@ def run_pytest(options, extra_args, timeout, zygote=None):
                                      "--attnkit-report-fd", str(report_w)],
                                     cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
                                     stdout=console_w, stderr=console_w,
-                                    pass_fds=(report_w,), start_new_session=True)
+                                    pass_fds=(report_w, *_inherited_fds()),
+                                    start_new_session=True)
         os.close(report_w)
         os.close(console_w)
         running = pid if zygote is not None else proc.pid

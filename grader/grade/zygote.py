@@ -28,11 +28,12 @@ class ZygoteGone(Exception):
 
 
 class Zygote:
-    def __init__(self, env):
+    def __init__(self, env, inherited_fds=()):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
         self.proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
-                                     env=env, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                     env=env, pass_fds=(child.fileno(), *inherited_fds),
+                                     stdin=subprocess.DEVNULL,
                                      start_new_session=True)
         child.close()
         self.lock = threading.Lock()
@@ -129,10 +130,19 @@ def _child(args, report_fd, console_fd, cwd):
     os._exit(int(code))
 
 
+def warm_up():
+    """What every trusted process would otherwise import on first use, once here: the
+    comparison's torch.testing.assert_close pulls in torch.distributed.tensor and sympy
+    (about a second)."""
+    import torch
+    torch.testing.assert_close(torch.zeros(2, requires_grad=True), torch.zeros(2))
+
+
 def serve(sock_fd):
     import importlib
     for name in PRELOAD:
         importlib.import_module(name)
+    warm_up()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
     children = set()
     wake_r, wake_w = os.pipe()

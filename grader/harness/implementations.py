@@ -37,8 +37,8 @@ class Reference:
 
     def fresh_state(self, target, init, seed):
         """The weights of a freshly built reference module: what the student's module loads."""
-        import torch
-        torch.manual_seed(seed)
+        from ..sandbox.runtime.probes import seed as seed_generators
+        seed_generators(seed)
         module = getattr(self.module, target)(**init)
         return {name: t.detach().clone() for name, t in module.state_dict().items()}
 

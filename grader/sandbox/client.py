@@ -23,6 +23,7 @@ import time
 from . import cgroups as cgroups_mod
 from . import isolation as isolation_mod
 from . import replies
+from . import template as template_mod
 from ..i18n import _
 from ..textsafety import safe_text
 from .runtime import protocol
@@ -194,6 +195,8 @@ class Worker:
         self.cgroups = None          # cgroups.WorkerCgroups while the worker runs in its own
         self._cgroup_killed = False  # the cgroup's counters said memory, read before removal
         self._seen_pids = set()      # the worker's process tree as it ran (level `none` IPC cleanup)
+        self._holder = None          # a forked worker's sandbox placeholder (subprocess.Popen)
+        self.started = None          # "forked" from the template, or "fresh"
 
     @property
     def _over_memory(self):
@@ -228,9 +231,7 @@ class Worker:
         copy_submission_folder(self.submission_file, self.view.work_dir,
                                max_bytes=min(self.limits.disk_mb, 64) * 2**20)
         isolation_mod.prepare_home(self.view, self.isolation)
-
         work, runtime_inside = self.isolation.paths(self.view)
-        read_fd, write_fd = os.pipe()
         processes_base = 0 if self.isolation.uid is not None else _process_count(os.getuid())
         rlimits = self.limits.rlimits(gpu=self.gpu, processes_base=processes_base)
         if self.use_cgroups and self.isolation.uses_cgroups():
@@ -239,10 +240,33 @@ class Worker:
         prefix = self.cgroups.join_prefix() if self.cgroups is not None else ()
         self._ipc_before = _ipc_snapshot() if self.isolation.level == "none" else None
         self._started_at = time.time()
-        import json
-        argv = [sys.executable, "-I", os.path.join(runtime_inside, "worker.py"), str(write_fd),
-                json.dumps(rlimits), os.path.join(work, os.path.basename(self.submission_file))]
+        worker_py = os.path.join(runtime_inside, "worker.py")
+        submission = os.path.join(work, os.path.basename(self.submission_file))
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+        template = None if self.gpu else template_mod.current()
+        if template is not None:
+            try:
+                self._start_forked(template, worker_py, rlimits, submission, env, prefix)
+            except template_mod.TemplateGone as gone:
+                if os.environ.get("ATTNKIT_DEBUG_TEMPLATE"):
+                    print("template:", gone, file=sys.stderr)
+                template_mod.give_up()  # this process's next workers start fresh at once
+                self._stop_holder()
+        if self.proc is None:
+            self._start_fresh(worker_py, rlimits, submission, env, prefix)
+        self.stdout = _CappedReader(self.proc.stdout, self.limits.output_kb * 1024)
+        self.stderr = _CappedReader(self.proc.stderr, self.limits.output_kb * 1024)
+        self.stdout.start()
+        self.stderr.start()
+        self._seen_pids.add(getattr(self.proc, "worker_pid", self.proc.pid))
+        self._watch = threading.Thread(target=self._watch_memory, daemon=True)
+        self._watch.start()
+
+    def _start_fresh(self, worker_py, rlimits, submission, env, prefix):
+        """A new Python under the sandbox: it imports torch itself (about two seconds)."""
+        import json
+        read_fd, write_fd = os.pipe()
+        argv = [sys.executable, "-I", worker_py, str(write_fd), json.dumps(rlimits), submission]
         try:
             self.proc = subprocess.Popen(
                 self.isolation.wrap(argv, self.view, prefix), cwd=self.view.work_dir, env=env,
@@ -256,18 +280,65 @@ class Worker:
         os.close(write_fd)
         _LIVE_WORKERS.add(self.proc.pid)
         self.reply_fd = read_fd
-        self.stdout = _CappedReader(self.proc.stdout, self.limits.output_kb * 1024)
-        self.stderr = _CappedReader(self.proc.stderr, self.limits.output_kb * 1024)
-        self.stdout.start()
-        self.stderr.start()
-        self._seen_pids.add(self.proc.pid)
-        self._watch = threading.Thread(target=self._watch_memory, daemon=True)
-        self._watch.start()
+        self.started = "fresh"
+
+    def _start_forked(self, template, worker_py, rlimits, submission, env, prefix):
+        """The sandbox around a placeholder (the same command line as a fresh worker's, with
+        a shell that waits for Python), then a worker forked from the template inside it (template.py).
+        Raises template.TemplateGone when that cannot be done: the worker then starts fresh."""
+        namespaces, ns_fds = [], []
+        if self.isolation.level in ("bwrap", "unshare"):
+            # says its pid, then waits for its stdin to close: should the trusted process die
+            # without stopping it, the placeholder ends, and its PID namespace with it
+            placeholder = ["/bin/sh", "-c", 'echo "$$" && read _ ; exit 0']
+            try:
+                self._holder = subprocess.Popen(
+                    self.isolation.wrap(placeholder, self.view, prefix), cwd=self.view.work_dir,
+                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, start_new_session=True, **self.isolation.popen_user())
+            except OSError as exc:
+                raise template_mod.TemplateGone(f"no placeholder: {exc}") from None
+            _LIVE_WORKERS.add(self._holder.pid)
+            inner = _first_line(self._holder.stdout, self.limits.startup_seconds)
+            host_pid = _host_pid(self._holder.pid, inner) if inner.isdigit() else None
+            if host_pid is None:
+                raise template_mod.TemplateGone("the placeholder did not start")
+            try:
+                namespaces, ns_fds = _namespace_fds(host_pid)
+            except OSError as exc:
+                raise template_mod.TemplateGone(f"cannot open the sandbox's namespaces: {exc}") from None
+        pipes = [os.pipe() for _ in range(4)]  # requests, stdout, stderr, replies
+        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
+        plan = {"level": self.isolation.level, "uid": self.isolation.uid,
+                "cgroups": self.cgroups.procs_files() if self.cgroups is not None else [],
+                "namespaces": namespaces, "cwd": self.isolation.paths(self.view)[0],
+                "env": env, "argv0": worker_py, "limits": rlimits, "submission": submission}
+        try:
+            status, keeper, worker_pid = template.spawn(plan, child_ends + ns_fds,
+                                                        timeout=self.limits.startup_seconds)
+        except template_mod.TemplateGone:
+            for fd in [pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]]:
+                os.close(fd)
+            raise
+        finally:
+            for fd in child_ends + ns_fds:
+                os.close(fd)
+        self.proc = template_mod.ForkedProcess(
+            status, keeper, worker_pid, stdin=os.fdopen(pipes[0][1], "wb"),
+            stdout=os.fdopen(pipes[1][0], "rb"), stderr=os.fdopen(pipes[2][0], "rb"))
+        self.reply_fd = pipes[3][0]
+        self.started = "forked"
 
     def limited_by(self):
         """What limited this worker's memory and processes (for its summary)."""
         memory, pids = self.cgroups.describe() if self.cgroups is not None else (None, None)
-        return {"memory_limit": memory or "watchdog (PSS)", "pids_limit": pids or "RLIMIT_NPROC"}
+        return {"memory_limit": memory or "watchdog (PSS)", "pids_limit": pids or "RLIMIT_NPROC",
+                "worker_start": WORKER_STARTS.get(self.started, "fresh process")}
+
+    def _roots(self):
+        """The processes whose descendants are the worker's: itself (a forked worker's
+        keeper) and a forked worker's sandbox placeholder."""
+        return [p.pid for p in (self.proc, self._holder) if p is not None]
 
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
@@ -369,7 +440,9 @@ class Worker:
             if self.proc is None or self.proc.poll() is not None:
                 return
             table = _proc_table()
-            tree = descendants(self.proc.pid, table, self.isolation.uid) | {self.proc.pid}
+            tree = set(self._roots())
+            for root in self._roots():
+                tree |= descendants(root, table, self.isolation.uid)
             if self.cgroups is not None:
                 tree |= self.cgroups.pids()
             if record:
@@ -412,6 +485,9 @@ class Worker:
                 pass
         self.stdout.join(timeout=2)
         self.stderr.join(timeout=2)
+        if isinstance(self.proc, template_mod.ForkedProcess):
+            self.proc.close()
+        self._stop_holder()
         try:
             os.close(self.reply_fd)
         except OSError:
@@ -422,6 +498,27 @@ class Worker:
             _remove_ipc(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at)
             self._ipc_before = None
         self._release()
+
+    def _stop_holder(self):
+        """Kill a forked worker's sandbox placeholder (and the namespaces with it)."""
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        try:
+            os.killpg(holder.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            holder.kill()
+            holder.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for stream in (holder.stdin, holder.stdout, holder.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        _LIVE_WORKERS.discard(holder.pid)
 
     def _release(self):
         """Remove the worker's cgroups (killing what is left in them) and give back its uid."""
@@ -434,17 +531,19 @@ class Worker:
     def _kill_tree(self):
         """SIGKILL the worker's process group, its descendants (orphans come to us: we are a
         subreaper) and, with a throwaway uid, every process of that uid; reap our children."""
+        roots = set(self._roots())
         for attempt in range(50):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            left = descendants(self.proc.pid, uid=self.isolation.uid)
-            left |= _orphans_of_ours(exclude={self.proc.pid})
+            left = set()
+            for root in roots:
+                try:
+                    os.killpg(root, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                left |= descendants(root, uid=self.isolation.uid)
+            left |= _orphans_of_ours(exclude=roots)
             if self.cgroups is not None:
                 left |= self.cgroups.pids()
-            if self.proc.poll() is None:
-                left.add(self.proc.pid)
+            left |= {p.pid for p in (self.proc, self._holder) if p is not None and p.poll() is None}
             if not left:
                 return
             for pid in left:
@@ -452,8 +551,71 @@ class Worker:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-            _reap(left - {self.proc.pid})
+            _reap(left - roots)
             time.sleep(0.02)
+
+
+WORKER_STARTS = {"forked": "forked from a template that imported torch once per batch",
+                 "fresh": "fresh process"}
+
+
+def _first_line(stream, timeout):
+    """The first line `stream` (a pipe) gives within `timeout` s, stripped; '' if none."""
+    import select
+    deadline = time.monotonic() + timeout
+    data = b""
+    fd = stream.fileno()
+    while b"\n" not in data and len(data) < 64:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode("ascii", "replace").strip()
+
+
+def _host_pid(root, inner):
+    """The pid, as this process sees it, of the descendant of `root` that is `inner` in its
+    own PID namespace (the sandbox placeholder's shell, which said its $$)."""
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/status") as handle:
+                for line in handle:
+                    if line.startswith("NSpid:"):
+                        ids = line.split()[1:]
+                        if len(ids) >= 2 and ids[-1] == inner:
+                            return pid
+        except OSError:
+            continue
+    return None
+
+
+def _namespace_fds(pid):
+    """(names, fds): the namespaces of `pid` that are not this process's, in the order a
+    process enters them (its user namespace first), then its root folder."""
+    names, fds = [], []
+    try:
+        for name in template_mod.NAMESPACES:
+            theirs, ours = f"/proc/{pid}/ns/{name}", f"/proc/self/ns/{name}"
+            try:
+                if os.stat(theirs).st_ino == os.stat(ours).st_ino:
+                    continue
+            except FileNotFoundError:
+                continue  # a kernel without this kind of namespace
+            fds.append(os.open(theirs, os.O_RDONLY | os.O_CLOEXEC))
+            names.append(name)
+        fds.append(os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    if "mnt" not in names or "pid" not in names:
+        for fd in fds:
+            os.close(fd)
+        raise OSError("the placeholder shares this process's mount or PID namespace")
+    return names, fds
 
 
 def _process_count(uid):
@@ -472,7 +634,7 @@ def _process_count(uid):
 def _orphans_of_ours(exclude):
     """Children of this process that are not live workers (orphans it adopted)."""
     me = os.getpid()
-    known = _LIVE_WORKERS | set(exclude)
+    known = _LIVE_WORKERS | template_mod.PIDS | set(exclude)
     return {pid for pid, (ppid, _, _) in _proc_table().items() if ppid == me and pid not in known}
 
 

@@ -152,14 +152,18 @@ class Isolation:
         return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
 
+@functools.lru_cache(maxsize=None)
 def python_paths():
-    """Folders the worker's Python needs: the installation, the venv and site-packages."""
+    """Folders the worker's Python needs: the installation, the venv and site-packages
+    (torch's found without importing it: `grader grade` itself never imports torch)."""
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   os.path.dirname(os.path.realpath(sys.executable))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         candidates.add(sysconfig.get_paths()[key])
-    import torch
-    candidates.add(os.path.dirname(os.path.dirname(torch.__file__)))
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.origin:
+        candidates.add(os.path.dirname(os.path.dirname(spec.origin)))
     resolved = set()
     for path in candidates:
         if path and os.path.isdir(path):

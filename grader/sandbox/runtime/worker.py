@@ -38,6 +38,14 @@ def main():
     import torch
     from runtime import guards, probes, protocol
     sys.path.remove(runtime_parent)
+    return run(int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], guards, probes, protocol)
+
+
+def run(reply_fd, limits, submission, guards, probes, protocol):
+    """Serve requests for `submission` (a path inside the sandbox), replying on reply_fd,
+    after lowering `limits`: the same for a fresh worker (main) and a forked one
+    (grader/sandbox/template.py), whose Python has imported torch and the runtime."""
+    import torch
     # Before any submission code: torch's switches for modes are wrapped (see guards.py), and
     # the runtime's modules leave sys.modules, so a submission does not find them by name.
     guards.install_tripwires()
@@ -50,14 +58,13 @@ def main():
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    reply_fd = int(sys.argv[1])
     cuda = torch.cuda.is_available()  # before the address-space limit, which CUDA cannot live under
-    apply_limits(json.loads(sys.argv[2]))
+    apply_limits(limits)
     protocol.write_frame(reply_fd, {
         "ok": True, "ready": True, "pid": os.getpid(), "uid": os.getuid(),
         "torch": str(torch.__version__), "cuda": cuda})
 
-    submission = os.path.abspath(sys.argv[3])
+    submission = os.path.abspath(submission)
     sys.dont_write_bytecode = True  # the private folder holds the submission and nothing else
     # The submission's own folder comes last, so it cannot shadow torch or the standard library.
     sys.path.append(os.path.dirname(submission))

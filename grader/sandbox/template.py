@@ -1,0 +1,402 @@
+"""The worker template: Python and torch are started once per batch, a worker is forked per sandbox.
+
+Starting Python and importing torch costs about two seconds. The template is a process that
+has done so and imported the worker runtime (runtime/), has never run a line of any
+submission, holds neither the reference nor the hidden tests, and forks on request.
+Isolation is the fresh worker's: the trusted side first builds the submission's sandbox
+exactly as before (isolation.py: bwrap or unshare, its private root with /submission and
+/tmp, its PID, IPC, UTS and network namespaces, its cgroups, its throwaway uid) around a
+placeholder that only waits, and passes the placeholder's namespaces and root as file
+descriptors. The forked keeper joins the worker's cgroups, enters those namespaces and that
+root, and forks the worker inside (a PID namespace takes effect for children); the worker
+starts its own session, drops to the throwaway uid and every capability, applies its
+limits and runs the runtime's request loop (runtime/worker.py).
+
+    template = Template.start()             # python -I template.py FD, once per batch
+    process = template.spawn(plan, fds)     # a ForkedProcess: pid, poll(), wait(), stdin...
+
+    template   (outside any sandbox; never runs submission code)
+      keeper   (one per worker: cgroups, namespaces; waits and reports the exit status)
+        worker (inside the sandbox: the submission's code, under its limits)
+
+A template runs `python -I` with a clean environment; GPU workers start fresh (CUDA does
+not survive a fork). This file is run as a script by the template's Python, so its
+top level imports the standard library only.
+"""
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ENV_FD = "ATTNKIT_WORKER_TEMPLATE_FD"   # the request socket, inherited by trusted processes
+ENV_MODE = "ATTNKIT_WORKER_START"       # "fresh": never fork from a template (bench, debugging)
+NAMESPACES = ("user", "cgroup", "ipc", "uts", "net", "pid", "mnt")  # the order they are entered
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "HOME": "/"}
+MAX_MESSAGE = 1 << 16
+RUNTIME_PARENT = os.path.dirname(os.path.abspath(__file__))  # grader/sandbox, holds runtime/
+
+
+PIDS = set()  # the templates this process started
+
+
+class TemplateGone(Exception):
+    """No template answers, or the keeper could not set the worker up: start it fresh."""
+
+
+class ForkedProcess:
+    """A worker forked from the template: the part of subprocess.Popen that Worker uses.
+
+    pid is the keeper's (the worker and whatever it starts are its descendants); the exit
+    status is the worker's, as the keeper reports it; a keeper gone without a report
+    counts as killed (-SIGKILL)."""
+
+    def __init__(self, status, pid, worker_pid, stdin, stdout, stderr):
+        self._status = status
+        self._status.setblocking(False)
+        self._lock = threading.Lock()  # the memory watchdog polls while Worker waits
+        self.pid, self.worker_pid = pid, worker_pid
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            self._read(0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            self._read(left)
+        return self.returncode
+
+    def _read(self, timeout):
+        import select
+        try:
+            ready, _, _ = select.select([self._status], [], [], timeout)
+        except (OSError, ValueError):
+            ready = [self._status]
+        if not ready:
+            return
+        with self._lock:
+            if self.returncode is not None:
+                return
+            try:
+                message = self._status.recv(MAX_MESSAGE)
+            except BlockingIOError:
+                return  # the other thread took it
+            except OSError:
+                message = b""
+            if not message:
+                self.returncode = -signal.SIGKILL
+                return
+            try:
+                code = json.loads(message).get("exited")
+            except (ValueError, AttributeError):
+                code = None
+            if isinstance(code, int) and not isinstance(code, bool):
+                self.returncode = code
+
+    def close(self):
+        """Let the keeper go (it exits when this end closes)."""
+        try:
+            self._status.close()
+        except OSError:
+            pass
+
+
+class Template:
+    """The trusted side's handle on a template (one per batch, or one per process)."""
+
+    def __init__(self, sock, proc=None):
+        self.sock, self.proc = sock, proc   # proc: None when the socket was inherited
+        self.lock = threading.Lock()
+
+    @classmethod
+    def start(cls):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__), str(child.fileno())],
+                                env=dict(CLEAN_ENV), cwd="/", pass_fds=(child.fileno(),),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        child.close()
+        PIDS.add(proc.pid)  # a child of ours that Worker's clean-up must never take for an orphan
+        return cls(parent, proc)
+
+    @classmethod
+    def inherited(cls):
+        """The batch's template, when this process was given one (ENV_FD), else None."""
+        value = os.environ.get(ENV_FD, "")
+        if not value.isdigit():
+            return None
+        try:
+            sock = socket.socket(fileno=int(value))
+        except OSError:
+            return None
+        if sock.type != socket.SOCK_SEQPACKET:
+            sock.detach()
+            return None
+        return cls(sock)
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def spawn(self, plan, fds, timeout=30.0):
+        """Fork a worker for `plan` (see _keeper) with its four pipe ends `fds`
+        (requests in, stdout, stderr, replies out) and, at the namespace levels, the
+        placeholder's namespaces and root (plan["namespaces"] names them, in order)."""
+        status, keeper_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps(plan).encode()], list(fds) + [keeper_end.fileno()])
+        except OSError as exc:
+            status.close()
+            raise TemplateGone(f"the worker template is not running ({exc})") from None
+        finally:
+            keeper_end.close()
+        import select
+        ready, _, _ = select.select([status], [], [], timeout)
+        message = status.recv(MAX_MESSAGE) if ready else b""
+        try:
+            said = json.loads(message) if message else {}
+        except ValueError:
+            said = {}
+        if not isinstance(said.get("keeper"), int) or not isinstance(said.get("worker"), int):
+            status.close()
+            why = said.get("error") if isinstance(said.get("error"), str) else "no answer"
+            raise TemplateGone(f"the worker template could not start a worker: {why[:500]}")
+        return status, said["keeper"], said["worker"]
+
+    def close(self):
+        try:
+            self.sock.close()
+        finally:
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+
+
+_LOCAL = {"template": None, "failed": False}
+_LOCAL_LOCK = threading.Lock()
+
+
+def current():
+    """The template this process's workers fork from: the batch's (inherited), or one of
+    its own started on first use; None when workers must start fresh (ENV_MODE=fresh, or
+    a template failed here before)."""
+    if os.environ.get(ENV_MODE) == "fresh":
+        return None
+    with _LOCAL_LOCK:
+        if _LOCAL["failed"]:
+            return None
+        if _LOCAL["template"] is None:
+            _LOCAL["template"] = Template.inherited()
+        if _LOCAL["template"] is None:
+            try:
+                _LOCAL["template"] = Template.start()
+            except OSError:
+                _LOCAL["failed"] = True
+                return None
+            import atexit
+            atexit.register(_LOCAL["template"].close)
+        return _LOCAL["template"]
+
+
+def give_up():
+    """A template failed to start a worker: this process starts its workers fresh."""
+    with _LOCAL_LOCK:
+        _LOCAL["failed"] = True
+
+
+# -- the template process ---------------------------------------------------------------
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _prctl(option, value):
+    return _libc().prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                         ctypes.c_ulong(0))
+
+
+def _drop_privileges(uid):
+    """What setpriv --reuid --regid --clear-groups --inh-caps=-all --bounding-set=-all
+    --no-new-privs does (isolation._drop_to), and with no uid to change to, every
+    capability dropped all the same."""
+    for cap in range(64):
+        if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == 22:  # EINVAL: past the last
+            break
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _check(_libc().capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    _prctl(PR_SET_DUMPABLE, 1)  # as after an exec: the worker's own children may inspect it
+
+
+def _worker(plan, pipes, modules):
+    """In the new session, inside the sandbox: become the worker (never returns)."""
+    code = 70
+    try:
+        os.setsid()
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        # 0: requests, 1 and 2: the student's stdout and stderr, 3: replies
+        for target, fd in zip((0, 1, 2), pipes[:3]):
+            os.dup2(fd, target)
+        os.dup2(pipes[3], 3, inheritable=True)
+        os.closerange(4, 1 << 16)
+        os.chdir(plan["cwd"])
+        _drop_privileges(plan.get("uid"))
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python sets it at start-up
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in plan["env"].items()})
+        sys.argv = [plan["argv0"]]  # -I put no script folder on sys.path, for either
+        if "random" in sys.modules:
+            sys.modules["random"].seed()  # each worker draws its own, as a fresh Python would
+        worker, guards, probes, protocol = modules
+        code = worker.run(3, plan["limits"], plan["submission"], guards, probes, protocol)
+    except BaseException:
+        code = 71
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code if isinstance(code, int) else 0)
+
+
+def _keeper(plan, fds, modules):
+    """Between the template and the worker: join, enter, fork, report (never returns)."""
+    status = socket.socket(fileno=fds[-1])
+    pipes, namespace_fds = fds[:4], fds[4:-1]
+    try:
+        os.setsid()
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)  # at level none, what the worker orphans stays below us
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for path in plan.get("cgroups", []):
+            with open(path, "w") as handle:
+                handle.write("0")
+        names = plan.get("namespaces", [])
+        if names:
+            *spaces, root = namespace_fds
+            for name, fd in zip(names, spaces):
+                _check(_libc().setns(fd, 0), f"setns {name}")
+                os.close(fd)
+            os.fchdir(root)
+            os.chroot(".")
+            os.close(root)
+        worker = os.fork()
+        if worker == 0:
+            status.close()
+            _worker(plan, pipes, modules)
+        for fd in pipes:
+            os.close(fd)
+        status.sendall(json.dumps({"keeper": os.getpid(), "worker": worker}).encode())
+    except BaseException as exc:
+        try:
+            status.sendall(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:1000]}).encode())
+        finally:
+            os._exit(1)
+    _wait_and_report(status, worker)
+
+
+def _wait_and_report(status, worker):
+    """Wait for the worker; report its exit status; stay until the trusted side lets go
+    (so what the worker orphaned at level `none` stays our descendant until it is killed)."""
+    import select
+    code = None
+    while code is None:
+        ready, _, _ = select.select([status], [], [], 0.05)
+        if ready and not status.recv(16):
+            os.kill(worker, signal.SIGKILL)   # the trusted side is gone
+        try:
+            pid, raw = os.waitpid(worker, os.WNOHANG)
+        except ChildProcessError:
+            code = -signal.SIGKILL
+            break
+        if pid == worker:
+            code = os.waitstatus_to_exitcode(raw)
+    try:
+        status.sendall(json.dumps({"exited": code}).encode())
+        while status.recv(16):
+            pass
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def serve(sock_fd):
+    _prctl(PR_SET_DUMPABLE, 0)  # no process of the same uid may ptrace the template
+    sys.path.insert(0, RUNTIME_PARENT)
+    import torch  # noqa: F401  (the point of the template)
+    from runtime import guards, probes, protocol, worker
+    sys.path.remove(RUNTIME_PARENT)
+    modules = (worker, guards, probes, protocol)
+    sock = socket.socket(fileno=sock_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 16)
+        except OSError:
+            break
+        if not message:
+            break  # every trusted process let go: the batch is over
+        try:
+            plan = json.loads(message)
+        except ValueError:
+            plan = None
+        if plan is not None and len(fds) >= 5:
+            if os.fork() == 0:
+                sock.close()
+                try:
+                    _keeper(plan, fds, modules)
+                finally:
+                    os._exit(1)
+        for fd in fds:
+            os.close(fd)
+    try:
+        while True:
+            os.wait()  # the keepers end as their trusted processes let go; none is orphaned
+    except ChildProcessError:
+        pass
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
