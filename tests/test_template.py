@@ -68,6 +68,7 @@ def test_workers_start_fresh_when_the_template_is_gone(tmp_path):
         worker = _worker(tmp_path, level, "after")
         facts = _load(worker)
         assert worker.started == "fresh" and facts["marked_before"] is False
+        assert "template is not running" in worker.limited_by()["worker_start"]
         again = _worker(tmp_path, level, "again")  # the next one does not try the dead one
         _load(again)
         assert again.started == "fresh"

@@ -197,6 +197,7 @@ class Worker:
         self._seen_pids = set()      # the worker's process tree as it ran (level `none` IPC cleanup)
         self._holder = None          # a forked worker's sandbox placeholder (subprocess.Popen)
         self.started = None          # "forked" from the template, or "fresh"
+        self.fresh_because = None    # why a template did not start it, when one failed
 
     @property
     def _over_memory(self):
@@ -248,8 +249,7 @@ class Worker:
             try:
                 self._start_forked(template, worker_py, rlimits, submission, env, prefix)
             except template_mod.TemplateGone as gone:
-                if os.environ.get("ATTNKIT_DEBUG_TEMPLATE"):
-                    print("template:", gone, file=sys.stderr)
+                self.fresh_because = str(gone)[:300]  # said in results.json (limited_by)
                 template_mod.give_up()  # this process's next workers start fresh at once
                 self._stop_holder()
         if self.proc is None:
@@ -333,7 +333,8 @@ class Worker:
         """What limited this worker's memory and processes (for its summary)."""
         memory, pids = self.cgroups.describe() if self.cgroups is not None else (None, None)
         return {"memory_limit": memory or "watchdog (PSS)", "pids_limit": pids or "RLIMIT_NPROC",
-                "worker_start": WORKER_STARTS.get(self.started, "fresh process")}
+                "worker_start": WORKER_STARTS.get(self.started, "fresh process") + (
+                    f" ({self.fresh_because})" if self.fresh_because else "")}
 
     def _roots(self):
         """The processes whose descendants are the worker's: itself (a forked worker's
