@@ -1,14 +1,23 @@
 """Benchmark: seconds per graded submission, against a bare `python -c "import torch"`.
 
-    python -m grader.bench [--copies 6] [--jobs 1] [--isolation auto]
+    python -m grader.bench [--copies 12] [--class-size 200] [--isolation auto]
 
-Measures, in the same run: the bare torch import (median of 5), then one batch of
-`--copies` copies of the solution graded the way `grader grade` does (fork server,
-catalog, sandboxed workers), and reports the median time per submission, the batch's
-wall time per submission and their ratios to the bare import. Run it on an idle machine;
+Measures, in one run and on one machine, each against the bare torch import (median of 5):
+
+- one submission, intake to results (median over the batch of copies at --jobs 1);
+- a batch of `--copies` copies of the solution at --jobs 1, then at --jobs 2: the whole
+  batch's wall time (worker template, fork server and catalog included) per submission;
+- a class of `--class-size` submissions at --jobs 2: copies of examples/ (files, a
+  notebook, a zip, a folder; right and wrong), wall time in all and per submission;
+- `grader validate` at --jobs 2 (solution, skeleton, alternatives and every catalog
+  mistake, each diagnosed), wall time in all and per check.
+
+`--fresh` grades the copies again with workers started fresh (ATTNKIT_WORKER_START=fresh:
+each imports torch itself), for the worker template's share. Run it on an idle machine;
 no test asserts these numbers.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -19,7 +28,9 @@ import time
 
 from . import paths
 from .grade import SuiteOptions, grade_batch
-from .sandbox import isolation
+from .sandbox import isolation, template
+
+EXAMPLES = os.path.join(paths.KIT_ROOT, "examples")
 
 
 def bare_torch_import(repeats=5):
@@ -32,40 +43,99 @@ def bare_torch_import(repeats=5):
     return statistics.median(times)
 
 
+def _copies(folder, count, sources):
+    """`count` submissions in `folder`, cycling through `sources` (files or folders)."""
+    made = []
+    for i in range(count):
+        source = sources[i % len(sources)]
+        name = os.path.basename(source.rstrip(os.sep))
+        stem, ext = os.path.splitext(name) if os.path.isfile(source) else (name, "")
+        target = os.path.join(folder, f"student{i:03d}-{stem}{ext}")
+        if os.path.isdir(source):
+            shutil.copytree(source, target)
+        else:
+            shutil.copy(source, target)
+        made.append(target)
+    return made
+
+
+@contextlib.contextmanager
+def _worker_start(mode):
+    before = os.environ.get(template.ENV_MODE)
+    if mode:
+        os.environ[template.ENV_MODE] = mode
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(template.ENV_MODE, None)
+        else:
+            os.environ[template.ENV_MODE] = before
+
+
+def _batch(submissions, out, options, jobs):
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        results = grade_batch(submissions, out, options, jobs=jobs, stream=quiet, force=True)
+    return time.perf_counter() - started, results
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--copies", type=int, default=6)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--copies", type=int, default=12)
+    parser.add_argument("--class-size", type=int, default=200, help="0 skips the class")
+    parser.add_argument("--no-validate", action="store_true")
+    parser.add_argument("--fresh", action="store_true",
+                        help="also grade the copies with workers started fresh")
     parser.add_argument("--isolation", default="auto", choices=isolation.CHOICES)
     args = parser.parse_args(argv)
 
     level = isolation.choose(args.isolation)
+    options = SuiteOptions(isolation=args.isolation)
     bare = bare_torch_import()
+    print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
+    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5)", flush=True)
+
+    def line(what, seconds, count=None, unit="submission"):
+        per = seconds / count if count else seconds
+        total = f"{seconds:.1f} s in all, " if count else ""
+        print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
+              f"= {per / bare:.2f} x the bare import", flush=True)
+
     workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
     try:
-        submissions = []
-        for i in range(args.copies):
-            path = os.path.join(workdir, f"student{i:02d}.py")
-            shutil.copy(paths.SOLUTION, path)
-            submissions.append(path)
-        started = time.perf_counter()
-        with open(os.devnull, "w") as quiet:
-            results = grade_batch(submissions, os.path.join(workdir, "out"),
-                                  SuiteOptions(isolation=args.isolation), jobs=args.jobs,
-                                  stream=quiet)
-        wall = time.perf_counter() - started
+        os.makedirs(os.path.join(workdir, "copies"))
+        copies = _copies(os.path.join(workdir, "copies"), args.copies, [paths.SOLUTION])
+        wall, results = _batch(copies, os.path.join(workdir, "out1"), options, 1)
+        assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
+        line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
+        line(f"batch of {len(copies)} at --jobs 1, wall", wall, len(copies))
+        wall, _ = _batch(copies, os.path.join(workdir, "out2"), options, 2)
+        line(f"batch of {len(copies)} at --jobs 2, wall", wall, len(copies))
+        if args.fresh:
+            with _worker_start("fresh"):
+                wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
+            line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
+        if args.class_size:
+            sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
+                             if not n.startswith("."))
+            os.makedirs(os.path.join(workdir, "class"))
+            members = _copies(os.path.join(workdir, "class"), args.class_size, sources)
+            wall, results = _batch(members, os.path.join(workdir, "out4"), options, 2)
+            errors = sum(r.status == "grader error" for r in results)
+            line(f"class of {len(members)} (copies of examples/) at --jobs 2", wall, len(members))
+            if errors:
+                print(f"  ({errors} grader errors)")
+        if not args.no_validate:
+            from .validate import validate
+            started = time.perf_counter()
+            with open(os.devnull, "w") as quiet:
+                ok, rows = validate(options, jobs=2, stream=quiet)
+            wall = time.perf_counter() - started
+            line(f"grader validate ({len(rows)} checks) at --jobs 2", wall, len(rows), "check")
+            print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
-    per = statistics.median(r.seconds for r in results)
-    print(f"isolation level:                    {level.level}"
-          f"{' (throwaway uid)' if level.uid is not None else ''}")
-    print(f"bare `python -c 'import torch'`:    {bare:.2f} s (median of 5)")
-    print(f"one submission, start to results:   {per:.2f} s (median of {len(results)}) "
-          f"= {per / bare:.2f} x the bare import")
-    print(f"batch of {len(results)} with --jobs {args.jobs}:         {wall:.1f} s wall, "
-          f"{wall / len(results):.2f} s per submission = {wall / len(results) / bare:.2f} x "
-          f"(includes the fork server and the catalog, once per batch)")
     return 0
 
 

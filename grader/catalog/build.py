@@ -6,12 +6,12 @@ Submission does: the checks of the hidden suite can grade it as they grade a stu
 """
 import types
 
+from ..harness import memo
 from ..harness.failures import StudentFailure
 from ..harness.results import ProbeResult
 from ..sandbox.runtime.probes import run_probe
 
 _MODULES = {}  # (solution path, mistake id) -> module: built once per process
-_RESULTS = {}  # (mistake id, what the probe asks) -> its raw result
 
 
 def mistake_module(mistake, solution_path):
@@ -33,17 +33,18 @@ class MistakeImplementation:
 
     def __init__(self, mistake, solution_path):
         self.mistake = mistake
+        self.solution_path = solution_path
         self.module = mistake_module(mistake, solution_path)
 
     def raw(self, probe):
-        """The probe's raw result (what a worker would send), never raising; kept per
-        process, since a case's probe is the same for every submission."""
-        key = (self.mistake.id, probe.get("target"), probe.get("seed"), probe.get("mode"),
-               probe.get("calls"), str(probe.get("device")), bool(probe.get("guard")),
-               bool(probe.get("grad_params")), tuple(probe.get("grad_args") or ()))
-        if key not in _RESULTS:
-            _RESULTS[key] = run_probe(self.module, probe)
-        return _RESULTS[key]
+        """The probe's raw result (what a worker would send), never raising; computed once
+        per batch (harness/memo.py), since a case's probe is the same for every submission."""
+        owner = ("mistake", self.solution_path, self.mistake.id)
+        raw = memo.get(owner, probe)
+        if raw is None:
+            raw = run_probe(self.module, probe)
+            memo.put(owner, probe, raw)
+        return raw
 
     def run(self, probe, call_text, expected=None):
         result = ProbeResult(self.raw(probe), probe, "mistake", call_text)
