@@ -91,6 +91,7 @@ class Submission:
         self.printed = []
         self.workers_started = 0
         self.limited_by = {}  # what limited its workers' memory and processes, as each said
+        self.answers = {}     # digest of a probe -> the (checked) result the worker sent for it
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -155,10 +156,15 @@ class Submission:
 
     def run(self, probe, call_text, expected=None):
         """Run `probe` in the worker; `expected` (the reference's ProbeResult for the same
-        probe) bounds the size of the tensors the submission may send back."""
+        probe) bounds the size of the tensors the submission may send back. A probe asked
+        again (the device tests rerun each case on the CPU first) gets the answer it got."""
         target = probe["target"]
         if target in self.broken:
             raise StudentFailure(_("Not run: {reason}").format(reason=self.broken[target]))
+        asked = memo.digest(probe)
+        if asked in self.answers:
+            return ProbeResult(memo.copy_of(self.answers[asked]), probe, "submission",
+                               call_text).check_ran()
         self._remaining()
         self._ensure_loaded()
         timeout = min(self.limits.call_seconds, self._remaining())
@@ -178,7 +184,10 @@ class Submission:
         if reply.get("ok") is not True:
             raise StudentFailure(_("{doing} raised {error}").format(
                 doing=call_text, error=format_error(reply.get("error"))))
-        return ProbeResult(reply.get("result"), probe, "submission", call_text).check_ran()
+        result = reply.get("result")
+        if isinstance(result, dict):
+            self.answers[asked] = memo.copy_of(result)
+        return ProbeResult(result, probe, "submission", call_text).check_ran()
 
     def _collect_output(self):
         if self.worker is not None:

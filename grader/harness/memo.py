@@ -53,13 +53,30 @@ def digest(probe):
 def get(owner, probe):
     """A copy of the kept raw result of `probe` for `owner`, or None."""
     found = _RESULTS.get((owner, digest(probe)))
-    return None if found is None else copy.deepcopy(found)
+    return None if found is None else copy_of(found)
 
 
 def put(owner, probe, raw):
     key = (owner, digest(probe))
-    _RESULTS[key] = copy.deepcopy(raw)
+    _RESULTS[key] = copy_of(raw)
     _ADDED.add(key)
+
+
+def copy_of(value):
+    """A copy no caller can change the kept result through: containers rebuilt, tensors
+    cloned (copy.deepcopy, with its memo of every object, cost three times as much)."""
+    if isinstance(value, dict):
+        return {key: copy_of(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_of(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(copy_of(item) for item in value)
+    if isinstance(value, torch.Tensor):
+        copied = value.detach().clone()
+        return copied.requires_grad_() if value.requires_grad else copied
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return value
+    return copy.deepcopy(value)
 
 
 def export():
