@@ -83,7 +83,8 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
     result = outcome.SubmissionResult(
         name, path, outcome.from_suite(report, catalog), staged.notes,
         isolation=report.get("isolation"), summary=report.get("submission"),
-        seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report))
+        seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report),
+        case_results=outcome.case_results_from(report))
     if report.get("errors"):
         result.grader_error = "; ".join(report["errors"])[:2000]
     result.console = report.get("console", "")

@@ -41,6 +41,8 @@ class SubmissionResult:
     # one per part that lost points: {"part", "mistake" (catalog id or None), "text",
     # "experiment" (a small experiment the student can run to see it, or "")}
     diagnoses: list = dataclasses.field(default_factory=list)
+    # {"reference": {"computed": n, "reused": m}, "mistake": {...}}: see harness/memo.py
+    case_results: dict = None
 
     @property
     def score(self):
@@ -113,6 +115,22 @@ def diagnoses_from(report):
                         "text": str(entry.get("text", ""))[:2000],
                         "experiment": str(entry.get("experiment", ""))[:1000]})
     return out[:20]
+
+
+def case_results_from(report):
+    """{"reference"|"mistake": {"computed": int, "reused": int}} from the trusted report,
+    checked; None when it said nothing usable."""
+    found = report.get("case_results")
+    if not isinstance(found, dict):
+        return None
+    out = {}
+    for kind in ("reference", "mistake"):
+        entry = found.get(kind)
+        if isinstance(entry, dict):
+            out[kind] = {how: entry[how] if isinstance(entry.get(how), int)
+                         and not isinstance(entry.get(how), bool) and 0 <= entry[how] < 10**9 else 0
+                         for how in ("computed", "reused")}
+    return out or None
 
 
 def from_catalog(catalog, status, message):

@@ -18,6 +18,7 @@ import traceback
 import pytest
 
 from grader import i18n
+from grader.harness import memo
 from grader.harness.failures import StudentFailure
 from grader.i18n import N_, _
 
@@ -135,6 +136,9 @@ class Recorder:
                 "submission": student.summary() if student else None,
                 # per part that lost points, made by the hidden suite at the session's end
                 "diagnoses": list(getattr(self.config, "attnkit_diagnoses", None) or []),
+                # the reference's and the catalog's results: computed here or kept from
+                # an earlier submission of the batch (harness/memo.py)
+                "case_results": memo.counts(),
             }
         data = json.dumps(payload).encode()
         with os.fdopen(fd, "wb", closefd=True) as out:

@@ -20,6 +20,7 @@ import torch
 MAX_EXPORT_BYTES = 64 * 2**20
 _RESULTS = {}   # (owner, digest of the probe) -> raw result
 _ADDED = set()  # keys computed by this process (what export sends)
+_COUNTS = {}    # (kind of owner, "computed" | "reused") -> how many, in this process
 
 
 def digest(probe):
@@ -53,6 +54,8 @@ def digest(probe):
 def get(owner, probe):
     """A copy of the kept raw result of `probe` for `owner`, or None."""
     found = _RESULTS.get((owner, digest(probe)))
+    if found is not None:
+        _count(owner, "reused")
     return None if found is None else copy_of(found)
 
 
@@ -60,6 +63,20 @@ def put(owner, probe, raw):
     key = (owner, digest(probe))
     _RESULTS[key] = copy_of(raw)
     _ADDED.add(key)
+    _count(owner, "computed")
+
+
+def _count(owner, how):
+    kind = owner[0] if isinstance(owner, tuple) and owner else str(owner)
+    _COUNTS[(kind, how)] = _COUNTS.get((kind, how), 0) + 1
+
+
+def counts():
+    """{kind: {"computed": n, "reused": m}} for this process (results.json records it)."""
+    found = {}
+    for (kind, how), n in sorted(_COUNTS.items()):
+        found.setdefault(kind, {"computed": 0, "reused": 0})[how] = n
+    return found
 
 
 def copy_of(value):
@@ -112,3 +129,4 @@ def _owner(owner):
 def clear():
     _RESULTS.clear()
     _ADDED.clear()
+    _COUNTS.clear()

@@ -139,6 +139,7 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
             "status": result.status,
             "max_score": _round(result.max_score),
             "isolation": result.isolation,
+            "case_results": result.case_results,
             "skipped": [{"name": safe_text(t.name, 500), "reason": safe_text(t.message, 500)}
                         for t in result.tests if t.status == "skipped"],
             "grader_errors": len(result.grader_failures) + bool(result.grader_error),
