@@ -49,6 +49,10 @@ class Reference:
         return {name: t.detach().clone() for name, t in module.state_dict().items()}
 
 
+def _numel(expected):
+    return expected.largest_numel() if expected is not None else None
+
+
 def explain_import_error(error):
     """Turn the exception raised while importing the submission into advice."""
     kind = str(error.get("type", "")) if isinstance(error, dict) else ""
@@ -91,7 +95,8 @@ class Submission:
         self.printed = []
         self.workers_started = 0
         self.limited_by = {}  # what limited its workers' memory and processes, as each said
-        self.answers = {}     # digest of a probe -> the (checked) result the worker sent for it
+        self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
+        self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -157,37 +162,73 @@ class Submission:
     def run(self, probe, call_text, expected=None):
         """Run `probe` in the worker; `expected` (the reference's ProbeResult for the same
         probe) bounds the size of the tensors the submission may send back. A probe asked
-        again (the device tests rerun each case on the CPU first) gets the answer it got."""
+        again (the device tests rerun each case on the CPU first), or asked ahead by
+        prefetch(), gets the answer it got."""
         target = probe["target"]
+        asked = memo.digest(probe)
+        if asked in self.refused:  # its call failed the worker during prefetch()
+            raise StudentFailure(self.refused[asked])
         if target in self.broken:
             raise StudentFailure(_("Not run: {reason}").format(reason=self.broken[target]))
-        asked = memo.digest(probe)
-        if asked in self.answers:
-            return ProbeResult(memo.copy_of(self.answers[asked]), probe, "submission",
-                               call_text).check_ran()
-        self._remaining()
-        self._ensure_loaded()
-        timeout = min(self.limits.call_seconds, self._remaining())
+        if asked not in self.answers:
+            self._remaining()
+            self._ensure_loaded()
+            timeout = min(self.limits.call_seconds, self._remaining())
+            try:
+                reply = self.worker.request({"op": "probe", "probe": probe}, timeout,
+                                            reference_numel=_numel(expected))
+            except WorkerFailure as failure:
+                raise StudentFailure(self._call_failed(target, call_text, failure, timeout)) from None
+            self.answers[asked] = memo.copy_of(reply)
+        return self._answer(memo.copy_of(self.answers[asked]), probe, call_text)
+
+    def prefetch(self, asks):
+        """Ask the worker for many probes in one request: [(probe, call text, expected)],
+        in the order the tests will ask them. The worker runs them in turn and sends one
+        reply each, each within the per-call limit; run() then answers them with no round
+        trip. At the first failure of the worker (a hang, a crash, memory) that probe's
+        failure becomes its answer, as in run(), and the probes after it are asked one by
+        one when their tests come: a hang costs what it hits, once."""
+        asks = [(memo.digest(p), p, c, e) for p, c, e in asks]
+        asks = [a for a in asks if a[0] not in self.answers and a[1]["target"] not in self.broken]
+        if len(asks) < 2:
+            return
         try:
-            reply = self.worker.request({"op": "probe", "probe": probe}, timeout,
-                                        reference_numel=expected.largest_numel()
-                                        if expected is not None else None)
-        except WorkerFailure as failure:
-            self.broken[target] = _("an earlier call to {target} failed: {reason}.").format(
-                target=target, reason=failure.reason)
-            if timeout < self.limits.call_seconds and failure.kind == "timeout":
-                raise StudentFailure(
-                    _("{call}: the submission's total time limit of {seconds} s ran out during "
-                      "this call.").format(call=call_text,
-                                           seconds=f"{self.limits.submission_seconds:g}")) from None
-            raise StudentFailure(f"{call_text}: {failure.reason}.") from None
+            self._remaining()
+            self._ensure_loaded()
+            self.worker.send({"op": "probes", "probes": [p for _, p, _, _ in asks]})
+        except (StudentFailure, WorkerFailure):
+            return  # the tests meet the same failure one by one, and report it there
+        for asked, probe, call_text, expected in asks:
+            try:
+                timeout = min(self.limits.call_seconds, self._remaining())
+            except StudentFailure:
+                self.abandon_worker()  # out of time: it may still be answering
+                return
+            try:
+                reply = self.worker.receive(timeout, kind="probe", reference_numel=_numel(expected))
+            except WorkerFailure as failure:
+                self.refused[asked] = self._call_failed(probe["target"], call_text, failure, timeout)
+                return
+            self.answers[asked] = memo.copy_of(reply)
+
+    def _call_failed(self, target, call_text, failure, timeout):
+        """What a student reads when a call failed the worker; later calls to `target`
+        are not run."""
+        self.broken[target] = _("an earlier call to {target} failed: {reason}.").format(
+            target=target, reason=failure.reason)
+        if timeout < self.limits.call_seconds and failure.kind == "timeout":
+            return _("{call}: the submission's total time limit of {seconds} s ran out during "
+                     "this call.").format(call=call_text,
+                                          seconds=f"{self.limits.submission_seconds:g}")
+        return f"{call_text}: {failure.reason}."
+
+    @staticmethod
+    def _answer(reply, probe, call_text):
         if reply.get("ok") is not True:
             raise StudentFailure(_("{doing} raised {error}").format(
                 doing=call_text, error=format_error(reply.get("error"))))
-        result = reply.get("result")
-        if isinstance(result, dict):
-            self.answers[asked] = memo.copy_of(result)
-        return ProbeResult(result, probe, "submission", call_text).check_ran()
+        return ProbeResult(reply.get("result"), probe, "submission", call_text).check_ran()
 
     def _collect_output(self):
         if self.worker is not None:

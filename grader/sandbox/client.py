@@ -362,6 +362,21 @@ class Worker:
             raise self._failed(self._death_reason(_("while receiving a request")), "crash") from None
         return self._receive(timeout, doing, replies.kind_of(message), reference_numel)
 
+    def send(self, message):
+        """Send a request whose replies are read one by one with receive() (a `probes`
+        request: one reply per probe, each within its own time limit)."""
+        if self.proc is None or self.failure is not None:
+            raise WorkerFailure(_("the worker is not running"), "crash")
+        self.wait_ready()
+        try:
+            protocol.write_frame(self.proc.stdin.fileno(), message)
+        except OSError:
+            raise self._failed(self._death_reason(_("while receiving a request")), "crash") from None
+
+    def receive(self, timeout, doing=None, kind="probe", reference_numel=None):
+        """The next reply to what send() sent, checked like request()'s."""
+        return self._receive(timeout, doing, kind, reference_numel)
+
     def _receive(self, timeout, doing, kind="other", reference_numel=None):
         """The next reply, read, decoded and checked within `timeout` seconds in all."""
         deadline = time.monotonic() + timeout

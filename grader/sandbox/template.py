@@ -19,8 +19,8 @@ limits and runs the runtime's request loop (runtime/worker.py).
       keeper   (one per worker: cgroups, namespaces; waits and reports the exit status)
         worker (inside the sandbox: the submission's code, under its limits)
 
-A template runs `python -I` with a clean environment; GPU workers start fresh (CUDA does
-not survive a fork). This file is run as a script by the template's Python, so its
+A template runs `python -I` with a clean environment and never starts CUDA; GPU workers
+start fresh all the same (forked ones have not been checked on a GPU yet). This file is run as a script by the template's Python, so its
 top level imports the standard library only.
 """
 import ctypes

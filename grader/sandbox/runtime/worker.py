@@ -1,13 +1,14 @@
 """The worker: the only process that runs a submission's code.
 
 Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE` inside the
-submission's private folder, with requests arriving as frames on stdin and replies
+submission's private folder (or forked from grader/sandbox/template.py into it), with requests arriving as frames on stdin and replies
 leaving as frames on REPLY_FD (stdout and stderr are the student's, captured by the
 trusted side). Before it reads a line of the submission it lowers its own resource limits
 (soft and hard, so the submission cannot raise them again) and says it is ready.
 
 Requests:  {"op": "load", "names": [...]}        import the submission
            {"op": "probe", "probe": {...}}        run one probe (see probes.py)
+           {"op": "probes", "probes": [...]}      run each in turn: one reply per probe
            {"op": "bye"}                          exit
 Every reply is {"ok": bool, ...}. The worker holds neither the reference solution nor the
 hidden tests; whatever it replies is only the submission's claim, compared by the trusted side.
@@ -79,23 +80,40 @@ def run(reply_fd, limits, submission, guards, probes, protocol):
         op = request.get("op")
         if op == "bye":
             return 0
-        try:
-            if op == "load":
+        if op == "probes":  # several probes in one request: one reply each, in order
+            for probe in request.get("probes", []):
+                _answer(reply_fd, me, lambda: _probe(namespace, probe, probes), probes, protocol)
+            continue
+        if op == "load":
+            def work():
+                nonlocal namespace
                 namespace, reply = _load(submission, request.get("names", []), probes)
-            elif op == "probe":
-                if namespace is None:
-                    reply = {"ok": False, "error": {"type": "NotLoaded", "message": "no module"}}
-                else:
-                    result = probes.run_probe(namespace, request["probe"])
-                    reply = {"ok": True, "result": result}
-            else:
-                reply = {"ok": False, "error": {"type": "BadRequest", "message": str(op)}}
-        except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by student code
-            reply = {"ok": False, "error": probes.describe_exception(exc)}
-        if os.getpid() != me:
-            os._exit(0)  # a child the submission forked came back here: it must not answer
-        _flush()
-        protocol.write_frame(reply_fd, reply)
+                return reply
+        elif op == "probe":
+            def work():
+                return _probe(namespace, request["probe"], probes)
+        else:
+            def work():
+                return {"ok": False, "error": {"type": "BadRequest", "message": str(op)}}
+        _answer(reply_fd, me, work, probes, protocol)
+
+
+def _probe(namespace, probe, probes):
+    if namespace is None:
+        return {"ok": False, "error": {"type": "NotLoaded", "message": "no module"}}
+    return {"ok": True, "result": probes.run_probe(namespace, probe)}
+
+
+def _answer(reply_fd, me, work, probes, protocol):
+    """Run `work` and send its reply (what the submission raised, if anything)."""
+    try:
+        reply = work()
+    except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by student code
+        reply = {"ok": False, "error": probes.describe_exception(exc)}
+    if os.getpid() != me:
+        os._exit(0)  # a child the submission forked came back here: it must not answer
+    _flush()
+    protocol.write_frame(reply_fd, reply)
 
 
 def _load(path, names, probes):
