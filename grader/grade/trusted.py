@@ -87,7 +87,7 @@ def _inherited_fds():
 def start_worker_template():
     """The batch's worker template (sandbox/template.py): every trusted process of the
     batch forks its workers from it. None where workers start fresh (ATTNKIT_WORKER_START=fresh)."""
-    if os.environ.get(template.ENV_MODE) == "fresh":
+    if not template.enabled():
         return None
     try:
         started = template.Template.start()

@@ -179,7 +179,7 @@ class Submission:
                                             reference_numel=_numel(expected))
             except WorkerFailure as failure:
                 raise StudentFailure(self._call_failed(target, call_text, failure, timeout)) from None
-            self.answers[asked] = memo.copy_of(reply)
+            self.answers[asked] = reply  # kept as it came; every caller gets a copy
         return self._answer(memo.copy_of(self.answers[asked]), probe, call_text)
 
     def prefetch(self, asks):
@@ -210,7 +210,7 @@ class Submission:
             except WorkerFailure as failure:
                 self.refused[asked] = self._call_failed(probe["target"], call_text, failure, timeout)
                 return
-            self.answers[asked] = memo.copy_of(reply)
+            self.answers[asked] = reply
 
     def _call_failed(self, target, call_text, failure, timeout):
         """What a student reads when a call failed the worker; later calls to `target`

@@ -309,7 +309,7 @@ class Worker:
                 raise template_mod.TemplateGone(f"cannot open the sandbox's namespaces: {exc}") from None
         pipes = [os.pipe() for _ in range(4)]  # requests, stdout, stderr, replies
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
-        plan = {"level": self.isolation.level, "uid": self.isolation.uid,
+        plan = {"uid": self.isolation.uid,
                 "cgroups": self.cgroups.procs_files() if self.cgroups is not None else [],
                 "namespaces": namespaces, "cwd": self.isolation.paths(self.view)[0],
                 "env": env, "argv0": worker_py, "limits": rlimits, "submission": submission}
@@ -336,10 +336,13 @@ class Worker:
                 "worker_start": WORKER_STARTS.get(self.started, "fresh process") + (
                     f" ({self.fresh_because})" if self.fresh_because else "")}
 
-    def _roots(self):
+    def _processes(self):
         """The processes whose descendants are the worker's: itself (a forked worker's
         keeper) and a forked worker's sandbox placeholder."""
-        return [p.pid for p in (self.proc, self._holder) if p is not None]
+        return [p for p in (self.proc, self._holder) if p is not None]
+
+    def _roots(self):
+        return [p.pid for p in self._processes()]
 
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
@@ -353,18 +356,12 @@ class Worker:
         """Send one request and wait for its reply, checked against the schema of its kind
         (replies.py); `doing` names it in failure reasons; `reference_numel`: the largest
         tensor the reference returned for the same probe, which bounds the reply's tensors."""
-        if self.proc is None or self.failure is not None:
-            raise WorkerFailure(_("the worker is not running"), "crash")
-        self.wait_ready()
-        try:
-            protocol.write_frame(self.proc.stdin.fileno(), message)
-        except OSError:
-            raise self._failed(self._death_reason(_("while receiving a request")), "crash") from None
+        self.send(message)
         return self._receive(timeout, doing, replies.kind_of(message), reference_numel)
 
     def send(self, message):
-        """Send a request whose replies are read one by one with receive() (a `probes`
-        request: one reply per probe, each within its own time limit)."""
+        """Send a request; its replies are read with receive() (a `probes` request: one
+        reply per probe, each within its own time limit)."""
         if self.proc is None or self.failure is not None:
             raise WorkerFailure(_("the worker is not running"), "crash")
         self.wait_ready()
@@ -456,8 +453,9 @@ class Worker:
             if self.proc is None or self.proc.poll() is not None:
                 return
             table = _proc_table()
-            tree = set(self._roots())
-            for root in self._roots():
+            roots = self._roots()
+            tree = set(roots)
+            for root in roots:
                 tree |= descendants(root, table, self.isolation.uid)
             if self.cgroups is not None:
                 tree |= self.cgroups.pids()
@@ -559,7 +557,7 @@ class Worker:
             left |= _orphans_of_ours(exclude=roots)
             if self.cgroups is not None:
                 left |= self.cgroups.pids()
-            left |= {p.pid for p in (self.proc, self._holder) if p is not None and p.poll() is None}
+            left |= {p.pid for p in self._processes() if p.poll() is None}
             if not left:
                 return
             for pid in left:

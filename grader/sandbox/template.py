@@ -190,11 +190,16 @@ _LOCAL = {"template": None, "failed": False}
 _LOCAL_LOCK = threading.Lock()
 
 
+def enabled():
+    """False when workers must start fresh (ATTNKIT_WORKER_START=fresh)."""
+    return os.environ.get(ENV_MODE) != "fresh"
+
+
 def current():
     """The template this process's workers fork from: the batch's (inherited), or one of
-    its own started on first use; None when workers must start fresh (ENV_MODE=fresh, or
+    its own started on first use; None when workers must start fresh (not enabled(), or
     a template failed here before)."""
-    if os.environ.get(ENV_MODE) == "fresh":
+    if not enabled():
         return None
     with _LOCAL_LOCK:
         if _LOCAL["failed"]:
