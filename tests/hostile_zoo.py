@@ -366,6 +366,24 @@ for _pid in (os.getppid(), 1):
         pass
 """
 
+# the sandbox's placeholder (grader/sandbox/template.py) and any other process in sight:
+# junk into every pipe they hold, then SIGKILL; the submission can only cost itself
+ATTACK_NEIGHBOURS = """
+import os, signal
+for _pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    for _fd in ("0", "1", "2", "3"):
+        try:
+            _f = os.open(f"/proc/{_pid}/fd/{_fd}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(_f, b"4242\\n" * 1000)
+            os.close(_f)
+        except OSError:
+            pass
+    try:
+        os.kill(int(_pid), signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
 FORK_BOMB = ("        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, hidden), (B, K, hidden)",
              "        import os\n        while True:\n            os.fork()\n"
              "        queries, keys = self.W_q(queries), self.W_k(keys)")
@@ -478,6 +496,11 @@ ZOO = [
             "PID namespace / throwaway uid: no grader process can be signalled",
             file("kill_grader.py", zero_stub(KILL_GRADER)), levels=WITH_UID),
     # -- exhausting resources: the other parts must still be graded -------------------------
+    Hostile("attack-neighbours", "writes junk into the pipes of every process it can see (the "
+            "sandbox's placeholder among them) and kills them",
+            "a throwaway uid and PID namespace: only processes of its own sandbox are in reach, "
+            "and the grader reads nothing of theirs once the worker runs",
+            file("attack_neighbours.py", zero_stub(ATTACK_NEIGHBOURS)), levels=WITH_UID),
     Hostile("loop-at-import", "loops forever at the top of the file", "the import time limit",
             file("loop_import.py", solution("while True:\n    pass\n")), expect="zero",
             reason="did not finish within"),
