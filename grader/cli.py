@@ -7,8 +7,15 @@ import sys
 from . import paths
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error said in one line (exit 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="grader", description="Release, grade and validate the attention assignment.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -151,6 +158,11 @@ def suite_options(args):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from .usage import problem
+    mistake = problem(args)
+    if mistake:
+        print(f"grader {args.command}: {mistake}", file=sys.stderr)
+        return 2
     if getattr(args, "lang", None):
         from . import i18n
         i18n.set_language(args.lang)  # this process writes the feedback; the trusted ones get it too
@@ -162,6 +174,9 @@ def main(argv=None):
         except (release.ReleaseError, NbgraderMissing) as error:
             print(f"grader release: {error}", file=sys.stderr)
             return 2
+        except OSError as error:  # a file it reads or writes (the reason names it)
+            print(f"grader release: {error}", file=sys.stderr)
+            return 2
     if args.command == "grade":
         try:
             return _grade(args)
@@ -170,7 +185,11 @@ def main(argv=None):
             return 130
     if args.command == "gradescope":
         from . import gradescope
-        return gradescope.main(args)
+        try:
+            return gradescope.main(args)
+        except OSError as error:  # writing the zip (the reason names the file)
+            print(f"grader gradescope: {error}", file=sys.stderr)
+            return 2
     if args.command == "export":
         from . import export
         return export.main(args)

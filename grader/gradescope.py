@@ -25,6 +25,8 @@ from . import paths
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope, as root, when it builds the autograder image.
 set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update > /dev/null        # the image's package lists may be absent or stale
 apt-get install -y python3 python3-pip python3-venv > /dev/null
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet --index-url https://download.pytorch.org/whl/cpu "torch=={torch}"
@@ -79,12 +81,18 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     if lang not in ("en", "zh"):
         raise ValueError("lang must be en or zh")
-    with zipfile.ZipFile(out_path, "w", zipfile.ZIP_DEFLATED) as archive:
-        _script(archive, "setup.sh", SETUP.format(torch=torch_version))
-        _script(archive, "run_autograder", RUN.format(isolation=isolation, feedback=feedback,
-                                                    visibility=visibility, lang=lang))
-        for part in KIT_PARTS:
-            _add_tree(archive, os.path.join(kit_root, part), os.path.join("kit", part))
+    partial = f"{out_path}.partial"   # a zip cut short never takes the name of a good one
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            _script(archive, "setup.sh", SETUP.format(torch=torch_version))
+            _script(archive, "run_autograder", RUN.format(isolation=isolation, feedback=feedback,
+                                                        visibility=visibility, lang=lang))
+            for part in KIT_PARTS:
+                _add_tree(archive, os.path.join(kit_root, part), os.path.join("kit", part))
+        os.replace(partial, out_path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
     return out_path
 
 

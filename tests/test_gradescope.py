@@ -37,3 +37,15 @@ def test_autograder_zip_grades_a_submission(tmp_path):
     assert results["extra_data"]["isolation"]["level"] in ("bwrap", "unshare", "none")
     mode = os.stat(root / "source" / "kit" / "solutions").st_mode
     assert not mode & (stat.S_IRWXG | stat.S_IRWXO), "solutions/ must be closed to other users"
+
+
+def test_setup_refreshes_the_package_lists_before_installing(tmp_path):
+    """Gradescope's base image may have no apt lists (or stale ones): `apt-get install`
+    then fails with 'Unable to locate package'. setup.sh runs `apt-get update` first."""
+    with zipfile.ZipFile(build(str(tmp_path / "autograder.zip"), "2.13.0")) as z:
+        setup = z.read("setup.sh").decode("utf-8")
+    commands = [line.split(">")[0].split("#")[0].strip() for line in setup.splitlines()]
+    apt = [c for c in commands if c.startswith("apt-get")]
+    assert apt == ["apt-get update", "apt-get install -y python3 python3-pip python3-venv"], apt
+    assert "set -euo pipefail" in commands  # a failed update stops the build, not later
+    assert commands.index("set -euo pipefail") < commands.index("apt-get update")

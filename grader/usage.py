@@ -1,0 +1,90 @@
+"""Mistakes on the `grader` command line, found before anything runs, each said in one line.
+
+`problem(args)` looks at what the parsed arguments name: the files a command reads
+(`--solution`, `--hidden-tests`, `--readme`) must be there, of the right kind; the files it
+writes (`--out` of `gradescope` and `export`, `--output` and `--notebook` of `release`,
+`--results-json`, `--docs`) must not be folders, and a single file's folder must exist;
+`--jobs` must be at least 1. Relative paths are read from the current folder, and the
+message says which folder that is, since the kit's own files are elsewhere.
+"""
+import os
+
+from . import paths
+from .textsafety import safe_text
+
+
+def _shown(path):
+    return safe_text(str(path), 200)
+
+
+def _where(path):
+    """' (relative paths are read from CWD)' for a relative path, else ''."""
+    if os.path.isabs(path):
+        return ""
+    return f" (relative paths are read from the current folder, {_shown(os.getcwd())})"
+
+
+def _input_file(flag, path, hint=""):
+    if not os.path.exists(path):
+        return f"{flag} {_shown(path)}: no such file{_where(path)}{hint}"
+    if not os.path.isfile(path):
+        return f"{flag} {_shown(path)} is not a file"
+    if not os.access(path, os.R_OK):
+        return f"{flag} {_shown(path)} cannot be read"
+    return None
+
+
+def _hidden_tests(path):
+    if not os.path.isdir(path):
+        return f"--hidden-tests {_shown(path)}: no such folder{_where(path)}"
+    if not os.path.isfile(os.path.join(path, "cases.py")):
+        return (f"--hidden-tests {_shown(path)} holds no cases.py: it is not a hidden suite "
+                f"(the kit's is {_shown(paths.HIDDEN_TESTS)})")
+    return None
+
+
+def _output_file(flag, path, make_folders=False):
+    """A file the command will write: not a folder; its folder exists (unless the command
+    makes it) and is a folder."""
+    if os.path.isdir(path):
+        return f"{flag} {_shown(path)} is a folder; give the file to write"
+    folder = os.path.dirname(os.path.abspath(path))
+    existing = folder
+    while make_folders and not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.lexists(existing):
+        return f"{flag} {_shown(path)}: the folder {_shown(folder)} does not exist"
+    if not os.path.isdir(existing):
+        return f"{flag} {_shown(path)}: {_shown(existing)} is not a folder"
+    return None
+
+
+def problem(args):
+    """The first mistake in `args` (parsed by grader.cli), as one line, or None."""
+    command = args.command
+    checks = []
+    if getattr(args, "solution", None) is not None:
+        checks.append(lambda: _input_file("--solution", args.solution))
+    if getattr(args, "hidden_tests", None) is not None:
+        checks.append(lambda: _hidden_tests(args.hidden_tests))
+    if getattr(args, "readme", None) is not None:
+        kit = os.path.join(paths.ASSIGNMENT, "README.zh-CN.md")
+        checks.append(lambda: _input_file("--readme", args.readme,
+                                          f"; the kit's Chinese README is {_shown(kit)}"))
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        checks.append(lambda: f"--jobs {args.jobs}: give 1 or more")
+    if command == "release":
+        checks.append(lambda: _output_file("--output", args.output, make_folders=True))
+        if args.notebook:
+            checks.append(lambda: _output_file("--notebook", args.notebook, make_folders=True))
+    if command in ("gradescope", "export"):
+        checks.append(lambda: _output_file("--out", args.out))
+    if getattr(args, "results_json", None):
+        checks.append(lambda: _output_file("--results-json", args.results_json))
+    if getattr(args, "docs", None):
+        checks.append(lambda: _output_file("--docs", args.docs))
+    for check in checks:
+        found = check()
+        if found:
+            return found
+    return None

@@ -1,0 +1,96 @@
+"""Every mistake on the `grader` command line is one line on stderr and exit status 2,
+before anything is read, graded or written (grader/usage.py and the parser in grader/cli.py)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT, SOLUTION
+
+ALICE = os.path.join(KIT, "examples", "alice.py")
+
+# (arguments, a piece of the one line that must say why); {tmp} is a fresh empty folder,
+# which is also the current folder of the command
+MISTAKES = [
+    # the README's own example, run from a course folder instead of the kit
+    (["release", "--output", "{tmp}/s.py", "--notebook", "{tmp}/nb/a.ipynb",
+      "--readme", "assignments/attention/README.zh-CN.md"],
+     "--readme assignments/attention/README.zh-CN.md: no such file (relative paths are read "
+     "from the current folder, {tmp}); the kit's Chinese README is "
+     + os.path.join(KIT, "assignments", "attention", "README.zh-CN.md")),
+    (["release", "--solution", "nope.py", "--output", "{tmp}/s.py"],
+     "--solution nope.py: no such file (relative paths are read from the current folder, {tmp})"),
+    (["release", "--solution", "{tmp}", "--output", "{tmp}/s.py"], "--solution {tmp} is not a file"),
+    (["release", "--output", "{tmp}"], "--output {tmp} is a folder; give the file to write"),
+    (["release", "--output", "{tmp}", "--check"], "--output {tmp} is a folder"),
+    (["release", "--output", "{tmp}/s.py", "--notebook", "{tmp}"], "--notebook {tmp} is a folder"),
+    (["release", "--output", "{tmp}/s.py", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["gradescope", "--out", "{tmp}/missing/autograder.zip"],
+     "--out {tmp}/missing/autograder.zip: the folder {tmp}/missing does not exist"),
+    (["gradescope", "--out", "{tmp}"], "--out {tmp} is a folder"),
+    (["gradescope", "--out", "{tmp}/a.zip", "--visibility", "sometimes"],
+     "argument --visibility: invalid choice: 'sometimes'"),
+    (["export", "canvas", "--out", "{tmp}/missing/x.csv", "--from", "{tmp}"],
+     "the folder {tmp}/missing does not exist"),
+    (["export", "blackboard", "--out", "{tmp}/x.csv"], "invalid choice: 'blackboard'"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--solution", "nope.py"], "--solution nope.py: no such file"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--hidden-tests", "{tmp}"],
+     "--hidden-tests {tmp} holds no cases.py: it is not a hidden suite"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--hidden-tests", "{tmp}/none"],
+     "--hidden-tests {tmp}/none: no such folder"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--jobs", "0"], "--jobs 0: give 1 or more"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--results-json", "{tmp}/missing/r.json"],
+     "--results-json {tmp}/missing/r.json: the folder {tmp}/missing does not exist"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--jobs", "two"], "argument --jobs: invalid int value"),
+    (["grade", "--out", "{tmp}/g"], "the following arguments are required: SUBMISSION"),
+    (["validate", "--solution", "nope.py"], "--solution nope.py: no such file"),
+    (["validate", "--docs", "{tmp}/missing/mistakes.md"], "the folder {tmp}/missing does not exist"),
+    (["nbgrader", "--course", "{tmp}", "attention", "--solution", "nope.py"],
+     "--solution nope.py: no such file"),
+    (["nbgrader", "--course", "{tmp}", "attention", "--jobs", "-1"], "--jobs -1: give 1 or more"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("argv, reason", MISTAKES, ids=[" ".join(m[0][:2]) + f" #{i}"
+                                                       for i, m in enumerate(MISTAKES)])
+def test_a_usage_error_is_one_line_and_exit_2(tmp_path, argv, reason):
+    tmp = str(tmp_path)
+    argv = [a.replace("{tmp}", tmp) for a in argv]
+    done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=tmp, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": KIT})
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert reason.replace("{tmp}", tmp) in lines[0]
+    assert lines[0].startswith("grader"), lines[0]
+    assert os.listdir(tmp) == [], "nothing is written on a usage error"
+    assert done.stdout == ""
+
+
+def test_a_relative_readme_that_exists_is_read_from_the_current_folder(tmp_path):
+    """The fix is not a refusal of relative paths: one that is there is used."""
+    pytest.importorskip("nbformat")
+    readme = tmp_path / "mine.md"
+    with open(os.path.join(KIT, "assignments", "attention", "README.zh-CN.md"), encoding="utf-8") as h:
+        readme.write_text(h.read(), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "grader", "release", "--solution", SOLUTION,
+                           "--output", "s.py", "--notebook", "nb/a.ipynb", "--readme", "mine.md"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": KIT})
+    assert done.returncode == 0, done.stderr
+    assert "## 第 1 部分" in (tmp_path / "nb" / "a.ipynb").read_text(encoding="utf-8")
+
+
+def test_a_zip_that_cannot_be_finished_leaves_no_file(tmp_path):
+    """A zip whose writing fails halfway is not left under the name a good one would have
+    (nor as the partial file)."""
+    from grader.gradescope import build
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    (kit / "grader").mkdir()
+    (kit / "grader" / "gone.py").symlink_to(tmp_path / "nowhere")  # unreadable halfway
+    with pytest.raises(OSError):
+        build(str(tmp_path / "autograder.zip"), "2.13.0", kit_root=str(kit))
+    assert sorted(os.listdir(tmp_path)) == ["kit"]
