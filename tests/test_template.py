@@ -83,3 +83,96 @@ def test_fresh_mode_never_forks(tmp_path, monkeypatch):
     _load(worker)
     assert worker.started == "fresh"
     assert worker.limited_by()["worker_start"] == "fresh process"
+
+
+# -- one start path, or two equal ones --------------------------------------------------
+# what a worker holds, read from inside it: the capability sets, no_new_privs, its ids, its
+# session and its resource limits
+HOLDS = r'''
+import os, resource
+status = {}
+for line in open("/proc/self/status"):
+    key, _, value = line.partition(":")
+    if key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Uid", "Gid", "Groups"):
+        status[key] = " ".join(value.split())
+limits = {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name))
+          for name in ("CPU", "AS", "FSIZE", "NPROC", "NOFILE")}
+print("HOLDS", {"status": status, "limits": limits, "session_leader": os.getsid(0) == os.getpid()})
+'''
+NO_CAPS = "0000000000000000"
+
+
+def _holds(tmp_path, level, name, fresh, monkeypatch):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "attention.py").write_text(HOLDS)
+    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    os.chmod(stage, 0o711)
+    if fresh:
+        monkeypatch.setenv(template.ENV_MODE, "fresh")
+    else:
+        monkeypatch.delenv(template.ENV_MODE, raising=False)
+    worker = Worker(str(folder / "attention.py"), level, Limits(memory_mb=1500), stage)
+    ids = worker.isolation.ids()
+    worker.start()
+    reply = worker.request({"op": "load", "names": []}, timeout=60)
+    worker.stop()
+    out, err = worker.output()
+    assert reply["ok"], (reply, err)
+    holds = eval(next(l for l in out.splitlines() if l.startswith("HOLDS"))[6:])
+    return worker, ids, holds
+
+
+def _symbolic(holds, ids):
+    """The ids a worker was leased, named: two workers never share a throwaway id."""
+    status = dict(holds["status"])
+    for key, leased in (("Uid", ids["uid"]), ("Gid", ids["gid"])):
+        if leased is not None:
+            status[key] = status[key].replace(str(leased), key.lower())
+    return status
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[f"{lv.level}{'-uid' if lv.uid else ''}" for lv in LEVELS])
+def test_a_fresh_worker_drops_exactly_what_a_forked_one_drops(tmp_path, level, monkeypatch):
+    forked, forked_ids, forked_holds = _holds(tmp_path, level, "forked", False, monkeypatch)
+    fresh, fresh_ids, fresh_holds = _holds(tmp_path, level, "fresh", True, monkeypatch)
+    assert (forked.started, fresh.started) == ("forked", "fresh")
+    assert _symbolic(forked_holds, forked_ids) == _symbolic(fresh_holds, fresh_ids)
+    for worker, ids, holds in ((forked, forked_ids, forked_holds), (fresh, fresh_ids, fresh_holds)):
+        status = holds["status"]
+        for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert status[key] == NO_CAPS, (worker.started, key, status)
+        assert status["NoNewPrivs"] == "1" and status["Groups"] == ""
+        assert holds["session_leader"] is True
+        # every limit as the trusted side asked, soft and hard
+        asked = worker.rlimits
+        assert holds["limits"]["CPU"] == (120, 120)
+        assert holds["limits"]["FSIZE"] == (16 * 2**20, 16 * 2**20)
+        assert holds["limits"]["NOFILE"] == (256, 256)
+        assert holds["limits"]["AS"] == ((1500 + 2048) * 2**20,) * 2
+        assert holds["limits"]["NPROC"] == (asked["processes"],) * 2
+        if ids["uid"] is not None:
+            assert status["Uid"] == " ".join([str(ids["uid"])] * 4)
+        if os.geteuid() == 0 and level.level == "none" and ids["uid"] is None:
+            # the grader's uid, but a throwaway gid that marks every file the worker makes
+            assert status["Uid"] == "0 0 0 0" and ids["gid"] is not None
+            assert status["Gid"] == " ".join([str(ids["gid"])] * 4)
+
+
+def test_a_worker_that_still_holds_a_capability_refuses_to_start(tmp_path):
+    """The check both start paths end with reads /proc/self/status back: run in a process
+    that kept its capabilities (as the grader's own root process does), it refuses."""
+    import subprocess
+    import sys
+    from grader.sandbox import client
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from runtime import privileges\n"
+            "try:\n    privileges.check()\nexcept privileges.NotDropped as e:\n    print('REFUSED', e)\n"
+            "privileges.drop()\nprivileges.check()\nprint('DROPPED')\n") % os.path.dirname(client.RUNTIME_DIR)
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                          timeout=60, start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    if os.geteuid() == 0:
+        assert lines[0].startswith("REFUSED CapPrm is") or lines[0].startswith("REFUSED CapInh"), lines
+    assert lines[-1] == "DROPPED"

@@ -235,6 +235,7 @@ class Worker:
         work, runtime_inside = self.isolation.paths(self.view)
         processes_base = 0 if self.isolation.uid is not None else _process_count(os.getuid())
         rlimits = self.limits.rlimits(gpu=self.gpu, processes_base=processes_base)
+        self.rlimits = rlimits  # what the worker applies to itself, whichever way it starts
         if self.use_cgroups and self.isolation.uses_cgroups():
             self.cgroups = cgroups_mod.WorkerCgroups.create(self.limits.memory_mb * 2**20,
                                                             self.limits.cgroup_pids())
@@ -266,7 +267,8 @@ class Worker:
         """A new Python under the sandbox: it imports torch itself (about two seconds)."""
         import json
         read_fd, write_fd = os.pipe()
-        argv = [sys.executable, "-I", worker_py, str(write_fd), json.dumps(rlimits), submission]
+        argv = [sys.executable, "-I", worker_py, str(write_fd), json.dumps(rlimits), submission,
+                json.dumps(self.isolation.ids())]
         try:
             self.proc = subprocess.Popen(
                 self.isolation.wrap(argv, self.view, prefix), cwd=self.view.work_dir, env=env,
@@ -309,7 +311,7 @@ class Worker:
                 raise template_mod.TemplateGone(f"cannot open the sandbox's namespaces: {exc}") from None
         pipes = [os.pipe() for _ in range(4)]  # requests, stdout, stderr, replies
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
-        plan = {"uid": self.isolation.uid,
+        plan = {**self.isolation.ids(),
                 "cgroups": self.cgroups.procs_files() if self.cgroups is not None else [],
                 "namespaces": namespaces, "cwd": self.isolation.paths(self.view)[0],
                 "env": env, "argv0": worker_py, "limits": rlimits, "submission": submission}

@@ -89,6 +89,9 @@ class View:
 class Isolation:
     level: str
     uid: int | None = None   # throwaway uid (and gid) when the grader runs as root
+    # the worker's throwaway gid: its uid's, or at level `none` without a uid (and as root)
+    # one of its own, which marks every file it creates (cleanup.py removes them)
+    gid: int | None = None
 
     def describe(self):
         """What results.json records about how the code was run."""
@@ -113,12 +116,24 @@ class Isolation:
 
     def fresh(self):
         """The same level for one more worker, with a throwaway uid of its own (leased until
-        release())."""
-        return dataclasses.replace(self, uid=lease_uid()) if self.uid is not None else self
+        release()); at level `none` without one, a throwaway gid of its own where the grader
+        runs as root."""
+        if self.uid is not None:
+            uid = lease_uid()
+            return dataclasses.replace(self, uid=uid, gid=uid)
+        if self.level == "none" and os.geteuid() == 0:
+            return dataclasses.replace(self, gid=lease_uid())
+        return self
 
     def release(self):
-        """Give back this worker's uid lease (once every process of that uid is gone)."""
+        """Give back this worker's uid and gid leases (once every process of them is gone)."""
         release_uid(self.uid)
+        if self.gid != self.uid:
+            release_uid(self.gid)
+
+    def ids(self):
+        """{"uid", "gid"} the worker must run as (None: the grader's own)."""
+        return {"uid": self.uid, "gid": self.gid if self.gid is not None else self.uid}
 
     def paths(self, view):
         """(work dir, runtime dir) as the worker sees them."""
@@ -135,20 +150,25 @@ class Isolation:
         if self.level == "unshare":
             return list(prefix) + unshare_command(argv, view, self.uid, privileged)
         if self._setpriv_at_none():
+            if self.uid is None:
+                return list(prefix) + _drop_gid_to(self.gid) + list(argv)
             return list(prefix) + _drop_to(self.uid) + list(argv)
         if self.level == "none" and self.uid is not None:
             return list(argv)  # no setpriv: Popen changes the uid, too late to join a cgroup
         return list(prefix) + list(argv)
 
     def _setpriv_at_none(self):
-        return self.level == "none" and self.uid is not None and tool("setpriv") is not None
+        return self.level == "none" and (self.uid is not None or self.gid is not None) \
+            and tool("setpriv") is not None
 
     def popen_user(self):
         """subprocess.Popen arguments: inside namespaces, and at level `none` where setpriv
         exists, setpriv changes the uid (after the cgroups are joined); at level `none`
         without setpriv the uid changes before exec."""
-        if self.uid is None or self.level != "none" or self._setpriv_at_none():
+        if self.level != "none" or self._setpriv_at_none():
             return {}
+        if self.uid is None:
+            return {} if self.gid is None else {"group": self.gid, "extra_groups": []}
         return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
 
@@ -212,6 +232,12 @@ def _enter(argv, uid):
 
 def _drop_to(uid):
     return [tool("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def _drop_gid_to(gid):
+    """At level `none` without a throwaway uid: the grader's uid, a throwaway gid."""
+    return [tool("setpriv") or "setpriv", f"--regid={gid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 

@@ -9,8 +9,9 @@ exactly as before (isolation.py: bwrap or unshare, its private root with /submis
 placeholder that only waits, and passes the placeholder's namespaces and root as file
 descriptors. The forked keeper joins the worker's cgroups, enters those namespaces and that
 root, and forks the worker inside (a PID namespace takes effect for children); the worker
-starts its own session, drops to the throwaway uid and every capability, applies its
-limits and runs the runtime's request loop (runtime/worker.py).
+starts its own session, drops to the throwaway uid and every capability (runtime/privileges.py,
+the same drop a fresh worker makes), applies its limits and runs the runtime's request
+loop (runtime/worker.py).
 
     template = Template.start()             # python -I template.py FD, once per batch
     process = template.spawn(plan, fds)     # a ForkedProcess: pid, poll(), wait(), stdin...
@@ -226,9 +227,7 @@ def give_up():
 # -- the template process ---------------------------------------------------------------
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
-PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
 _LIBC = None
 
 
@@ -250,30 +249,6 @@ def _prctl(option, value):
                          ctypes.c_ulong(0))
 
 
-def _drop_privileges(uid):
-    """What setpriv --reuid --regid --clear-groups --inh-caps=-all --bounding-set=-all
-    --no-new-privs does (isolation._drop_to), and with no uid to change to, every
-    capability dropped all the same."""
-    for cap in range(64):
-        if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == 22:  # EINVAL: past the last
-            break
-    if uid is not None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    _check(_libc().capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
-    _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
-    _prctl(PR_SET_DUMPABLE, 1)  # as after an exec: the worker's own children may inspect it
-
-
 def _worker(plan, pipes, modules):
     """In the new session, inside the sandbox: become the worker (never returns)."""
     code = 70
@@ -286,7 +261,14 @@ def _worker(plan, pipes, modules):
         os.dup2(pipes[3], 3, inheritable=True)
         os.closerange(4, 1 << 16)
         os.chdir(plan["cwd"])
-        _drop_privileges(plan.get("uid"))
+        worker, guards, probes, protocol, privileges = modules
+        try:  # the very drop a fresh worker makes (runtime/privileges.py), checked the same way
+            privileges.drop(plan.get("uid"), plan.get("gid"))
+            privileges.check(plan.get("uid"), plan.get("gid"))
+        except (OSError, privileges.NotDropped) as exc:
+            os.write(2, f"the worker refused to start: {exc}\n".encode())
+            code = worker.NOT_DROPPED
+            raise
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python sets it at start-up
         os.environ.clear()
@@ -294,10 +276,9 @@ def _worker(plan, pipes, modules):
         sys.argv = [plan["argv0"]]  # -I put no script folder on sys.path, for either
         if "random" in sys.modules:
             sys.modules["random"].seed()  # each worker draws its own, as a fresh Python would
-        worker, guards, probes, protocol = modules
         code = worker.run(3, plan["limits"], plan["submission"], guards, probes, protocol)
     except BaseException:
-        code = 71
+        code = 71 if code == 70 else code
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -371,9 +352,9 @@ def serve(sock_fd):
     _prctl(PR_SET_DUMPABLE, 0)  # no process of the same uid may ptrace the template
     sys.path.insert(0, RUNTIME_PARENT)
     import torch  # noqa: F401  (the point of the template)
-    from runtime import guards, probes, protocol, worker
+    from runtime import guards, privileges, probes, protocol, worker
     sys.path.remove(RUNTIME_PARENT)
-    modules = (worker, guards, probes, protocol)
+    modules = (worker, guards, probes, protocol, privileges)
     sock = socket.socket(fileno=sock_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
     while True:

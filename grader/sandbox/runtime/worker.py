@@ -1,10 +1,13 @@
 """The worker: the only process that runs a submission's code.
 
-Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE` inside the
+Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE IDS_JSON` inside the
 submission's private folder (or forked from grader/sandbox/template.py into it), with requests arriving as frames on stdin and replies
 leaving as frames on REPLY_FD (stdout and stderr are the student's, captured by the
-trusted side). Before it reads a line of the submission it lowers its own resource limits
-(soft and hard, so the submission cannot raise them again) and says it is ready.
+trusted side). Before it imports torch it gives up every privilege (privileges.py: the same
+drop a forked worker makes, checked by reading /proc/self/status back; IDS_JSON names the
+uid and gid it must run as); before it reads a line of the submission it lowers its own
+resource limits (soft and hard, so the submission cannot raise them again) and says it is
+ready.
 
 Requests:  {"op": "load", "names": [...]}        import the submission
            {"op": "probe", "probe": {...}}        run one probe (see probes.py)
@@ -33,9 +36,20 @@ def apply_limits(limits):
         resource.setrlimit(kind, (value, value))
 
 
+NOT_DROPPED = 72  # the exit status of a worker that could not give up its privileges
+
+
 def main():
     runtime_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, runtime_parent)
+    from runtime import privileges
+    ids = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    try:  # the uid and gid were changed before exec (setpriv): they are checked here
+        privileges.drop()
+        privileges.check(ids.get("uid"), ids.get("gid"))
+    except (OSError, privileges.NotDropped) as exc:
+        print(f"the worker refused to start: {exc}", file=sys.stderr)
+        return NOT_DROPPED
     import torch
     from runtime import guards, probes, protocol
     sys.path.remove(runtime_parent)
