@@ -54,6 +54,7 @@ def build_parser():
                             "nbgrader's submitted/ folder by their names; plain: the file or "
                             "folder name")
     _disclosure_arguments(grade)
+    _course_argument(grade)
     grade.add_argument("--results-json", metavar="PATH",
                        help="with one submission: also write its results.json here "
                             "(Gradescope's /autograder/results/results.json)")
@@ -82,6 +83,39 @@ def build_parser():
     export.add_argument("--assignment", default="Attention",
                         help='Canvas: the assignment column, as Canvas names it in its export, '
                              'e.g. "Attention (12345)" (default: Attention, a new assignment)')
+    export.add_argument("--export-missing-as-zero", action="store_true",
+                        help="also export 'missing work' rows (nothing gradable was found) as 0; "
+                             "by default they are left out with a note, for review")
+    _course_argument(export)
+
+    book = commands.add_parser(
+        "gradebook", help="rebuild grades.csv and report.html from the kept rows (no grading)",
+        description="Rebuild DIR/grades.csv, DIR/report.html and the feedback of students whose "
+                    "adjustment changed, from the rows kept in DIR, the course file (late "
+                    "policy, extensions) and DIR/overrides.json. Nothing is graded.")
+    book.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    _course_argument(book)
+
+    override = commands.add_parser(
+        "override", help="change a student's part or total score, with a reason (kept in "
+                         "DIR/overrides.json; survives regrades)",
+        description="Record an instructor's change to a score in DIR/overrides.json (an "
+                    "append-only ledger: time, who, reason) and rebuild the gradebook. "
+                    "STUDENT: a student id or a submission name as in grades.csv; PART: a part "
+                    "name, or total. The graded row is never changed: removing the override "
+                    "restores the graded score.")
+    override.add_argument("target", nargs="*", metavar="STUDENT PART [POINTS]")
+    override.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    override.add_argument("--reason", default=None, help="why (the student reads it)")
+    override.add_argument("--remove", action="store_true",
+                          help="end the override of STUDENT PART (the graded score is back)")
+    override.add_argument("--import", dest="import_file", metavar="CSV", default=None,
+                          help="record every line of a CSV with columns student,part,points,reason "
+                               "(all or none)")
+    override.add_argument("--list", action="store_true", help="show the ledger")
+    override.add_argument("--allow-bonus", action="store_true",
+                          help="allow more points than the part's (or the total's) maximum")
+    _course_argument(override)
 
     nbgrader = commands.add_parser(
         "nbgrader", help="grade an nbgrader course's submissions and write the scores into "
@@ -113,6 +147,12 @@ def build_parser():
                                "(docs/mistakes.md)")
     _suite_arguments(validate)
     return parser
+
+
+def _course_argument(parser):
+    parser.add_argument("--course", default=None, metavar="FILE",
+                        help="the course file: due date, extensions, late policy (default: "
+                             "course.toml in the gradebook folder, when there is one)")
 
 
 def _disclosure_arguments(parser):
@@ -193,6 +233,12 @@ def main(argv=None):
     if args.command == "export":
         from . import export
         return export.main(args)
+    if args.command == "gradebook":
+        from .gradebook_commands import gradebook_main
+        return gradebook_main(args)
+    if args.command == "override":
+        from .gradebook_commands import override_main
+        return override_main(args)
     if args.command == "nbgrader":
         from .nbgrader_bridge import NbgraderMissing, command
         try:
@@ -237,6 +283,14 @@ def _grade(args):
     if args.results_json and len(batch.submissions) != 1:
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
         return 2
+    from . import course as courses
+    from . import overrides as ledger
+    try:  # said before anything is graded
+        courses.find(args.out, args.course)
+        ledger.load(args.out)
+    except (courses.CourseError, ledger.OverrideError) as error:
+        print(f"grader grade: {error}", file=sys.stderr)
+        return 2
     options = suite_options(args)
     try:
         level = choose(options.isolation)
@@ -249,7 +303,7 @@ def _grade(args):
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,
-                              visibility=args.visibility)
+                              visibility=args.visibility, course_file=args.course)
     except SuiteFailed as error:
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
         return 2

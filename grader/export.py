@@ -22,11 +22,21 @@ newer than any grade already there).
     Identifier,Full name,Grade,Maximum Grade,Last modified (grade)
     Participant 10006,Fang Wu,85,100,2026-12-02 23:30:00 +0000
 
+The score exported is the final one (gradebook.final_rows: the instructor's overrides, then
+the course's late policy; `--course FILE`, default DIR/course.toml). Neither import takes
+lateness (an extra Canvas column would be read as another assignment; Moodle's worksheet
+reads only the identifier, the grade and the time of the grade), so lateness, the raw score
+and the penalty are in grades.csv and report.html.
+
 Rows the grader failed on are left out with a note on stderr, never exported as 0 (a
-`not gradable` row is a real 0 and is exported); so are rows without a student id, and, for
-Moodle, rows that did not come from a Moodle download. Every text cell is neutralised for
-spreadsheets (gradebook.text_cell). A group submission (Gradescope, ids joined by `;`)
-gives each member a row.
+`not gradable` row, whose file was found but does not run, is a real 0 and is exported);
+so are `missing work` rows (nothing gradable was found: not a 0 the student earned) unless
+`--export-missing-as-zero`, or an instructor's override gave them a score; so are rows
+without a student id, and, for Moodle, rows that did not come from a Moodle download.
+Every text cell is neutralised for spreadsheets (gradebook.text_cell). A group submission
+(Gradescope, ids joined by `;`) gives each member a row. Both files are written with a
+UTF-8 byte order mark (utf-8-sig): Excel on a Chinese Windows then reads the names right,
+and both Canvas and Moodle take UTF-8 with or without it.
 """
 import csv
 import io
@@ -34,8 +44,10 @@ import os
 import sys
 import time
 
+from . import course as courses
+from . import overrides as ledger
 from .report import files
-from .report.gradebook import load_records, text_cell
+from .report.gradebook import BOM, final_rows, load_records, text_cell
 from .textsafety import safe_text
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -56,14 +68,19 @@ def _members(row):
     return list(zip(ids, names))
 
 
-def exportable(rows):
-    """(rows to export, notes): the rows with a score and a student id, sorted by name."""
+def exportable(rows, missing_as_zero=False):
+    """(rows to export, notes): the rows with a score and a student id, sorted by name.
+    A `missing work` row is left out unless missing_as_zero, or an override scored it."""
     keep, notes = [], []
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         shown = safe_text(row.get("name", "?"), 120)
         if row.get("status") == "grader error" or row.get("total") is None:
             notes.append(f"left out {shown}: the grader failed on it (see its grader-errors.log); "
                          f"regrade it, it is never exported as 0")
+        elif row.get("status") == "missing work" and not missing_as_zero \
+                and not row.get("overrides"):
+            notes.append(f"left out {shown}: no gradable work was found in what was handed "
+                         f"in (missing work; review it, or --export-missing-as-zero)")
         elif not _members(row):
             notes.append(f"left out {shown}: no student id (grade it with --layout matching "
                          f"how the work arrived)")
@@ -72,9 +89,10 @@ def exportable(rows):
     return keep, notes
 
 
-def canvas_text(rows, assignment="Attention"):
-    """The Canvas gradebook import CSV for gradebook rows, and the notes on what was left out."""
-    keep, notes = exportable(rows)
+def canvas_text(rows, assignment="Attention", missing_as_zero=False):
+    """The Canvas gradebook import CSV for gradebook rows (final_rows), and the notes on
+    what was left out."""
+    keep, notes = exportable(rows, missing_as_zero)
     handle = io.StringIO(newline="")
     writer = csv.writer(handle)
     writer.writerow(CANVAS_COLUMNS + [text_cell(assignment)])
@@ -94,9 +112,9 @@ def canvas_text(rows, assignment="Attention"):
     return handle.getvalue(), notes
 
 
-def moodle_text(rows, now=None):
-    """The Moodle grading worksheet CSV for gradebook rows, and the notes."""
-    keep, notes = exportable(rows)
+def moodle_text(rows, now=None, missing_as_zero=False):
+    """The Moodle grading worksheet CSV for gradebook rows (final_rows), and the notes."""
+    keep, notes = exportable(rows, missing_as_zero)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S +0000", time.gmtime(now))
     handle = io.StringIO(newline="")
     writer = csv.writer(handle)
@@ -124,13 +142,21 @@ def main(args):
     if not rows:
         print(f"grader export: no graded rows in {safe_text(args.source, 200)}", file=sys.stderr)
         return 2
+    try:
+        policy = courses.find(args.source, getattr(args, "course", None))
+        entries = ledger.load(args.source)
+    except (courses.CourseError, ledger.OverrideError) as error:
+        print(f"grader export: {safe_text(str(error), 500)}", file=sys.stderr)
+        return 2
+    rows = final_rows(rows, policy, entries)
+    missing = getattr(args, "export_missing_as_zero", False)
     if args.lms == "canvas":
-        text, notes = canvas_text(rows, args.assignment)
+        text, notes = canvas_text(rows, args.assignment, missing)
     else:
-        text, notes = moodle_text(rows)
+        text, notes = moodle_text(rows, missing_as_zero=missing)
     for note in notes:
         print(f"grader export: {note}", file=sys.stderr)
-    files.write_bytes(args.out, text.encode("utf-8"))
+    files.write_bytes(args.out, (BOM + text).encode("utf-8"))
     count = text.count("\n") - (2 if args.lms == "canvas" else 1)
     print(f"Wrote {args.out}: {count} student(s) for {args.lms}"
           + (f", {len(notes)} row(s) left out (see above)" if notes else ""))

@@ -124,7 +124,7 @@ def test_diagnoses_reach_results_json_and_grades_csv(graded):
     ids = {d["part"]: d["mistake"] for d in data["extra_data"]["diagnoses"]}
     assert ids["masked_softmax"] == "softmax-neg-inf"
     assert ids["MultiHeadAttention"] == "mha-no-output-projection"
-    with open(out / "grades.csv", encoding="utf-8") as handle:
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert "softmax-neg-inf" in rows["two_mistakes"]["diagnoses"].split()
     assert rows["uncatalogued"]["diagnoses"] == ""

@@ -27,7 +27,7 @@ def graded_examples(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("examples")
     paths = sorted(os.path.join(EXAMPLES, name) for name in os.listdir(EXAMPLES))
     done = _grade(paths, tmp_path)
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {row["submission"]: row for row in csv.DictReader(handle)}
     return done, rows, tmp_path / "out"
 
@@ -100,7 +100,7 @@ def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
         "    raise RuntimeError('bug in the reference')"), encoding="utf-8")
     done = _grade([os.path.join(EXAMPLES, "alice.py"), "--solution", str(broken)], tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8") as handle:
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
         row = next(csv.DictReader(handle))
     assert row["status"] == "grader error" and row["total"] == ""
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())

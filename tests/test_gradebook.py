@@ -20,7 +20,7 @@ def _run(paths, out, *extra):
 
 
 def _rows(out):
-    with open(out / "grades.csv", encoding="utf-8") as handle:
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         return {row["submission"]: row for row in csv.DictReader(handle)}
 
 

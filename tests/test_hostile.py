@@ -249,7 +249,7 @@ class ZooRun:
         self.escaped += [str(p) for p in (tmp.parent / "attnkit-escaped.py", tmp / "attnkit-escaped.py")
                          if p.exists()]
         self.out = tmp / "out"
-        with open(self.out / "grades.csv", encoding="utf-8") as handle:
+        with open(self.out / "grades.csv", encoding="utf-8-sig") as handle:
             self.rows = {row["submission"]: row for row in csv.DictReader(handle)}
 
     def row(self, entry_name):

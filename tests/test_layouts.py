@@ -308,7 +308,7 @@ def graded(tmp_path_factory):
     run = subprocess.run([sys.executable, "-m", "grader", "grade", *paths, "--out", str(out),
                           *FAST], cwd=KIT, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
-    with open(out / "grades.csv", encoding="utf-8") as handle:
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {row["submission"]: row for row in csv.DictReader(handle)}
     return out, rows, run
 
@@ -325,7 +325,7 @@ def test_grades_csv_names_every_student_by_the_lms_id(graded):
         "alice": ("alice", "alice"), "bob": ("bob", "bob")}
     assert all(row["total"] == "100" for row in rows.values()), rows  # zhaomin's resubmission
     assert rows["zhaomin_10002"]["source"].endswith("attention-1.py")
-    header = open(out / "grades.csv", encoding="utf-8").readline()
+    header = open(out / "grades.csv", encoding="utf-8-sig").readline()
     assert header.startswith("submission,student_id,name,status,total,max,")
     assert "folder" in header and "source" in header
     row_file = gradebook.load_records(str(out))["wangli_10000"]
@@ -355,7 +355,7 @@ def test_export_canvas(graded, tmp_path):
     target = tmp_path / "canvas.csv"
     done = _export(out, "canvas", target, "--assignment", "Attention (12345)")
     assert done.returncode == 0, done.stderr
-    lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8"))))
+    lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
                         "Attention (12345)"]
     assert lines[1] == ["Points Possible", "", "", "", "", "100"]
@@ -373,7 +373,7 @@ def test_export_moodle(graded, tmp_path):
     target = tmp_path / "moodle.csv"
     done = _export(out, "moodle", target)
     assert done.returncode == 0, done.stderr
-    lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8"))))
+    lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
     assert lines[0] == ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
     assert [line[:4] for line in lines[1:]] == [
         ["Participant 10008", "Chen Jing", "100", "100"],

@@ -200,7 +200,7 @@ def test_gradebook_neutralises_text_cells_but_not_scores(tmp_path):
     path = tmp_path / "grades.csv"
     write_gradebook([safe_record(r) for r in rows], ["p"], str(path))
     _read_valid(path)
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
         table = {r["submission"]: r for r in csv.DictReader(handle)}
     assert set(table) == {"'=evil", "'-bob", "caf\ufffd"}
     assert table["'=evil"]["reason"].startswith("first failure") and table["'=evil"]["total"] == "0"
@@ -254,7 +254,7 @@ def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
     (out / "blocked").write_text("a file where the folder should go")
     paths = [str(tmp_path / f"{n}.py") for n in ("alice", "crash", "blocked", "grades.csv")]
     results = grade.grade_batch(paths, str(out), stream=io.StringIO())
-    with open(out / "grades.csv", encoding="utf-8") as handle:
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {"alice", "crash", "blocked", "grades.csv"}
     assert rows["alice"]["total"] == "10"
@@ -311,7 +311,7 @@ def test_grader_grade_survives_a_batch_built_to_break_its_outputs(tmp_path):
                           cwd=KIT, capture_output=True, timeout=900)
     said = (done.stdout + done.stderr).decode("utf-8", "replace")[-4000:]
     assert done.returncode == 0, said
-    with open(out / "grades.csv", encoding="utf-8", newline="") as handle:
+    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {"correct", "grades.csv", "GRADES.csv", "caf\ufffd",
                          "'=cmd|' -C calc'!A0", "huge"}, said

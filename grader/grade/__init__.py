@@ -19,7 +19,9 @@ import tempfile
 import time
 import traceback
 
+from .. import course as courses
 from .. import intake
+from .. import overrides as ledger
 from ..i18n import _
 from ..intake import layouts
 from ..report.console import Table
@@ -27,7 +29,6 @@ from ..sandbox import isolation
 from ..report import files, folders
 from ..report.feedback import feedback_text
 from ..report import gradebook
-from ..report.gradebook import write_gradebook
 from ..report import html as pages
 from ..report.gradescope import results_text
 from ..textsafety import safe_text
@@ -147,7 +148,7 @@ class BatchInterrupted(Exception):
 
 
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False,
-                feedback="full", visibility="visible"):
+                feedback="full", visibility="visible", course_file=None):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
     SubmissionResults in input order (`unchanged` ones were not regraded: see force).
     Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded.
@@ -156,7 +157,14 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
 
     paths: file or folder paths (named as intake.submission_names does), or
     intake.layouts.Submission objects (from layouts.resolve: a name, a student id and a
-    display name each)."""
+    display name each).
+
+    course_file: the course file (--course; default DIR/course.toml when it exists) and
+    DIR/overrides.json decide the final scores of grades.csv (gradebook.final_rows); both
+    are read before anything is graded, and a CourseError or OverrideError stops the
+    batch then."""
+    policy = courses.find(out_dir, course_file)
+    ledger.load(out_dir)  # a ledger that does not read stops the batch before it starts
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
     options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
@@ -164,14 +172,14 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     zygote = trusted.start_zygote()            # torch and pytest once for every trusted process
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
-                            {"feedback": feedback, "visibility": visibility})
+                            {"feedback": feedback, "visibility": visibility}, policy)
     finally:
         if zygote is not None:
             zygote.close()
         trusted.stop_worker_template(workers)
 
 
-def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure):
+def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     identities = _identities(paths)
@@ -214,11 +222,22 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                     results[index].folder = folder_names[index]
                     _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
-        write_gradebook(list(kept.values()), parts, os.path.join(out_dir, "grades.csv"))
-        pages.write_report(list(kept.values()), out_dir)  # report.html; never raises
+        _write_gradebook(out_dir, list(kept.values()), parts, policy)
     if interrupted:
         raise BatchInterrupted(sum(r is not None for r in results), len(results))
     return results
+
+
+def _write_gradebook(out_dir, rows, parts, policy):
+    """grades.csv, report.html and the students' adjustments from the kept rows, with the
+    course's policy and the overrides ledger (read again: it may have grown meanwhile)."""
+    try:
+        entries = ledger.load(out_dir)
+    except ledger.OverrideError:  # read at the start; if it broke since, say so in grades.csv
+        entries = None
+        rows = [dict(r, flags=list(r.get("flags") or [])
+                     + ["overrides.json does not read: no override applied"]) for r in rows]
+    gradebook.rebuild(out_dir, rows, parts, policy, entries)
 
 
 def _identities(paths):
@@ -233,6 +252,11 @@ def _identify(result, identity):
     result.student_id = identity.student_id
     result.student_name = identity.student_name
     result.layout = identity.layout
+    # when the work arrived and what the LMS said of it (intake/layouts.py; "" when unknown)
+    result.submitted_at = getattr(identity, "submitted_at", "") or ""
+    result.time_source = getattr(identity, "time_source", "") or ""
+    result.late_flag = getattr(identity, "late_flag", None)
+    result.flags = list(getattr(identity, "flags", None) or [])
     if identity.notes:
         result.notes = list(identity.notes) + list(result.notes or [])
 

@@ -20,11 +20,24 @@ The output folder is the course's gradebook: each submission's row is also kept 
 folder (DIR/<folder>/gradebook-row.json, with the fingerprint of what was graded), and
 grades.csv is rebuilt from all the rows in DIR, so grading a few submissions into the
 folder of an earlier batch updates their rows and keeps everyone else's.
+
+The row keeps what was graded; the final score is derived each time grades.csv is built
+(`final_rows`): the instructor's overrides (grader/overrides.py) replace part scores (or the
+total), their sum is `raw_total`, the course's late policy (grader/course.py) takes
+`penalty`, and `total` is the final score (what the exports send). The columns after
+`folder`: `late` (yes/no, empty when unknown), `days_late`, `submitted_at` and
+`time_source` (as the layout found them), `raw_total`, `penalty`, `overrides` ("part
+points (reason)", separated by "; ") and `flags` (identity warnings and what to review).
+grades.csv is written with a UTF-8 byte order mark (utf-8-sig), so Excel on a Chinese
+Windows reads names right; read it with encoding="utf-8-sig".
 """
 import csv
 import io
 import json
 import os
+
+from .. import course as courses
+from .. import overrides as ledger
 
 from ..textsafety import safe_text
 from .files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
@@ -74,10 +87,17 @@ def record(result, fingerprint=None):
 
 
 def identity(result):
-    """The row's student: {"student_id", "student_name", "layout"} (safe, capped)."""
+    """The row's student and when the work arrived: {"student_id", "student_name", "layout",
+    "submitted_at", "time_source", "late_flag", "flags"} (safe, capped; from the layout)."""
+    late_flag = getattr(result, "late_flag", None)
+    flags = getattr(result, "flags", None)
     return {"student_id": safe_text(getattr(result, "student_id", "") or "", 400),
             "student_name": safe_text(getattr(result, "student_name", "") or "", 400),
-            "layout": safe_text(getattr(result, "layout", "") or "", 20)}
+            "layout": safe_text(getattr(result, "layout", "") or "", 20),
+            "submitted_at": safe_text(getattr(result, "submitted_at", "") or "", 40),
+            "time_source": safe_text(getattr(result, "time_source", "") or "", 40),
+            "late_flag": late_flag if isinstance(late_flag, bool) else None,
+            "flags": [safe_text(f, 400) for f in flags[:20]] if isinstance(flags, list) else []}
 
 
 def safe_record(result, fingerprint=None):
@@ -118,6 +138,93 @@ def load_records(out_dir):
     return rows
 
 
+def _number(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def final_row(row, course=None, current=None):
+    """A copy of a kept row with its final score derived: overrides, then the late policy.
+
+    Adds "graded_total" (what was graded), "raw_total" (after overrides), "penalty",
+    "late", "days_late", "due", "overrides" ([{"part", "graded", "points", "reason", "who",
+    "time"}]), "review" (what the instructor should look at) and sets "total" and "parts"
+    to the final values. A row the grader failed on keeps its empty total."""
+    row = dict(row)
+    row["parts"] = {p: list(v) for p, v in (row.get("parts") or {}).items()
+                    if isinstance(v, (list, tuple)) and len(v) == 2}
+    row["graded_total"] = row.get("total")
+    late = courses.lateness(course, row)
+    row.update(late=late["late"], days_late=late["days_late"], due=late["due"])
+    review = list(late["review"])
+    found = ledger.for_row(row, current or {})
+    row["overrides"] = []
+    if row.get("status") == "grader error" or row.get("total") is None:
+        row.update(raw_total=None, penalty=None, total=None)
+        if found:
+            review.append("overrides not applied: the grader failed on this row (regrade it)")
+        row["review"] = review
+        return row
+    for part, entry in found.items():
+        if part == ledger.TOTAL or part not in row["parts"]:
+            continue
+        row["overrides"].append({"part": part, "graded": row["parts"][part][0],
+                                 **{k: entry[k] for k in ("points", "reason", "who", "time")}})
+        row["parts"][part][0] = entry["points"]
+    stale = [p for p in found if p != ledger.TOTAL and p not in row["parts"]]
+    if stale:
+        review.append("an override names a part this row no longer has: " + ", ".join(stale))
+    raw = sum(float(pair[0]) for pair in row["parts"].values()) if row["overrides"] \
+        else float(row["total"])
+    if ledger.TOTAL in found:
+        entry = found[ledger.TOTAL]
+        row["overrides"].append({"part": ledger.TOTAL, "graded": round(raw, 4),
+                                 **{k: entry[k] for k in ("points", "reason", "who", "time")}})
+        raw = float(entry["points"])
+    row["raw_total"] = round(raw, 4)
+    row["penalty"] = courses.penalty(course, late, raw, row.get("max") or 0)
+    row["total"] = round(max(0.0, raw - row["penalty"]), 4)
+    row["review"] = review
+    return row
+
+
+def final_rows(rows, course=None, entries=None):
+    """final_row for each kept row, with the ledger's active overrides (see overrides.py)."""
+    current = ledger.active(entries or [])
+    out = []
+    for row in rows:
+        try:
+            out.append(final_row(row, course, current))
+        except Exception as error:  # an odd row must not cost the gradebook
+            broken = dict(row)
+            broken.update(status="grader error", total=None, raw_total=None, penalty=None,
+                          reason=f"the grader could not compute this row's final score: {error!r}")
+            out.append(broken)
+    return out
+
+
+def _late_cell(value):
+    return {True: "yes", False: "no"}.get(value, "")
+
+
+def _score_cell(value):
+    value = _number(value)
+    return "" if value is None else f"{value:g}"
+
+
+def _overrides_cell(row):
+    return "; ".join(f"{o.get('part')} {_score_cell(o.get('points'))} ({o.get('reason', '')})"
+                     for o in row.get("overrides") or [] if isinstance(o, dict))
+
+
+def _flags_cell(row):
+    flags = [f for f in (row.get("flags") or []) if isinstance(f, str)]
+    return "; ".join(flags + [r for r in row.get("review") or [] if isinstance(r, str)])
+
+
 def _cells(row, parts):
     total = "" if row.get("total") is None else f"{row['total']:g}"
     return ([text_cell(row["name"]), text_cell(row.get("student_id")),
@@ -126,11 +233,21 @@ def _cells(row, parts):
             + [f"{float(row['parts'].get(p, (0, 0))[0]):g}" for p in parts]
             + [text_cell(" ".join(str(m) for m in row.get("diagnoses") or []))]
             + [text_cell(row.get("reason")), text_cell(row.get("source")),
-               text_cell(row.get("folder"))])
+               text_cell(row.get("folder"))]
+            + [_late_cell(row.get("late")),
+               "" if row.get("days_late") is None else str(int(row["days_late"])),
+               text_cell(row.get("submitted_at")), text_cell(row.get("time_source")),
+               _score_cell(row.get("raw_total", row.get("total"))),
+               _score_cell(row.get("penalty")), text_cell(_overrides_cell(row), 1000),
+               text_cell(_flags_cell(row), 1000)])
+
+
+EXTRA_COLUMNS = ["late", "days_late", "submitted_at", "time_source", "raw_total", "penalty",
+                 "overrides", "flags"]
 
 
 def gradebook_text(rows, parts):
-    """grades.csv from gradebook rows (dicts from `record`), sorted by name."""
+    """grades.csv from gradebook rows (dicts from `record`, or `final_rows`), sorted by name."""
     maxima = {}
     for row in rows:
         for part, pair in row.get("parts", {}).items():
@@ -142,7 +259,7 @@ def gradebook_text(rows, parts):
     writer = csv.writer(handle)
     writer.writerow(["submission", "student_id", "name", "status", "total", "max"]
                     + [f"{p} (/{maxima.get(p, 0):g})" for p in parts]
-                    + ["diagnoses", "reason", "source", "folder"])
+                    + ["diagnoses", "reason", "source", "folder"] + EXTRA_COLUMNS)
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         try:
             writer.writerow(_cells(row, parts))
@@ -151,10 +268,42 @@ def gradebook_text(rows, parts):
                              text_cell(row.get("student_name")), "grader error", "", ""]
                             + [""] * (len(parts) + 1)
                             + [text_cell(f"the grader could not write this row: {error!r}"),
-                               text_cell(row.get("source", "")), text_cell(row.get("folder", ""))])
+                               text_cell(row.get("source", "")), text_cell(row.get("folder", ""))]
+                            + [""] * len(EXTRA_COLUMNS))
     return handle.getvalue()
 
 
+BOM = "\ufeff"
+
+
 def write_gradebook(rows, parts, path):
-    """Write grades.csv (atomically) from gradebook rows."""
-    write_bytes(path, gradebook_text(rows, parts).encode("utf-8", errors="replace"))
+    """Write grades.csv (atomically, UTF-8 with a byte order mark) from gradebook rows."""
+    write_bytes(path, (BOM + gradebook_text(rows, parts)).encode("utf-8", errors="replace"))
+
+
+def parts_of(rows):
+    """The parts of kept rows, in the order they first appear."""
+    order = {}
+    for row in rows:
+        for part in row.get("parts") or {}:
+            order.setdefault(part, None)
+    return list(order)
+
+
+def rebuild(out_dir, rows, parts=None, course=None, entries=None):
+    """Build what derives from the kept rows: grades.csv (final scores), report.html, and
+    each student's files where their adjustment changed (adjustments.sync). Returns
+    (final rows, how many students' files were rewritten). report.html and the students'
+    files never raise; grades.csv is written whatever happened to them."""
+    from . import adjustments
+    from . import html as pages
+    rows = list(rows)
+    final = final_rows(rows, course, entries)
+    write_gradebook(final, parts if parts is not None else parts_of(rows),
+                    os.path.join(out_dir, "grades.csv"))
+    pages.write_report(final, out_dir)
+    try:
+        changed = adjustments.sync(out_dir, final)
+    except Exception:
+        changed = 0
+    return final, changed

@@ -437,9 +437,50 @@ def _img(uri, alt):
     return f'<img src="{uri}" alt="{html.escape(alt)}">' if uri else ""
 
 
+def _late(row):
+    late = row.get("late")
+    if late is True:
+        days = row.get("days_late")
+        return f"late, {int(days)} day(s)" if isinstance(days, (int, float)) else "late"
+    return {False: "on time"}.get(late, "")
+
+
+def _flags(row):
+    listed = [f for f in (row.get("flags") or []) if isinstance(f, str)]
+    return listed + [r for r in (row.get("review") or []) if isinstance(r, str)]
+
+
+def _adjustment_cells(row):
+    """The escaped cells late, penalty, overrides and flags of a final row."""
+    penalty = _number(row.get("penalty"))
+    overrides = [o for o in (row.get("overrides") or []) if isinstance(o, dict)]
+    return [esc(_late(row), 100),
+            "" if not penalty else f"-{penalty:g}",
+            "<br>".join(f"{esc(o.get('part'), 100)}: {esc(_fmt(o.get('graded')), 20)} &rarr; "
+                        f"{esc(_fmt(o.get('points')), 20)} ({esc(o.get('reason'), 300)}, "
+                        f"{esc(o.get('who'), 60)})" for o in overrides[:20]),
+            "<br>".join(esc(f, 400) for f in _flags(row)[:20])]
+
+
+def _review(rows, errors):
+    """The rows to look at: missing work, identity flags and what to review, grader errors."""
+    items = [(r, "missing work: nothing gradable was found; not exported unless "
+                 "--export-missing-as-zero") for r in rows if r.get("status") == "missing work"]
+    items += [(r, "; ".join(_flags(r))) for r in rows + errors if _flags(r)]
+    items += [(r, "grader error: " + _first_line(r.get("reason", ""))) for r in errors]
+    if not items:
+        return []
+    return (["<h2>To review</h2><ul>"]
+            + [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: {esc(why, 1200)}</li>"
+               for r, why in items[:500]]
+            + ([f"<li>... and {len(items) - 500} more</li>"] if len(items) > 500 else [])
+            + ["</ul>"])
+
+
 def report_html(items, out_dir=None, charts=True):
-    """The instructor's page for a class: gradebook rows (gradebook.load_records's values,
-    read defensively) or SubmissionResults. out_dir: where each row's folder and its
+    """The instructor's page for a class: gradebook rows (gradebook.final_rows of the kept
+    rows: total is the final score, with late, penalty, overrides and flags; read
+    defensively) or SubmissionResults. out_dir: where each row's folder and its
     results.json are (for the pass rate per case)."""
     items = list(items)
     rows, errors, cases, diagnoses = _statistics(items, out_dir)
@@ -495,8 +536,10 @@ def report_html(items, out_dir=None, charts=True):
                               "</td></tr>" for m, n in frequent) + "</table>")
     else:
         body.append("<p>No diagnoses recorded.</p>")
+    body += _review(rows, errors)
     body.append("<h2>Submissions</h2><table><tr><th>submission</th><th>status</th>"
-                "<th class=\"num\">total</th></tr>")
+                "<th class=\"num\">total</th><th>late</th><th class=\"num\">penalty</th>"
+                "<th>overrides</th><th>flags</th></tr>")
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
         folder = row.get("folder") if isinstance(row.get("folder"), str) else ""
         link = (f'<a href="{html.escape(urllib.parse.quote(folder))}/feedback.html">'
@@ -504,7 +547,8 @@ def report_html(items, out_dir=None, charts=True):
                 and folder not in (".", "..") else esc(row.get("name", ""), 200))
         total = _number(row.get("total"))
         body.append(f"<tr><td>{link}</td><td>{esc(row.get('status', ''), 50)}</td>"
-                    f"<td class=\"num\">{'' if total is None else f'{total:g}'}</td></tr>")
+                    f"<td class=\"num\">{'' if total is None else f'{total:g}'}</td>"
+                    + "".join(f"<td>{cell}</td>" for cell in _adjustment_cells(row)) + "</tr>")
     body.append("</table>")
     if errors:
         body.append("<h2>Grader errors (not in the statistics)</h2><p>Regrade these: "

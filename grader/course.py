@@ -1,0 +1,272 @@
+"""The course file: the due date, per-student extensions and the late policy.
+
+`DIR/course.toml` beside the gradebook (or `--course FILE`), read with tomllib and checked
+on load: an unknown key, a date without a UTC offset, a negative penalty... is refused in
+one line that names the key. Example (the README has it too):
+
+    due = 2026-12-01T23:59:00+08:00     # TOML date-time, or a string in ISO 8601 with offset
+    grace_minutes = 15                  # on time up to 15 minutes after the due date
+
+    [late_policy]
+    kind = "per_day"                    # "none" | "per_day" | "cutoff"
+    percent = 10                        # per day started, of the assignment's points (or points = 5)
+    cap = 50                            # at most this much in all (same unit; default: no cap)
+    cutoff = 2026-12-05T23:59:00+08:00  # optional: no credit after this (kind "cutoff": default the due date)
+    unknown_days = 1                    # the LMS said late without a time: charged as this many days
+
+    [extensions]                        # student id (as grades.csv's student_id) -> new due date
+    "10001" = 2026-12-03T23:59:00+08:00
+    "10002" = { days = 2 }              # or { hours = 36 }: added to the due date
+
+Lateness (`lateness`): a submission is late when its time (the row's `submitted_at`) is
+after the student's due date plus the grace; it is then late by each day *started* after the
+due date (1 minute late = 1 day). An extension moves the student's due date, and their
+cut-off by the same amount. A time read from the file's own modification time on this
+machine (`time_source` "file-mtime", which copying changes) is shown but never charged: the
+row is flagged for review instead. Without a time, an LMS that said "late" (Canvas's LATE)
+makes the row late by `unknown_days` days (flagged for review); past a cut-off only when the
+cut-off is the due date itself.
+
+The penalty (`penalty`): per_day takes `percent` of the assignment's points (or `points`)
+per day late, up to `cap`; past the cut-off nothing is left; never below 0.
+"""
+import dataclasses
+import datetime
+import math
+import os
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+FILE = "course.toml"
+MAX_BYTES = 1024 * 1024
+KINDS = ("none", "per_day", "cutoff")
+TOP_KEYS = {"due", "grace_minutes", "late_policy", "extensions"}
+POLICY_KEYS = {"kind", "percent", "points", "cap", "cutoff", "unknown_days"}
+UNCHARGED_SOURCES = ("file-mtime",)
+DAY = datetime.timedelta(days=1)
+
+
+class CourseError(ValueError):
+    """The course file cannot be used: one line that says which key and why."""
+
+
+@dataclasses.dataclass
+class Course:
+    due: datetime.datetime = None
+    grace_minutes: float = 0.0
+    kind: str = "none"
+    percent: float = None
+    points: float = None
+    cap: float = None
+    cutoff: datetime.datetime = None
+    unknown_days: int = 1
+    extensions: dict = dataclasses.field(default_factory=dict)  # id -> datetime
+    path: str = ""
+
+
+def parse_time(value, where):
+    """An aware datetime from a TOML date-time or an ISO 8601 string with an offset."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            raise CourseError(f"{where}: {value!r} is not an ISO 8601 date and time "
+                              f"(e.g. 2026-12-01T23:59:00+08:00)") from None
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        raise CourseError(f"{where}: give a time and an offset, not only a date "
+                          f"(e.g. {value.isoformat()}T23:59:00+08:00)")
+    if not isinstance(value, datetime.datetime):
+        raise CourseError(f"{where}: expected a date and time, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise CourseError(f"{where}: {value.isoformat()} has no UTC offset; add one "
+                          f"(e.g. +08:00), so the deadline means one moment")
+    return value
+
+
+def _number(value, where, low=0.0, integer=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CourseError(f"{where}: expected a number, got {value!r}")
+    if integer and value != int(value):
+        raise CourseError(f"{where}: expected a whole number, got {value!r}")
+    if value < low:
+        raise CourseError(f"{where}: must be at least {low:g}, got {value!r}")
+    return float(value)
+
+
+def _unknown(keys, allowed, where):
+    extra = sorted(set(keys) - allowed)
+    if extra:
+        raise CourseError(f"{where}unknown key {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def from_data(data, path=""):
+    """A Course from the parsed TOML table, checked."""
+    where = f"{path}: " if path else ""
+    _unknown(data, TOP_KEYS, where)
+    course = Course(path=path)
+    if "due" not in data:
+        raise CourseError(f"{where}'due' is missing (the due date, e.g. due = 2026-12-01T23:59:00+08:00)")
+    course.due = parse_time(data["due"], f"{where}due")
+    if "grace_minutes" in data:
+        course.grace_minutes = _number(data["grace_minutes"], f"{where}grace_minutes")
+    policy = data.get("late_policy", {"kind": "none"})
+    if not isinstance(policy, dict):
+        raise CourseError(f"{where}late_policy must be a table ([late_policy])")
+    _unknown(policy, POLICY_KEYS, f"{where}late_policy: ")
+    kind = policy.get("kind")
+    if kind not in KINDS:
+        raise CourseError(f"{where}late_policy.kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    course.kind = kind
+    if "percent" in policy and "points" in policy:
+        raise CourseError(f"{where}late_policy: give percent or points per day, not both")
+    if kind == "per_day":
+        if "percent" not in policy and "points" not in policy:
+            raise CourseError(f"{where}late_policy: kind per_day needs percent or points (per day late)")
+        if "percent" in policy:
+            course.percent = _number(policy["percent"], f"{where}late_policy.percent")
+            if course.percent > 100:
+                raise CourseError(f"{where}late_policy.percent: at most 100, got {policy['percent']!r}")
+        else:
+            course.points = _number(policy["points"], f"{where}late_policy.points")
+        if "cap" in policy:
+            course.cap = _number(policy["cap"], f"{where}late_policy.cap")
+    else:
+        for key in ("percent", "points", "cap"):
+            if key in policy:
+                raise CourseError(f"{where}late_policy.{key}: only for kind per_day (this is {kind})")
+    if "cutoff" in policy:
+        if kind == "none":
+            raise CourseError(f"{where}late_policy.cutoff: not for kind none")
+        course.cutoff = parse_time(policy["cutoff"], f"{where}late_policy.cutoff")
+        if course.cutoff < course.due:
+            raise CourseError(f"{where}late_policy.cutoff is before the due date")
+    elif kind == "cutoff":
+        course.cutoff = course.due
+    if "unknown_days" in policy:
+        course.unknown_days = int(_number(policy["unknown_days"], f"{where}late_policy.unknown_days",
+                                          integer=True))
+    extensions = data.get("extensions", {})
+    if not isinstance(extensions, dict):
+        raise CourseError(f"{where}extensions must be a table ([extensions])")
+    if len(extensions) > 100000:
+        raise CourseError(f"{where}extensions: more than 100000 entries")
+    for student, value in extensions.items():
+        at = f"{where}extensions.{student}"
+        if not student.strip():
+            raise CourseError(f"{at}: an empty student id")
+        if isinstance(value, dict):
+            _unknown(value, {"days", "hours"}, f"{at}: ")
+            if not value:
+                raise CourseError(f"{at}: give days or hours")
+            extra = datetime.timedelta(days=_number(value.get("days", 0), f"{at}.days"),
+                                       hours=_number(value.get("hours", 0), f"{at}.hours"))
+            course.extensions[student.strip()] = course.due + extra
+        else:
+            new = parse_time(value, at)
+            if new < course.due:
+                raise CourseError(f"{at}: the new due date is before the course's")
+            course.extensions[student.strip()] = new
+    return course
+
+
+def load(path):
+    """The Course in the TOML file at `path` (CourseError when it cannot be used)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise CourseError(f"{path}: cannot read it ({error.strerror or error})") from None
+    if len(raw) > MAX_BYTES:
+        raise CourseError(f"{path}: larger than {MAX_BYTES // 1024} KB")
+    try:
+        data = tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise CourseError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CourseError(f"{path}: not valid TOML: {error}") from None
+    return from_data(data, path)
+
+
+def find(out_dir, path=None):
+    """The course in effect for the gradebook `out_dir`: `path` (--course) if given, else
+    DIR/course.toml if it exists, else None (no due date: no lateness is charged)."""
+    if path:
+        return load(path)
+    default = os.path.join(out_dir, FILE)
+    return load(default) if os.path.exists(default) else None
+
+
+def _submitted(row):
+    text = row.get("submitted_at") or ""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_time(text, "submitted_at")
+    except CourseError:
+        return None
+
+
+def due_for(course, student_id):
+    """The student's due date: an extension's, else the course's. A group (ids joined by
+    `;`) gets the latest of its members'."""
+    ids = [i.strip() for i in str(student_id or "").split(";") if i.strip()]
+    return max([course.extensions[i] for i in ids if i in course.extensions] + [course.due])
+
+
+def lateness(course, row):
+    """{"late": True/False/None, "days_late": int or None, "due": ISO or "", "past_cutoff":
+    bool, "review": [str]} for a gradebook row (its submitted_at, time_source, late_flag)."""
+    flag = row.get("late_flag")
+    flag = flag if isinstance(flag, bool) else None
+    when, source = _submitted(row), row.get("time_source") or ""
+    out = {"late": flag, "days_late": None, "due": "", "past_cutoff": False, "review": []}
+    if course is None:
+        return out
+    due = due_for(course, row.get("student_id"))
+    out["due"] = due.isoformat()
+    cutoff = course.cutoff + (due - course.due) if course.cutoff else None
+    grace = datetime.timedelta(minutes=course.grace_minutes)
+    if when is not None and source not in UNCHARGED_SOURCES:
+        late = when > due + grace
+        out["late"] = late
+        if late:
+            out["days_late"] = math.ceil((when - due) / DAY)
+            out["past_cutoff"] = cutoff is not None and when > cutoff + grace
+        if flag is False and late:
+            out["review"].append(f"late by its time ({when.isoformat()}, {source}), "
+                                 f"though the LMS did not mark it late")
+        return out
+    if flag is True:
+        out["late"], out["days_late"] = True, course.unknown_days
+        out["past_cutoff"] = cutoff is not None and cutoff <= due
+        out["review"].append(f"the LMS marked it late without a time: charged as "
+                             f"{course.unknown_days} day(s) late")
+        return out
+    if when is not None and when > due + grace:
+        out["late"] = None
+        out["review"].append(f"only the file's own time ({when.isoformat()}) says it is late; "
+                             f"not charged")
+    return out
+
+
+def penalty(course, late, raw_total, maximum):
+    """Points the late policy takes from `raw_total` (never more than it)."""
+    if course is None or not late.get("late") or raw_total is None:
+        return 0.0
+    raw = max(0.0, float(raw_total))
+    if late.get("past_cutoff"):
+        return round(raw, 4)
+    if course.kind != "per_day" or not late.get("days_late"):
+        return 0.0
+    unit = (course.percent / 100.0 * float(maximum)) if course.percent is not None else course.points
+    taken = unit * late["days_late"]
+    if course.cap is not None:
+        cap = course.cap / 100.0 * float(maximum) if course.percent is not None else course.cap
+        taken = min(taken, cap)
+    return round(min(taken, raw), 4)

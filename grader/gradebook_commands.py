@@ -1,0 +1,113 @@
+"""`grader gradebook` and `grader override`: the gradebook rebuilt from its kept rows, with
+the course file and the overrides ledger, without grading anything.
+
+    grader gradebook --out DIR [--course FILE]
+    grader override --out DIR STUDENT PART POINTS --reason "..." [--allow-bonus]
+    grader override --out DIR --remove STUDENT PART [--reason "..."]
+    grader override --out DIR --import overrides.csv [--allow-bonus]
+    grader override --out DIR --list
+
+Each change to the ledger rebuilds the gradebook at once (grades.csv, report.html and the
+files of the students whose adjustment changed).
+"""
+import os
+import sys
+
+from . import course as courses
+from . import overrides as ledger
+from .report import gradebook
+from .textsafety import safe_text
+
+
+def _fail(command, message):
+    print(f"grader {command}: {safe_text(str(message), 1000)}", file=sys.stderr)
+    return 2
+
+
+def _rows(out_dir, command):
+    if not os.path.isdir(out_dir):
+        raise ledger.OverrideError(f"--out {out_dir} is not a gradebook folder (the --out of grader grade)")
+    rows = gradebook.load_records(out_dir)
+    if not rows:
+        raise ledger.OverrideError(f"no graded rows in {out_dir}")
+    return list(rows.values())
+
+
+def rebuild(out_dir, course_file=None, stream=None):
+    """Rebuild DIR's grades.csv, report.html and students' adjustments; prints one line."""
+    rows = _rows(out_dir, "gradebook")
+    policy = courses.find(out_dir, course_file)
+    entries = ledger.load(out_dir)
+    final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries)
+    late = sum(r.get("late") is True for r in final)
+    adjusted = sum(bool(r.get("penalty") or r.get("overrides")) for r in final)
+    print(f"Wrote {out_dir}/grades.csv: {len(final)} rows, {late} late, {adjusted} adjusted "
+          f"(penalty or override), {len(ledger.active(entries))} override(s) in effect; "
+          f"{changed} student(s)' feedback rewritten"
+          + ("" if policy else "; no course file, so no late policy"),
+          file=stream or sys.stdout)
+    return final
+
+
+def gradebook_main(args):
+    try:
+        rebuild(args.out, args.course)
+    except (courses.CourseError, ledger.OverrideError) as error:
+        return _fail("gradebook", error)
+    return 0
+
+
+def _list(out_dir):
+    entries = ledger.load(out_dir)
+    current = ledger.active(entries)
+    print(f"{len(current)} override(s) in effect, {len(entries)} entries in "
+          f"{os.path.join(out_dir, ledger.FILE)}:")
+    for entry in entries:
+        points = f" {entry['points']:g}" if entry["action"] == "set" else ""
+        effect = " (in effect)" if current.get((entry["student"], entry["part"])) is entry else ""
+        print(f"  {entry['time']} {entry['who']}: {entry['action']} {entry['student']} "
+              f"{entry['part']}{points}: {entry['reason']}{effect}")
+    return 0
+
+
+def override_main(args):
+    out_dir = args.out
+    try:
+        if args.list:
+            if args.target or args.remove or args.import_file:
+                return _fail("override", "--list takes no other arguments")
+            if not os.path.isdir(out_dir):
+                return _fail("override", f"--out {out_dir} is not a gradebook folder")
+            return _list(out_dir)
+        rows = _rows(out_dir, "override")
+        courses.find(out_dir, args.course)  # a broken course file is said before anything
+        if args.import_file:
+            if args.target or args.remove:
+                return _fail("override", "--import takes no STUDENT PART POINTS")
+            entries = ledger.read_import(args.import_file, rows, args.allow_bonus)
+            said = f"imported {len(entries)} override(s)"
+        elif args.remove:
+            if len(args.target) != 2:
+                return _fail("override", "--remove takes STUDENT PART")
+            student, part = args.target
+            entry = ledger.entry_for(rows, student, part, None, args.reason or "", action="remove")
+            if (entry["student"], entry["part"]) not in ledger.active(ledger.load(out_dir)):
+                return _fail("override", f"{safe_text(student, 100)} has no override of "
+                                         f"{safe_text(part, 100)} in effect (see --list)")
+            entries, said = [entry], f"removed the override of {entry['part']} for {entry['student']}"
+        else:
+            if len(args.target) != 3:
+                return _fail("override", "give STUDENT PART POINTS --reason \"...\" "
+                                         "(or --remove, --import, --list)")
+            student, part, points = args.target
+            entry = ledger.entry_for(rows, student, part, points, args.reason,
+                                     args.allow_bonus)
+            entries = [entry]
+            said = (f"{entry['student']} {entry['part']}: {entry['points']:g} "
+                    f"({entry['reason']})")
+        ledger.append(out_dir, entries)
+        print(f"grader override: {said}")
+        rebuild(out_dir, args.course)
+    except (courses.CourseError, ledger.OverrideError) as error:
+        return _fail("override", error)
+    return 0

@@ -1,0 +1,214 @@
+"""Instructor overrides: DIR/overrides.json, an append-only ledger of changes to scores.
+
+Each entry: {"time" (UTC, ISO 8601), "who" ($SUDO_USER, $USER or the login name),
+"action" ("set" | "remove"), "student" (the row's student_id, or its submission name when
+it has none), "submission", "part" (a part name of the row, or "total"), "points" (set
+only), "reason"}. The active set is the last action per (student, part); a "remove" ends
+one, so the graded score is back. The ledger is never written into a graded row: it is
+applied each time the gradebook is built (gradebook.final_rows), so it survives regrades,
+`--force` and changes of the late policy.
+
+Checked when recorded (`record`): the student must match exactly one row (by student id or
+submission name), the part must be one of that row's parts or `total`, the points within
+0..the part's maximum (`allow_bonus`: any points >= 0), a reason given; a row the grader
+failed on is refused (regrade it first). Checked again when read (`load`): a ledger that
+does not read is an error, never silently ignored.
+"""
+import csv
+import datetime
+import getpass
+import io
+import json
+import math
+import os
+
+from .report import files
+from .textsafety import safe_text
+
+FILE = "overrides.json"
+MAX_BYTES = 16 * 1024 * 1024
+MAX_IMPORT_BYTES = 1024 * 1024
+MAX_IMPORT_ROWS = 10000
+MAX_POINTS = 1e6
+TOTAL = "total"
+ACTIONS = ("set", "remove")
+FIELDS = {"time", "who", "action", "student", "submission", "part", "points", "reason"}
+
+
+class OverrideError(ValueError):
+    """An override that cannot be recorded or a ledger that cannot be read (one line)."""
+
+
+def who():
+    """The person running the command: $SUDO_USER, $USER, else the login name."""
+    name = os.environ.get("SUDO_USER") or os.environ.get("USER")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except Exception:
+            name = "unknown"
+    return safe_text(name, 100)
+
+
+def _check(entry, index):
+    where = f"{FILE}: entry {index + 1}"
+    if not isinstance(entry, dict) or set(entry) - FIELDS:
+        raise OverrideError(f"{where}: not an override entry")
+    for key in ("time", "who", "student", "part", "reason"):
+        if not isinstance(entry.get(key), str):
+            raise OverrideError(f"{where}: {key} must be text")
+    if entry.get("action") not in ACTIONS:
+        raise OverrideError(f"{where}: action must be set or remove")
+    if entry["action"] == "set":
+        points = entry.get("points")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) \
+                or not math.isfinite(points) or not 0 <= points <= MAX_POINTS:
+            raise OverrideError(f"{where}: points must be a number from 0 to {MAX_POINTS:g}")
+    return entry
+
+
+def load(out_dir):
+    """Every entry of DIR/overrides.json, oldest first ([] when there is none)."""
+    path = os.path.join(out_dir, FILE)
+    if not os.path.lexists(path):
+        return []
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise OverrideError(f"{path}: not a regular file")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise OverrideError(f"{path}: larger than {MAX_BYTES // 1024 // 1024} MB")
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError) as error:
+        raise OverrideError(f"{path}: does not read as the overrides ledger ({error})") from None
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise OverrideError(f"{path}: no entries list")
+    return [_check(e, i) for i, e in enumerate(entries)]
+
+
+def active(entries):
+    """{(student, part): entry} of the overrides in effect (the last action of each pair)."""
+    now = {}
+    for entry in entries:
+        key = (entry["student"], entry["part"])
+        if entry["action"] == "set":
+            now[key] = entry
+        else:
+            now.pop(key, None)
+    return now
+
+
+def row_key(row):
+    """What an override of this row is recorded under: its student id, else its name."""
+    return str(row.get("student_id") or "") or str(row.get("name") or "")
+
+
+def for_row(row, current):
+    """{part: entry} of the active overrides that apply to this gradebook row."""
+    key = row_key(row)
+    return {part: entry for (student, part), entry in current.items() if student == key}
+
+
+def find_row(rows, student):
+    """The one row STUDENT names (a student id or a submission name), or OverrideError."""
+    student = str(student).strip()
+    matches = [r for r in rows if r.get("name") == student]
+    if not matches:
+        matches = [r for r in rows if str(r.get("student_id") or "") == student
+                   or student in str(r.get("student_id") or "").split(";")]
+    if len(matches) == 1:
+        return matches[0]
+    shown = safe_text(student, 100)
+    if not matches:
+        known = sorted(r.get("student_id") or r.get("name", "") for r in rows)
+        more = f" and {len(known) - 20} more" if len(known) > 20 else ""
+        raise OverrideError(f"no row for student {shown!r} in the gradebook (students: "
+                            f"{', '.join(safe_text(k, 60) for k in known[:20])}{more})")
+    raise OverrideError(f"{shown!r} matches {len(matches)} rows ("
+                        + ", ".join(safe_text(r.get("name", ""), 60) for r in matches[:10])
+                        + "); give the submission name as in grades.csv")
+
+
+def _part_max(row, part):
+    if part == TOTAL:
+        return float(row.get("max") or 0)
+    pair = (row.get("parts") or {}).get(part)
+    if pair is None:
+        raise OverrideError(f"{safe_text(row.get('name', ''), 100)} has no part {safe_text(part, 100)!r} "
+                            f"(parts: {', '.join(list(row.get('parts') or {}) + [TOTAL])})")
+    return float(pair[1])
+
+
+def entry_for(rows, student, part, points, reason, allow_bonus=False, action="set", now=None):
+    """A checked ledger entry (OverrideError says why it cannot be)."""
+    row = find_row(rows, student)
+    part = str(part).strip()
+    top = _part_max(row, part)
+    if row.get("status") == "grader error":
+        raise OverrideError(f"{safe_text(row.get('name', ''), 100)} is a grader error, not a "
+                            f"score: regrade it first (grader grade ... --force)")
+    entry = {"time": (now or datetime.datetime.now(datetime.timezone.utc)).isoformat(
+                 timespec="seconds"),
+             "who": who(), "action": action, "student": row_key(row),
+             "submission": safe_text(row.get("name", ""), 400), "part": part,
+             "reason": safe_text(str(reason or ""), 1000).replace("\n", " ").strip()}
+    if action == "set":
+        try:
+            value = float(points)
+        except (TypeError, ValueError):
+            raise OverrideError(f"points must be a number, got {safe_text(str(points), 40)!r}") from None
+        if not math.isfinite(value) or value < 0:
+            raise OverrideError(f"points must be 0 or more, got {safe_text(str(points), 40)}")
+        if value > top and not allow_bonus:
+            raise OverrideError(f"{value:g} is more than {part}'s {top:g} points "
+                                f"(--allow-bonus to give more)")
+        if value > MAX_POINTS:
+            raise OverrideError(f"points above {MAX_POINTS:g}")
+        if not entry["reason"]:
+            raise OverrideError("give a --reason (the student reads it)")
+        entry["points"] = round(value, 4)
+    return entry
+
+
+def append(out_dir, new_entries):
+    """Add entries to the ledger (one atomic rewrite; what was there is kept as it was)."""
+    entries = load(out_dir) + list(new_entries)
+    files.write_bytes(os.path.join(out_dir, FILE), json.dumps(
+        {"entries": entries}, ensure_ascii=False, indent=1).encode("utf-8"))
+    return entries
+
+
+def read_import(path, rows, allow_bonus=False):
+    """Entries from a CSV with columns student,part,points,reason; every line is checked
+    before any is recorded (OverrideError lists the first problems)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_IMPORT_BYTES + 1)
+    except OSError as error:
+        raise OverrideError(f"{path}: cannot read it ({error.strerror or error})") from None
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise OverrideError(f"{path}: larger than {MAX_IMPORT_BYTES // 1024} KB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise OverrideError(f"{path}: not UTF-8 text") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    wanted = ["student", "part", "points", "reason"]
+    if [f.strip().lower() for f in reader.fieldnames or []] != wanted:
+        raise OverrideError(f"{path}: the columns must be {','.join(wanted)}")
+    reader.fieldnames = wanted
+    entries, problems = [], []
+    for number, line in enumerate(reader, start=2):
+        if number - 1 > MAX_IMPORT_ROWS:
+            raise OverrideError(f"{path}: more than {MAX_IMPORT_ROWS} lines")
+        try:
+            entries.append(entry_for(rows, (line["student"] or "").strip(), line["part"] or "",
+                                     (line["points"] or "").strip(), line["reason"], allow_bonus))
+        except OverrideError as error:
+            problems.append(f"line {number}: {error}")
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise OverrideError(f"{path}: nothing imported: " + "; ".join(problems[:5]) + more)
+    return entries
