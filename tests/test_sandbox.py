@@ -83,7 +83,8 @@ def test_worker_runs_isolated_python_in_a_private_folder(facts):
     level, _, seen = facts
     assert seen["isolated"] == 1
     assert seen["files"] == ["attention.py"]
-    assert set(seen["env"]) <= {"PATH", "HOME", "LANG", "OMP_NUM_THREADS", "LC_CTYPE", "PWD", "OLDPWD"}
+    assert set(seen["env"]) <= {"PATH", "HOME", "LANG", "OMP_NUM_THREADS", "LC_CTYPE", "PWD", "OLDPWD",
+                                "TMPDIR", "TMP", "TEMP"}
     if level.uid is not None:  # each worker leases a throwaway uid of its own
         assert isolation.FIRST_UID <= seen["uid"] < isolation.FIRST_UID + isolation.UID_SPAN
 
@@ -183,3 +184,71 @@ def test_a_hand_run_copies_only_regular_files_within_a_budget(tmp_path):
     copy_submission_folder(str(src / "attention.py"), str(work), max_bytes=2**20)
     copied = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
     assert copied == ["attention.py", "helpers.py", "pkg", "pkg/more.py"], copied
+
+
+# -- what a worker at level `none` leaves in the machine's shared folders -------------------
+LITTER = r'''
+import os, tempfile
+tag = "attnkit-litter-%d" % os.getpid()
+made = []
+for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    os.makedirs(f"{folder}/{tag}-dir/deeper", exist_ok=True)
+    for i in range(COUNT):
+        with open(f"{folder}/{tag}-{i}", "wb") as f:
+            f.write(b"x" * 4096)
+    with open(f"{folder}/{tag}-dir/deeper/file", "wb") as f:
+        f.write(b"y" * 100000)
+    os.symlink("/etc/passwd", f"{folder}/{tag}-link")
+    made += [f"{folder}/{tag}-0", f"{folder}/{tag}-dir", f"{folder}/{tag}-link"]
+with tempfile.NamedTemporaryFile(delete=False) as f:  # TMPDIR: the worker's private one
+    f.write(b"z")
+made.append(f.name)
+print("MADE", made)
+'''
+
+
+def _litter(tmp_path, count, limits=Limits(memory_mb=1500)):
+    level = isolation.choose("none")
+    folder = tmp_path / "litter"
+    folder.mkdir()
+    (folder / "attention.py").write_text(LITTER.replace("COUNT", str(count)))
+    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    os.chmod(stage, 0o711)
+    worker = Worker(str(folder / "attention.py"), level, limits, stage)
+    worker.start()
+    try:
+        reply = worker.request({"op": "load", "names": []}, timeout=60)
+    except Exception as failure:  # noqa: BLE001 (WorkerFailure: the reason is checked)
+        reply = failure
+    worker.stop()
+    return worker, reply
+
+
+@pytest.mark.skipif(not any(lv.level == "none" for lv in LEVELS) or os.geteuid() != 0,
+                    reason="level none as root: the worker's files carry a throwaway gid")
+def test_nothing_a_worker_at_level_none_writes_in_shared_folders_is_left(tmp_path):
+    worker, reply = _litter(tmp_path, 20)
+    assert reply["ok"], reply
+    out, _ = worker.output()
+    made = eval(next(l for l in out.splitlines() if l.startswith("MADE"))[5:])
+    assert len(made) == 10
+    assert made[-1].startswith(worker.view.tmp_dir + "/"), "tempfile uses the private TMPDIR"
+    left = [path for path in made if os.path.lexists(path)]
+    assert left == []
+    # 3 folders x (20 files, a folder with a folder and a file, a link), counted before removal
+    assert worker.removed[0] == 3 * (20 + 3 + 1)
+    assert worker.removed[1] >= 3 * (20 * 4096 + 100000)
+
+
+@pytest.mark.skipif(not any(lv.level == "none" for lv in LEVELS) or os.geteuid() != 0,
+                    reason="level none as root: the worker's files carry a throwaway gid")
+def test_a_worker_at_level_none_is_stopped_past_its_file_count(tmp_path):
+    from grader.sandbox import cleanup
+    worker, failure = _litter(tmp_path, cleanup.MAX_FILES // 2)  # 3 folders: 1.5 x the limit
+    assert not isinstance(failure, dict), "it ran past its file limit"
+    assert failure.kind == "disk"
+    assert f"{cleanup.MAX_FILES} files" in failure.reason and "was stopped" in failure.reason
+    assert worker.removed[0] > cleanup.MAX_FILES // 2
+    leftovers = [name for folder in ("/tmp", "/var/tmp", "/dev/shm") for name in os.listdir(folder)
+                 if name.startswith("attnkit-litter-")]
+    assert leftovers == []

@@ -21,6 +21,7 @@ import threading
 import time
 
 from . import cgroups as cgroups_mod
+from . import cleanup
 from . import isolation as isolation_mod
 from . import replies
 from . import template as template_mod
@@ -190,6 +191,8 @@ class Worker:
         self.info = {}
         self.failure = None
         self._watchdog_over = False
+        self._disk_over = None       # (bytes, entries) when stopped for what it wrote at level `none`
+        self.removed = (0, 0)        # (entries, bytes) it left in the shared folders, removed
         self._tree_size = 1
         self._stop_watch = threading.Event()
         self.cgroups = None          # cgroups.WorkerCgroups while the worker runs in its own
@@ -245,6 +248,8 @@ class Worker:
         worker_py = os.path.join(runtime_inside, "worker.py")
         submission = os.path.join(work, os.path.basename(self.submission_file))
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+        if self.isolation.level == "none":  # a private TMPDIR (namespaces give a private /tmp)
+            env.update(TMPDIR=self.view.tmp_dir, TMP=self.view.tmp_dir, TEMP=self.view.tmp_dir)
         template = None if self.gpu else template_mod.current()
         if template is not None:
             try:
@@ -386,6 +391,8 @@ class Worker:
             if time.monotonic() > deadline:
                 raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
         except (protocol.FrameTimeout, replies.ReplyTooSlow):
+            if self._disk_over:
+                raise self._failed(self._disk_reason(), "disk") from None
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
             what = doing or _("the call")
@@ -393,6 +400,8 @@ class Worker:
                                  "far too slow)").format(doing=what, seconds=f"{timeout:g}"),
                                "timeout") from None
         except protocol.ProtocolError as exc:
+            if self._disk_over:
+                raise self._failed(self._disk_reason(), "disk") from None
             if self._over_memory:
                 raise self._failed(self._memory_reason(), "memory") from None
             if not isinstance(exc, replies.ReplyRefused) and "closed" in str(exc):
@@ -401,7 +410,18 @@ class Worker:
             raise self._failed(_("the submission's process sent a reply the grader refuses to "
                                  "read: {reason}").format(reason=safe_text(exc, 600)),
                                "protocol") from None
+        if self.isolation.level == "none" and self._over_disk():  # a burst between two looks
+            self._kill_tree()
+            raise self._failed(self._disk_reason(), "disk")
         return reply
+
+    def _over_disk(self):
+        """Measure what it wrote (level `none`); True, and remembered, when past its limits."""
+        most_bytes, most_files = self.disk_limits()
+        size, entries = cleanup.usage(self.isolation.ids(), self.view.home)
+        if size > most_bytes or entries > most_files:
+            self._disk_over = (size, entries)
+        return self._disk_over is not None
 
     def _failed(self, reason, kind):
         self.failure = WorkerFailure(reason, kind)
@@ -414,6 +434,8 @@ class Worker:
         except subprocess.TimeoutExpired:
             code = None
         when = f" {when}" if when else ""
+        if self._disk_over:
+            return self._disk_reason()
         if code is None:
             return _("the submission's process closed its channel{when}").format(when=when)
         if code < 0:
@@ -429,6 +451,19 @@ class Worker:
             return _("the process was killed by signal {signal}{when}").format(signal=name, when=when)
         return _("the process exited with status {code}{when} (os._exit() or sys.exit() in the "
                  "submission, or a crash)").format(code=code, when=when)
+
+    def disk_limits(self):
+        """(bytes, entries) a worker at level `none` may hold in its private folder and the
+        shared folders: its /submission and /tmp at the namespace levels, and MAX_FILES."""
+        return 2 * self.limits.disk_mb * 2**20, cleanup.MAX_FILES
+
+    def _disk_reason(self):
+        size, entries = self._disk_over
+        most_bytes, most_files = self.disk_limits()
+        return _("the process wrote more than its folders may hold ({mb} MB and {files} files; "
+                 "it had {used_mb:.0f} MB in {used_files} files and folders) and was stopped").format(
+                     mb=most_bytes // 2**20, files=most_files, used_mb=size / 2**20,
+                     used_files=entries)
 
     def _memory_reason(self):
         if not self._watchdog_over:
@@ -451,8 +486,13 @@ class Worker:
         record = self.isolation.level == "none"
         if not (watchdog or record):
             return
+        rounds = 0
         while not self._stop_watch.wait(0.1):
             if self.proc is None or self.proc.poll() is not None:
+                return
+            rounds += 1
+            if record and rounds % 5 == 0 and self._over_disk():  # twice a second
+                self._kill_tree()
                 return
             table = _proc_table()
             roots = self._roots()
@@ -511,8 +551,10 @@ class Worker:
         self.reply_fd = -1
         shutil.rmtree(self.view.home, ignore_errors=True)
         if self.isolation.level == "none" and self._ipc_before is not None:
-            _remove_ipc(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at)
+            _remove_ipc(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at,
+                        self.isolation.gid)
             self._ipc_before = None
+            self.removed = cleanup.remove(self.isolation.ids())  # /tmp, /var/tmp, /dev/shm
         self._release()
 
     def _stop_holder(self):
@@ -694,7 +736,7 @@ def _ipc_snapshot():
     return ids, names
 
 
-def _remove_ipc(uid, pids, before, started):
+def _remove_ipc(uid, pids, before, started, gid=None):
     """Remove the System V objects and /dev/shm files a worker at level `none` left: those of
     its throwaway uid, or (without one) the shared memory segments its process tree created
     or last used and message queues it last used, and /dev/shm files new since it started that
@@ -707,6 +749,8 @@ def _remove_ipc(uid, pids, before, started):
         for row in _sysv_table(kind):
             if uid is not None:
                 ours = uid in (row.get("uid"), row.get("cuid"))
+            elif gid is not None and gid in (row.get("gid"), row.get("cgid")):
+                ours = True  # made by the worker: its throwaway gid
             elif row.get(key) in before[0][kind]:
                 ours = False
             elif kind == "shm":
@@ -731,6 +775,8 @@ def _remove_ipc(uid, pids, before, started):
         if uid is not None:
             if info.st_uid == uid:
                 candidates.append((path, info))
+        elif gid is not None:
+            continue  # its files carry its gid: cleanup.remove() takes them
         elif (name not in before[1] and info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode)
               and max(info.st_mtime, info.st_ctime) >= started - 1):
             candidates.append((path, info))

@@ -80,6 +80,11 @@ class View:
         return os.path.join(self.home, "submission")
 
     @property
+    def tmp_dir(self):
+        """The worker's private TMPDIR at level `none` (namespaces give it a private /tmp)."""
+        return os.path.join(self.home, "tmp")
+
+    @property
     def root_dir(self):
         """Mount point of the private root built at level `unshare`."""
         return os.path.join(self.home, "root")
@@ -310,13 +315,17 @@ def unshare_command(argv, view, uid, privileged):
 
 def prepare_home(view, isolation):
     """Create the worker's private folders, owned by its uid, closed to everyone else."""
-    for path in (view.home, view.work_dir, view.root_dir):
+    for path in (view.home, view.work_dir, view.root_dir, view.tmp_dir):
         os.makedirs(path, exist_ok=True)
         os.chmod(path, 0o700)
     if isolation.uid is not None:
         for folder, _, files in os.walk(view.home):
             for path in [folder] + [os.path.join(folder, f) for f in files]:
                 os.lchown(path, isolation.uid, isolation.uid)
+    elif isolation.gid is not None:  # level `none`, the grader's uid: its folders carry its gid
+        for folder, _, files in os.walk(view.home):
+            for path in [folder] + [os.path.join(folder, f) for f in files]:
+                os.lchown(path, -1, isolation.gid)
 
 
 def throwaway_uid():
