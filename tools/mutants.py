@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Mutation score of the trust-critical modules (a benchmark, not a CI gate).
+
+    python tools/mutants.py [MODULE ...] [--before] [--budget MINUTES] [--sample N]
+
+For each module (default: all of MODULES) the working tree is copied to a temporary folder,
+cosmic-ray (pip install -e '.[mutants]') makes one small edit at a time to that module in
+the copy (the operators below) and runs the tests that cover it, stopping at the first
+failure. A mutant no test notices "survived". Survivors are written to
+bench/mutants/<module>.txt (operator, line and diff), and the score per module is printed:
+killed / (killed + survived); a mutant that makes the tests run past the time limit counts
+as killed (cosmic-ray's rule), one cosmic-ray could not run ("incompetent") counts as
+neither.
+
+--before runs the tests that covered each module before the mutant tests were added (the
+"before" figure of issue 19); --sample N runs N mutants drawn at random (seeded) instead
+of all; --budget stops a module after that many minutes and scores what ran.
+The copy is made so that other people's test runs in this tree never see a mutant.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(KIT, "bench", "mutants")
+
+# module -> (path, tests before issue 19, tests added for it); pytest node ids or -k
+# selections, kept to what runs in seconds (the batch-grading tests are left out)
+FAST_OUTPUTS = "tests/test_outputs.py -k 'not batch and not grader_grade and not gradebook'"
+REPLY_TESTS = ("tests/test_fuzz_replies.py -k 'not arbitrary and not one_part_replaced and "
+               "not flipped_bytes and not random_bytes and not stride0_tensors'")
+MODULES = {
+    "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
+    "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
+    "folders": ("grader/report/folders.py", FAST_OUTPUTS, "tests/test_mutants_folders.py"),
+    "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_mutants_replies.py"),
+    "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_mutants_compare.py"),
+    "diagnose": ("grader/catalog/diagnose.py", "tests/test_diagnosis.py",
+                 "tests/test_mutants_diagnose.py"),
+}
+
+# Operators: cosmic-ray's, less those that multiply the count without finding anything
+# new (every binary operator into every other, every comparison into every other) and the
+# random variable replacers. Kept: + - * / // swaps, & |, the boundary of each comparison
+# (< <=, > >=, == !=, is / is not), `not` added or removed, True/False, and/or,
+# break/continue, numbers +1/-1, exception types, zero-iteration loops, decorators removed.
+EXCLUDE = [
+    r"core/ReplaceBinaryOperator_(?!(Add_Sub|Sub_Add|Mul_Div|Div_Mul|Add_Mul|Mul_Add|"
+    r"FloorDiv_Div|Div_FloorDiv|BitOr_BitAnd|BitAnd_BitOr)$)",
+    r"core/ReplaceComparisonOperator_(?!(Lt_LtE|LtE_Lt|Gt_GtE|GtE_Gt|Eq_NotEq|NotEq_Eq|"
+    r"Is_IsNot|IsNot_Is)$)",
+    r"core/Variable(Replacer|Inserter)",
+]
+
+
+def copy_tree(where):
+    """The working tree (tracked and untracked files, no .git, no venv, no caches)."""
+    skip = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".hypothesis",
+                                  "mutants", "*.egg-info", ".pytest_cache")
+    shutil.copytree(KIT, where, ignore=skip, symlinks=True)
+
+
+def test_command(tests, timeout):
+    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider --timeout {int(timeout)} {tests}"
+
+
+def config_text(path, tests, timeout):
+    command = test_command(tests, timeout)
+    exclude = ",\n    ".join(json.dumps(e) for e in EXCLUDE)
+    return (f'[cosmic-ray]\nmodule-path = "{path}"\ntimeout = {timeout}\nexcluded-modules = []\n'
+            f'test-command = {json.dumps(command)}\n\n[cosmic-ray.distributor]\nname = "local"\n\n'
+            f'[cosmic-ray.filters.operators-filter]\nexclude-operators = [\n    {exclude}\n]\n')
+
+
+def sample(db_path, keep, seed):
+    """Mark all but `keep` random pending mutants as skipped (cosmic-ray's own way)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+    with use_db(db_path, WorkDB.Mode.open) as db:
+        pending = sorted(item.job_id for item in db.pending_work_items)
+        random.Random(seed).shuffle(pending)
+        drop = pending[keep:]
+        if drop:
+            db.set_multiple_results(drop, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+
+
+def tally(db_path):
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "skipped": 0, "not run": 0}
+    survivors = []
+    with use_db(db_path, WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                counts["skipped"] += 1
+            elif result.worker_outcome == WorkerOutcome.NORMAL:
+                if result.test_outcome == TestOutcome.SURVIVED:
+                    counts["survived"] += 1
+                    survivors.append((item, result))
+                elif result.test_outcome == TestOutcome.INCOMPETENT:
+                    counts["incompetent"] += 1
+                else:
+                    counts["killed"] += 1
+            elif result.worker_outcome == WorkerOutcome.ABNORMAL:  # timed out
+                counts["killed"] += 1
+            else:
+                counts["incompetent"] += 1
+        counts["not run"] = db.num_work_items - db.num_results
+    return counts, survivors
+
+
+def run_module(name, before, budget, keep, seed):
+    path, tests_before, tests_added = MODULES[name]
+    tests = tests_before if before else f"{tests_added} {tests_before}"
+    work = tempfile.mkdtemp(prefix=f"attnkit-mutants-{name}-")
+    try:
+        copy_tree(os.path.join(work, "kit"))
+        kit = os.path.join(work, "kit")
+        env = dict(os.environ, PYTHONPATH=kit, PYTHONDONTWRITEBYTECODE="1")
+        started = time.monotonic()
+        baseline = subprocess.run(["bash", "-c", test_command(tests, 600)], cwd=kit, env=env,
+                                  capture_output=True, text=True)
+        base_seconds = time.monotonic() - started
+        if baseline.returncode != 0:
+            print(f"{name}: the unmutated tests fail; no score\n{baseline.stdout[-2000:]}")
+            return None
+        with open(os.path.join(work, "cr.toml"), "w") as handle:
+            handle.write(config_text(path, tests, max(30, round(base_seconds * 4))))
+        cr = [sys.executable, "-m", "cosmic_ray.cli"]
+        db = os.path.join(work, "session.sqlite")
+        cfg = os.path.join(work, "cr.toml")
+        subprocess.run(cr + ["init", cfg, db], cwd=kit, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", db, cfg],
+                       cwd=kit, env=env, check=True)
+        if keep:
+            sample(db, keep, seed)
+        started = time.monotonic()
+        try:
+            subprocess.run(cr + ["exec", cfg, db], cwd=kit, env=env, check=True,
+                           timeout=budget * 60 if budget else None)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: budget of {budget} minutes spent; scoring what ran")
+        seconds = time.monotonic() - started
+        counts, survivors = tally(db)
+        write_survivors(name, path, tests, counts, survivors, seconds, before)
+        scored = counts["killed"] + counts["survived"]
+        score = counts["killed"] / scored if scored else float("nan")
+        print(f"{name:11s} {'before' if before else 'after '} {score:7.1%} killed "
+              f"({counts['killed']} of {scored}; {counts['incompetent']} incompetent, "
+              f"{counts['not run']} not run, {counts['skipped']} skipped/sampled out) "
+              f"in {seconds / 60:.1f} min; one test run {base_seconds:.1f} s", flush=True)
+        return score
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def write_survivors(name, path, tests, counts, survivors, seconds, before):
+    os.makedirs(OUT, exist_ok=True)
+    lines = [f"# {path}: {'before' if before else 'after'}; tests: {tests}",
+             f"# {json.dumps(counts)}; {seconds / 60:.1f} min", ""]
+    for item, result in sorted(survivors, key=lambda p: p[0].mutations[0].start_pos):
+        mutation = item.mutations[0]
+        lines.append(f"## line {mutation.start_pos[0]}: {mutation.operator_name} "
+                     f"(occurrence {mutation.occurrence})")
+        lines.append((result.diff or "").strip())
+        lines.append("")
+    suffix = "-before" if before else ""
+    with open(os.path.join(OUT, f"{name}{suffix}.txt"), "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help=", ".join(MODULES))
+    parser.add_argument("--before", action="store_true", help="the tests before issue 19 only")
+    parser.add_argument("--budget", type=float, default=20, help="minutes per module (20)")
+    parser.add_argument("--sample", type=int, default=0, help="run N random mutants only")
+    parser.add_argument("--seed", type=int, default=19)
+    args = parser.parse_args(argv)
+    unknown = set(args.modules) - set(MODULES)
+    if unknown:
+        parser.error(f"unknown module(s) {', '.join(sorted(unknown))}; known: {', '.join(MODULES)}")
+    for name in args.modules or list(MODULES):
+        run_module(name, args.before, args.budget, args.sample, args.seed)
+
+
+if __name__ == "__main__":
+    main()
