@@ -1,0 +1,297 @@
+"""Instructor overrides (grader/overrides.py) and what the gradebook derives from the kept
+rows: overrides survive a real regrade with --force, removing one restores the graded score,
+a change of the late policy recomputes every row without grading anything, the student's
+files say what was adjusted, and the exports carry the final score (with a BOM)."""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT, SOLUTION, SUBMISSIONS
+from grader import export, overrides
+from grader.overrides import OverrideError
+from grader.report import gradebook
+
+FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
+# imports that grading needs: with them blocked, a command that grades anything fails
+NO_GRADING = ("import sys; [sys.modules.__setitem__(m, None) for m in ('torch', "
+              "'grader.sandbox.client', 'grader.sandbox.template', 'grader.grade.trusted', "
+              "'grader.grade.zygote')]; from grader.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _row(name, student_id="", status="graded", total=80.0, parts=None, layout="canvas", **more):
+    row = {"name": name, "status": status, "total": total, "max": 100.0,
+           "parts": parts or {"mask": [30.0, 40.0], "softmax": [50.0, 60.0]},
+           "reason": "", "source": "", "folder": name, "fingerprint": None,
+           "student_id": student_id, "student_name": name, "layout": layout}
+    row.update(more)
+    return row
+
+
+ROWS = [_row("wangli_10000", "10000"), _row("liu_10001", "10001"),
+        _row("err_10002", "10002", status="grader error", total=None),
+        _row("dup_a", "10005"), _row("dup_b", "10005")]
+
+
+# -- recording: each refusal says why ------------------------------------------------------
+
+@pytest.mark.parametrize("args, says", [
+    (("carl", "mask", "3", "r"), "no row for student 'carl' in the gradebook (students: 10000, 10001"),
+    (("10000", "attention", "3", "r"), "has no part 'attention' (parts: mask, softmax, total)"),
+    (("10000", "mask", "41", "r"), "41 is more than mask's 40 points (--allow-bonus"),
+    (("10000", "total", "101", "r"), "101 is more than total's 100 points"),
+    (("10000", "mask", "-1", "r"), "points must be 0 or more"),
+    (("10000", "mask", "nan", "r"), "points must be 0 or more"),
+    (("10000", "mask", "ten", "r"), "points must be a number"),
+    (("10000", "mask", "3", "  "), "give a --reason"),
+    (("10002", "mask", "3", "r"), "is a grader error, not a score: regrade it first"),
+    (("10005", "mask", "3", "r"), "matches 2 rows (dup_a, dup_b); give the submission name"),
+])
+def test_each_refusal_says_why(args, says):
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(ROWS, *args)
+    assert says in str(error.value)
+
+
+def test_a_student_is_named_by_id_or_submission_name_and_bonus_needs_a_flag():
+    by_id = overrides.entry_for(ROWS, "10000", "mask", "35", "regrade granted")
+    by_name = overrides.entry_for(ROWS, "wangli_10000", "mask", "35", "regrade granted")
+    assert by_id["student"] == by_name["student"] == "10000"
+    assert overrides.entry_for(ROWS, "dup_b", "total", "0", "integrity")["submission"] == "dup_b"
+    assert overrides.entry_for(ROWS, "10000", "mask", "45", "bonus", allow_bonus=True)["points"] == 45
+
+
+def test_the_last_action_per_student_and_part_is_in_effect():
+    first = overrides.entry_for(ROWS, "10000", "mask", "35", "one")
+    second = overrides.entry_for(ROWS, "10000", "mask", "20", "two")
+    total = overrides.entry_for(ROWS, "10001", "total", "0", "integrity")
+    gone = overrides.entry_for(ROWS, "10001", "total", None, "", action="remove")
+    assert overrides.active([first, second, total]) == {("10000", "mask"): second,
+                                                         ("10001", "total"): total}
+    assert overrides.active([first, second, total, gone]) == {("10000", "mask"): second}
+    # 20 + 50 = 70 (was 80): graded values stay in the row, final ones are derived
+    final = gradebook.final_rows(ROWS[:2], None, [first, second, total])
+    assert (final[0]["total"], final[0]["raw_total"], final[0]["graded_total"]) == (70.0, 70.0, 80.0)
+    assert final[0]["parts"]["mask"] == [20.0, 40.0] and ROWS[0]["parts"]["mask"] == [30.0, 40.0]
+    assert final[1]["total"] == 0.0
+
+
+def test_an_import_is_all_or_nothing_and_a_broken_ledger_is_an_error(tmp_path):
+    good = tmp_path / "good.csv"
+    good.write_text("\ufeffstudent,part,points,reason\n10000,mask,35,regrade\n"
+                    "liu_10001,total,0,\"integrity, case 7\"\n", encoding="utf-8")
+    entries = overrides.read_import(str(good), ROWS)
+    assert [(e["student"], e["part"], e["points"]) for e in entries] == \
+        [("10000", "mask", 35.0), ("10001", "total", 0.0)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("student,part,points,reason\n10000,mask,35,ok\n10000,mask,99,too many\n",
+                   encoding="utf-8")
+    with pytest.raises(OverrideError, match="nothing imported: line 3: 99 is more than mask's 40"):
+        overrides.read_import(str(bad), ROWS)
+    (tmp_path / "cols.csv").write_text("who,part,points\n", encoding="utf-8")
+    with pytest.raises(OverrideError, match="columns must be student,part,points,reason"):
+        overrides.read_import(str(tmp_path / "cols.csv"), ROWS)
+    overrides.append(str(tmp_path), entries)
+    assert overrides.load(str(tmp_path)) == entries
+    (tmp_path / "overrides.json").write_text('{"entries": [{"action": "set"}]}')
+    with pytest.raises(OverrideError, match="entry 1: time must be text"):
+        overrides.load(str(tmp_path))
+
+
+# -- exports: final scores, missing work, BOM ----------------------------------------------
+
+def _gradebook_dir(tmp_path, rows):
+    out = tmp_path / "grades"
+    out.mkdir()
+    for row in rows:
+        (out / row["folder"]).mkdir()
+        gradebook.save_record(row, str(out))
+    return out
+
+
+def _export(out, lms, target, *extra):
+    return subprocess.run([sys.executable, "-m", "grader", "export", lms, "--from", str(out),
+                           "--out", str(target), *extra], cwd=KIT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_path):
+    rows = [_row("王丽_10000", "10000", student_name="王丽"),
+            _row("gone_10003", "10003", status="missing work", total=0.0,
+                 parts={"mask": [0.0, 40.0], "softmax": [0.0, 60.0]}),
+            _row("late_10004", "10004", submitted_at="2026-12-03T12:00:00+08:00",
+                 time_source="canvas-file-time", late_flag=True),
+            _row("err_10002", "10002", status="grader error", total=None)]
+    out = _gradebook_dir(tmp_path, rows)
+    (out / "course.toml").write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\n'
+                                     'kind = "per_day"\npoints = 5\n', encoding="utf-8")
+    target = tmp_path / "canvas.csv"
+    done = _export(out, "canvas", target, "--assignment", "Attention (12345)")
+    assert done.returncode == 0, done.stderr
+    data = target.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")                       # Excel reads the names
+    lines = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                        "Attention (12345)"]
+    # 10004: submitted 1 day 12 hours late, 2 days at 5 points: 80 - 10
+    assert lines[2:] == [["late_10004", "10004", "", "", "", "70"], ["王丽", "10000", "", "", "", "80"]]
+    assert "left out gone_10003: no gradable work was found" in done.stderr
+    assert "left out err_10002: the grader failed on it" in done.stderr
+    both = _export(out, "canvas", target, "--export-missing-as-zero")
+    rows_out = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))[2:]
+    assert ["gone_10003", "10003", "", "", "", "0"] in rows_out and len(rows_out) == 3
+    assert "err_10002" in both.stderr and "gone_10003" not in both.stderr
+    # an instructor's score makes missing work exportable without the flag
+    overrides.append(str(out), [overrides.entry_for(rows, "10003", "total", "60", "emailed work")])
+    _export(out, "canvas", target)
+    assert ["gone_10003", "10003", "", "", "", "60"] in \
+        list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
+    moodle, notes = export.moodle_text(gradebook.final_rows(
+        [_row("Fang Wu_10006", "10006", layout="moodle", status="missing work", total=0.0)]), now=0)
+    assert moodle.count("\n") == 1 and "missing work" in notes[0]
+
+
+# -- end to end: a real grader grade, overrides, --force, the policy, the student's files -------
+
+def _grade(paths, out, *extra):
+    return subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
+                           str(out), *FAST, *extra], cwd=KIT, capture_output=True, text=True,
+                          timeout=900)
+
+
+def _cli(*args, no_grading=False):
+    head = [sys.executable, "-c", NO_GRADING] if no_grading else [sys.executable, "-m", "grader"]
+    return subprocess.run(head + list(map(str, args)), cwd=KIT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _csv(out):
+    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
+        return {r["submission"]: r for r in csv.DictReader(handle)}
+
+
+def _results(out, name):
+    return json.loads((out / name / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("overrides")
+    subs = root / "subs"
+    subs.mkdir()
+    shutil.copy(SOLUTION, subs / "alice.py")
+    shutil.copy(os.path.join(SUBMISSIONS, "zero_stub.py"), subs / "bob.py")
+    out = root / "grades"
+    done = _grade([subs / "alice.py", subs / "bob.py"], out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return subs, out
+
+
+def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded):
+    subs, out = graded
+    assert _csv(out)["alice"]["total"] == "100"
+    done = _cli("override", "--out", out, "alice", "sequence_mask", "5", "--reason",
+                "the mask was copied from a classmate")
+    assert done.returncode == 0, done.stderr
+    assert _cli("override", "--out", out, "bob", "total", "50", "--reason",
+                "regrade request granted").returncode == 0
+    refused = _cli("override", "--out", out, "alice", "GPU", "11", "--reason", "x")
+    assert refused.returncode == 2 and "11 is more than GPU's 10 points" in refused.stderr
+    row = _csv(out)["alice"]
+    # 100 graded, sequence_mask 11 -> 5: 94
+    assert (row["total"], row["raw_total"], row["sequence_mask (/11)"]) == ("94", "94", "5")
+    assert row["overrides"] == "sequence_mask 5 (the mask was copied from a classmate)"
+    assert _csv(out)["bob"]["total"] == "50"
+
+    forced = _grade([subs / "alice.py"], out, "--force")
+    assert forced.returncode == 0 and "unchanged" not in forced.stdout
+    assert _csv(out)["alice"]["total"] == "94"            # regraded: the override stays
+    feedback = (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
+    assert feedback.splitlines()[1] == "Instructor adjustment"
+    assert "sequence_mask: 11 changed to 5 by your instructor. Reason: the mask was copied " \
+           "from a classmate" in feedback and "Final score: 94 of 100" in feedback
+    results = _results(out, "alice")
+    assert (results["score"], results["extra_data"]["raw_score"]) == (94.0, 100.0)
+    assert results["output"].startswith(feedback[:200])
+    assert "Instructor adjustment" in (out / "alice" / "feedback.html").read_text(encoding="utf-8")
+
+    listed = _cli("override", "--out", out, "--list")
+    assert "2 override(s) in effect, 2 entries" in listed.stdout
+    assert _cli("override", "--out", out, "--remove", "alice", "sequence_mask").returncode == 0
+    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["overrides"] == ""
+    assert "Instructor adjustment" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
+    assert "instructor-adjustment" not in (out / "alice" / "feedback.html").read_text(encoding="utf-8")
+    assert _results(out, "alice")["score"] == 100.0 and "raw_score" not in _results(out, "alice")["extra_data"]
+    ledger = json.loads((out / "overrides.json").read_text(encoding="utf-8"))["entries"]
+    assert [(e["action"], e["student"], e["part"]) for e in ledger] == [
+        ("set", "alice", "sequence_mask"), ("set", "bob", "total"),
+        ("remove", "alice", "sequence_mask")]
+    assert all(e["who"] and e["time"].endswith("+00:00") for e in ledger)
+    again = _cli("override", "--out", out, "--remove", "alice", "sequence_mask")
+    assert again.returncode == 2 and "no override of sequence_mask in effect" in again.stderr
+
+
+def test_a_policy_change_recomputes_every_row_without_grading(graded):
+    subs, out = graded
+    # when the work arrived, as a layout records it (canvas-file-time: charged)
+    for name, when in (("alice", "2026-12-03T12:00:00+08:00"), ("bob", "2026-12-01T20:00:00+08:00")):
+        path = out / name / gradebook.ROW_FILE
+        row = json.loads(path.read_text(encoding="utf-8"))
+        row.update(submitted_at=when, time_source="canvas-file-time")
+        path.write_text(json.dumps(row), encoding="utf-8")
+    kept = {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in ("alice", "bob")}
+    bob = _csv(out)["bob"]["total"]
+    course = out / "course.toml"
+    course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
+                      'percent = 10\n', encoding="utf-8")
+    done = _cli("gradebook", "--out", out, no_grading=True)  # torch and the sandbox blocked
+    assert done.returncode == 0, done.stderr
+    rows = _csv(out)
+    # alice: 1 day 12 hours late, 2 days at 10% of 100
+    assert (rows["alice"]["late"], rows["alice"]["days_late"], rows["alice"]["penalty"],
+            rows["alice"]["total"]) == ("yes", "2", "20", "80")
+    assert (rows["bob"]["late"], rows["bob"]["penalty"], rows["bob"]["total"]) == ("no", "0", bob)
+    assert "Late penalty: -20 (2 day(s) late" in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
+    assert _results(out, "alice")["score"] == 80.0
+
+    course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
+                      'points = 3\n[extensions]\n"alice" = { days = 1 }\n', encoding="utf-8")
+    assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
+    assert (_csv(out)["alice"]["days_late"], _csv(out)["alice"]["total"]) == ("1", "97")
+    assert _results(out, "alice")["score"] == 97.0
+    assert {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in kept} == kept  # not regraded
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "<th>late</th>" in report and "late, 1 day(s)" in report and "on time" in report
+
+    course.write_text('due = 2026-12-01T23:59:00+08:00\nlate_policy = "strict"\n', encoding="utf-8")
+    broken = _cli("gradebook", "--out", out, no_grading=True)
+    assert broken.returncode == 2 and "late_policy must be a table" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1
+    course.unlink()
+    assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
+    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["penalty"] == "0"
+    assert "Late penalty" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
+
+
+def test_the_layouts_times_and_flags_reach_the_row():
+    from grader import grade
+    from grader.grade.outcome import SubmissionResult
+    from grader.intake.layouts import Submission
+    who = Submission("x.py", "x_10009", "10009", "X", "canvas")
+    who.submitted_at, who.time_source = "2026-12-02T01:00:00+08:00", "canvas-file-time"
+    who.late_flag, who.flags = True, ["the file's own name claims Canvas user 10000"]
+    result = SubmissionResult("x_10009", "x.py", [])
+    grade._identify(result, who)
+    row = gradebook.record(result)
+    assert (row["submitted_at"], row["time_source"], row["late_flag"], row["flags"]) == (
+        "2026-12-02T01:00:00+08:00", "canvas-file-time", True,
+        ["the file's own name claims Canvas user 10000"])
+    text = gradebook.gradebook_text(gradebook.final_rows([row]), [])
+    line = next(csv.DictReader(io.StringIO(text)))
+    assert (line["late"], line["submitted_at"], line["flags"]) == (
+        "yes", "2026-12-02T01:00:00+08:00", "the file's own name claims Canvas user 10000")
