@@ -12,6 +12,26 @@ Checks:
     eval     eval mode with dropout > 0: deterministic and equal to the reference
     device   CPU-only machines: no tensor created on the default device (see guards.py)
     cuda     GPU machines: the same comparison with every tensor on CUDA
+
+Degenerate cases (no credit by accident). A `match` case is degenerate when a shortcut that
+skips the function's work gets it right, and its `degenerate` field then says which (one of
+the reasons below); tests/test_degenerate.py recomputes the marking from the inputs by this
+rule and checks it against shortcuts run for real:
+    sequence_mask        the lengths mask no position (X unchanged is right) or every
+                         position (X filled with `value` is right)
+    masked_softmax and   a single key (any weights summing to 1 are right); no key masked:
+    the three modules    valid_lens None or every length >= the keys (ignoring valid_lens is
+                         right); no query with two valid keys: every length 0 or 1 (weights
+                         from the mask alone, ignoring the scores, are right)
+    MultiHeadAttention   also one head (skipping the split into heads is right)
+    transpose_qkv,       one head or one position (the heads keep the input's order, so a
+    transpose_output     reshape without the permute is right)
+Every other case has a query with a masked key and two valid keys (or, for the transposes,
+heads that really move), so each of these shortcuts fails it. A degenerate case counts only
+once the same function passes at least one of its non-degenerate cases on the CPU, and the
+GPU share of a function is graded only then (checks.py). One, not all: a function right in
+a real case has shown it does the work, and a correct submission with an unrelated failing
+edge case (NaN for length 0, say) keeps these points.
 """
 import dataclasses
 import zlib
@@ -53,6 +73,7 @@ class Case:
     mode: str = "eval"
     calls: int = 1
     about: str = ""                # what the case is about, said in the failure message
+    degenerate: str = ""           # why a shortcut gets it right (a reason below); "" if none
 
     @property
     def id(self):
@@ -107,6 +128,20 @@ def _floats(values):
     return int(values) if float(values).is_integer() else values
 
 
+# -- degenerate cases: the shortcut each reason names gets the case right ---------------
+MASKS_NOTHING = N_("no position is masked, so returning X unchanged gives the same result")
+MASKS_EVERYTHING = N_("every position is masked, so filling X with value gives the same result")
+ONE_KEY = N_("this case has a single key, so any weights that sum to 1 are right")
+NO_KEY_MASKED = N_("no key is masked (valid_lens is None or no shorter than the keys), so code "
+                   "that ignores valid_lens gives the same result")
+NO_CHOICE = N_("no query has two valid keys to weigh (every valid length is 0 or 1), so "
+               "weights made from the mask alone, ignoring the scores, give the same result")
+ONE_HEAD = N_("with one head there is nothing to split, so code that skips the split into "
+              "heads gives the same result")
+ONE_POSITION = N_("with one position the heads keep the input's order, so a reshape without "
+                  "the permute gives the same result")
+
+
 # -- inputs -----------------------------------------------------------------------------
 class Inputs:
     """Seeded random tensors for one case: the same case always gets the same numbers."""
@@ -141,7 +176,7 @@ def sequence_mask_cases():
     yield Case(part, "float lengths holding whole numbers", 1, "sequence_mask",
                (r.randn(3, 4), lens([2.0, 4.0, 1.0], torch.float32)))
     yield Case(part, "batch of one, length one", 1, "sequence_mask",
-               (r.randn(1, 1, 2), lens([0])), kwargs={"value": -3.0})
+               (r.randn(1, 1, 2), lens([0])), kwargs={"value": -3.0}, degenerate=MASKS_EVERYTHING)
     yield Case(part, "float64 X and value=-1e6", 1, "sequence_mask",
                (r.randn(2, 5, dtype=torch.float64), lens([4, 2])), kwargs={"value": -1e6})
     yield Case(part, "bfloat16 X", 1, "sequence_mask",
@@ -152,7 +187,7 @@ def masked_softmax_cases():
     part = "masked_softmax"
     r = Inputs(part)
     yield Case(part, "valid_lens None is a plain softmax", 2, "masked_softmax",
-               (r.randn(2, 3, 4, scale=3), None))
+               (r.randn(2, 3, 4, scale=3), None), degenerate=NO_KEY_MASKED)
     yield Case(part, "1-D lengths that differ per example", 3, "masked_softmax",
                (r.randn(3, 2, 5, scale=2), lens([2, 5, 1])))
     yield Case(part, "2-D lengths that differ per query", 3, "masked_softmax",
@@ -166,7 +201,7 @@ def masked_softmax_cases():
     yield Case(part, "float lengths holding whole numbers", 1, "masked_softmax",
                (r.randn(2, 3, 6), lens([[2.0, 6.0, 1.0], [5.0, 3.0, 4.0]], torch.float32)))
     yield Case(part, "batch, queries and keys of size 1", 1, "masked_softmax",
-               (r.randn(1, 1, 1), lens([1])))
+               (r.randn(1, 1, 1), lens([1])), degenerate=ONE_KEY)
     yield Case(part, "one query and one key per example", 1, "masked_softmax",
                (r.randn(3, 1, 4), lens([4, 1, 2])))
     yield Case(part, "float64 scores", 1, "masked_softmax",
@@ -204,9 +239,11 @@ def additive_cases():
     yield Case(part, "batch of one and a single query", 1, target, (q, k, v, lens([2])),
                init=init(3, 2, hidden=4))
     q, k, v = _attention_inputs(r, 2, 3, 1, 3, 2, 2)
-    yield Case(part, "a single key", 1, target, (q, k, v, lens([1, 1])), init=init(3, 2, hidden=4))
+    yield Case(part, "a single key", 1, target, (q, k, v, lens([1, 1])), init=init(3, 2, hidden=4),
+               degenerate=ONE_KEY)
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 5, 2)
-    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(3, 5, hidden=4))
+    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(3, 5, hidden=4),
+               degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 2, 2, dtype=torch.float64)
     yield Case(part, "float64", 1, target, (q, k, v, lens([4, 2])), init=init(3, 2),
                module_dtype="float64")
@@ -234,13 +271,13 @@ def dot_product_cases():
                (q, k, v, lens([[1, 3, 2, 3], [3, 2, 1, 2]])), init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 2, 3, 5, 5, 2)
     yield Case(part, "valid_lens left out (it defaults to None)", 1, target, (q, k, v),
-               init={"dropout": 0.0})
+               init={"dropout": 0.0}, degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 2)
     yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 4, 8])),
                init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 1, 1, 1, 2, 2, 3)
     yield Case(part, "batch, queries and keys of size 1", 1, target, (q, k, v, lens([1])),
-               init={"dropout": 0.0})
+               init={"dropout": 0.0}, degenerate=ONE_KEY)
     q, k, v = _attention_inputs(r, 2, 1, 4, 3, 3, 2)
     yield Case(part, "a single query per example", 1, target, (q, k, v, lens([3, 1])),
                init={"dropout": 0.0})
@@ -264,9 +301,10 @@ def transpose_cases():
     part = "transpose"
     r = Inputs(part)
     yield Case(part, "transpose_qkv with 4 heads", 2, "transpose_qkv", (r.randn(2, 3, 8), 4))
-    yield Case(part, "transpose_qkv with 1 head", 1, "transpose_qkv", (r.randn(3, 2, 4), 1))
+    yield Case(part, "transpose_qkv with 1 head", 1, "transpose_qkv", (r.randn(3, 2, 4), 1),
+               degenerate=ONE_HEAD)
     yield Case(part, "transpose_qkv with a batch of one and one position", 1, "transpose_qkv",
-               (r.randn(1, 1, 6), 3))
+               (r.randn(1, 1, 6), 3), degenerate=ONE_POSITION)
     yield Case(part, "transpose_qkv keeps each example's heads together (batch 3, 2 heads)", 1,
                "transpose_qkv", (r.randn(3, 2, 4), 2),
                about=N_("row b*num_heads + i holds head i of example b"))
@@ -296,12 +334,14 @@ def multi_head_cases():
     yield Case(part, "4 heads, 2-D lengths that differ per query", 3, target,
                (q, k, v, lens([[1, 4], [3, 2], [4, 1]])), init=init(3, 5, 2, 8, 4))
     q, k, v = _attention_inputs(r, 2, 3, 4, 5, 5, 5)
-    yield Case(part, "a single head", 1, target, (q, k, v, lens([3, 1])), init=init(5, 5, 5, 6, 1))
+    yield Case(part, "a single head", 1, target, (q, k, v, lens([3, 1])), init=init(5, 5, 5, 6, 1),
+               degenerate=ONE_HEAD)
     q, k, v = _attention_inputs(r, 2, 2, 3, 4, 3, 2)
     yield Case(part, "bias=True", 2, target, (q, k, v, lens([[1, 3], [2, 2]])),
                init=init(4, 3, 2, 6, 3, bias=True))
     q, k, v = _attention_inputs(r, 2, 3, 3, 4, 4, 4)
-    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2))
+    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2),
+               degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 3, 2, 5, 2, 3, 4)
     yield Case(part, "int32 lengths, three sizes of input", 1, target,
                (q, k, v, lens([5, 1, 3], torch.int32)), init=init(2, 3, 4, 6, 3))
@@ -341,9 +381,10 @@ def gpu_cases():
     """One case per target and kind of machine: every `match` case of that target again, on
     CUDA (check "cuda") or, on a CPU-only machine, under the device guard (check "device").
     Exactly one of the two kinds runs on any machine, so the part is worth the same everywhere.
-    Only the cases the submission gets right on the CPU count (the others cost points in their
-    own part): each must give the same result on the GPU, on the GPU, with no tensor created
-    on the default device."""
+    It is graded once the target passes one of its non-degenerate cases on the CPU (a
+    degenerate case is no evidence the function works), and then on the cases the submission
+    gets right on the CPU (the others cost points in their own part): each must give the same
+    result as on the CPU, come back on the GPU, and create no tensor on the default device."""
     for check, label in (("device", "makes no tensor on the default device"), ("cuda", "on CUDA")):
         for target in GPU_TARGETS:
             yield Case("GPU", f"{target} {label}", 2, target, (), check=check)
@@ -352,6 +393,11 @@ def gpu_cases():
 def same_target(case):
     """The `match` cases of the same function or module as `case`."""
     return [c for c in CASES if c.check == "match" and c.target == case.target]
+
+
+def evidence(target):
+    """The non-degenerate `match` cases of `target`: passing one shows the function works."""
+    return [c for c in CASES if c.check == "match" and c.target == target and not c.degenerate]
 
 
 CASES = [*sequence_mask_cases(), *masked_softmax_cases(), *additive_cases(), *dot_product_cases(),

@@ -151,7 +151,37 @@ def check_match(case, student, reference, device="cpu", guard=False):
         if failure:
             raise StudentFailure(failure)
         compare_results(case, got, expected, state)
+    if case.degenerate and not shows_it_works(case.target, student, reference):
+        raise StudentFailure(withheld(case))  # right, but no evidence: never diagnosed
     return got
+
+
+def _right_on_cpu(case, student, reference):
+    """The submission's CPU result for `case` when it equals the reference's, else None."""
+    state = _state(case, reference)
+    probe = case.probe(state)
+    expected = reference.run(probe, case.call_text())
+    try:
+        got = student.run(probe, case.call_text(), expected)
+        compare_results(case, got, expected, state)
+    except StudentFailure:
+        return None
+    return got
+
+
+def shows_it_works(target, student, reference):
+    """True when `target` passes at least one of its non-degenerate cases on the CPU
+    (cases.py: a degenerate case alone is no evidence that the function does its work)."""
+    return any(_right_on_cpu(c, student, reference) is not None
+               for c in cases_table.evidence(target))
+
+
+def withheld(case):
+    """Why a degenerate case the submission got right does not count (yet)."""
+    return _("{target} gave the expected result in this case, but the case cannot tell working "
+             "code from a shortcut: {why}. It counts once {target} also passes one of its cases "
+             "that need the real computation (see its other cases).").format(
+                 target=case.target, why=_(case.degenerate))
 
 
 def _rethrow(failure, text):
@@ -298,17 +328,19 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
     """Every case the submission gets right on the CPU, again on `device` (or under the guard):
     same result as its own CPU run, returned on that device, no tensor on the default device."""
     where = _("on CUDA") if device == "cuda" else _("with its inputs on another device")
-    graded = 0
-    for sample in cases_table.same_target(case):
+    # wrong on the CPU costs points in its own part, not here: only the right cases are rerun
+    right = [(sample, got) for sample in cases_table.same_target(case)
+             for got in [_right_on_cpu(sample, student, reference)] if got is not None]
+    expect_true(right, _("none of the {target} cases is right on the CPU yet, so how it behaves "
+                         "on a GPU cannot be graded: fix {target} first (see its own part).").format(
+                             target=case.target))
+    expect_true(any(not sample.degenerate for sample, _got in right), _(
+        "{target} is right on the CPU only in cases that cannot tell working code from a "
+        "shortcut ({why}), so how it behaves on a GPU cannot be graded yet: fix {target} first "
+        "(see its own part).").format(target=case.target, why=_(right[0][0].degenerate)))
+    for sample, on_cpu in right:
         state = _state(sample, reference)
-        probe = sample.probe(state)
-        expected = reference.run(probe, sample.call_text())
-        try:
-            on_cpu = student.run(probe, sample.call_text(), expected)
-            compare_results(sample, on_cpu, expected, state)
-        except StudentFailure:
-            continue  # wrong on the CPU: that costs points in its own part, not here
-        graded += 1
+        expected = reference.run(sample.probe(state), sample.call_text())
         probe = sample.probe(state, device=device, guard=guard)
         try:
             with diagnosing(sample, student, probe, reference) as seen:
@@ -328,10 +360,6 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
                                       "'{case}', but not {where}:\n{failure}").format(
                                           target=case.target, case=sample.name, where=where,
                                           failure=failure)) from None
-    expect_true(graded > 0,
-                _("none of the {target} cases is right on the CPU yet, so how it behaves on a "
-                  "GPU cannot be graded: fix {target} first (see its own part).").format(
-                      target=case.target))
 
 
 def check_device(case, student, reference):
