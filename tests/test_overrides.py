@@ -295,3 +295,43 @@ def test_the_layouts_times_and_flags_reach_the_row():
     line = next(csv.DictReader(io.StringIO(text)))
     assert (line["late"], line["submitted_at"], line["flags"]) == (
         "yes", "2026-12-02T01:00:00+08:00", "the file's own name claims Canvas user 10000")
+
+
+def test_the_adjustment_is_said_once_in_the_students_language_and_removed_cleanly(tmp_path):
+    from grader.report import adjustments
+    folder = tmp_path / "wang"
+    folder.mkdir()
+    graded_text = "wang: 80 / 100 points\n"
+    page = "<!DOCTYPE html>\n<html>\n<head></head>\n<body>\n<h1>wang</h1>\n</body>\n</html>\n"
+    (folder / "feedback.txt").write_text(graded_text, encoding="utf-8")
+    (folder / "feedback.html").write_text(page, encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(
+        {"score": 80.0, "output": graded_text, "extra_data": {"lang": "zh"}}), encoding="utf-8")
+    row = _row("wang", "10000", submitted_at="2026-12-03T12:00:00+08:00",
+               time_source="canvas-file-time")
+    entry = overrides.entry_for([row], "10000", "mask", "40", "评分有误")
+    from grader import course
+    policy = course.from_data({"due": "2026-12-01T23:59:00+08:00",
+                               "late_policy": {"kind": "per_day", "points": 5}})
+    final = gradebook.final_rows([row], policy, [entry])[0]
+    assert (final["raw_total"], final["penalty"], final["total"]) == (90.0, 10.0, 80.0)
+    assert adjustments.apply(str(folder), final) is True
+    assert adjustments.apply(str(folder), final) is False        # unchanged: not rewritten
+    text = (folder / "feedback.txt").read_text(encoding="utf-8")
+    assert "教师调整" in text and "mask：教师将 30 分改为 40 分。原因：评分有误" in text
+    assert "迟交扣分：-10（迟交 2 天" in text and "最终得分：80 / 100" in text
+    assert text.endswith(graded_text) and text.count("教师调整") == 1
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert (data["score"], data["extra_data"]["raw_score"]) == (80.0, 80.0)
+    # the override removed: only the penalty is left, said once
+    final = gradebook.final_rows([row], policy, [])[0]
+    assert adjustments.apply(str(folder), final) is True
+    text = (folder / "feedback.txt").read_text(encoding="utf-8")
+    assert text.count("教师调整") == 1 and "评分有误" not in text and "最终得分：70 / 100" in text
+    assert (folder / "feedback.html").read_text(encoding="utf-8").count("<!-- instructor-adjustment -->") == 1
+    # no adjustment at all: the files are as graded again
+    assert adjustments.apply(str(folder), gradebook.final_rows([row], None, [])[0]) is True
+    assert (folder / "feedback.txt").read_text(encoding="utf-8") == graded_text
+    assert (folder / "feedback.html").read_text(encoding="utf-8") == page
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert data["score"] == 80.0 and data["output"] == graded_text and "raw_score" not in data["extra_data"]

@@ -216,13 +216,17 @@ def _score_cell(value):
 
 
 def _overrides_cell(row):
+    listed = row.get("overrides") if isinstance(row.get("overrides"), list) else []
     return "; ".join(f"{o.get('part')} {_score_cell(o.get('points'))} ({o.get('reason', '')})"
-                     for o in row.get("overrides") or [] if isinstance(o, dict))
+                     for o in listed if isinstance(o, dict))
+
+
+def _strings(value):
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _flags_cell(row):
-    flags = [f for f in (row.get("flags") or []) if isinstance(f, str)]
-    return "; ".join(flags + [r for r in row.get("review") or [] if isinstance(r, str)])
+    return "; ".join(_strings(row.get("flags")) + _strings(row.get("review")))
 
 
 def _cells(row, parts):

@@ -446,14 +446,15 @@ def _late(row):
 
 
 def _flags(row):
-    listed = [f for f in (row.get("flags") or []) if isinstance(f, str)]
-    return listed + [r for r in (row.get("review") or []) if isinstance(r, str)]
+    return [f for key in ("flags", "review") if isinstance(row.get(key), list)
+            for f in row[key] if isinstance(f, str)]
 
 
 def _adjustment_cells(row):
     """The escaped cells late, penalty, overrides and flags of a final row."""
     penalty = _number(row.get("penalty"))
-    overrides = [o for o in (row.get("overrides") or []) if isinstance(o, dict)]
+    listed = row.get("overrides") if isinstance(row.get("overrides"), list) else []
+    overrides = [o for o in listed if isinstance(o, dict)]
     return [esc(_late(row), 100),
             "" if not penalty else f"-{penalty:g}",
             "<br>".join(f"{esc(o.get('part'), 100)}: {esc(_fmt(o.get('graded')), 20)} &rarr; "
