@@ -1,0 +1,228 @@
+"""catalog/diagnose.py without grading a batch: real catalog mistakes, real hidden cases
+and the real check (tests_hidden/checks.passes, what the suite gives diagnose_parts), fed
+with recorder entries written here (issue 19: switching the evidence check off went
+unnoticed). Which cases each mistake fails is computed here, once, by the checks."""
+import os
+import sys
+
+import pytest
+
+from conftest import KIT, SOLUTION
+from grader.catalog import by_id
+from grader.catalog import diagnose
+from grader.catalog.build import MistakeImplementation
+from grader.harness import Reference
+
+sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
+import cases as cases_table  # noqa: E402
+import checks  # noqa: E402
+
+REFERENCE = Reference(SOLUTION)
+PART = "masked_softmax"
+ALL = cases_table.cases("match", "eval", "dropout")
+CASES = {c.id: c for c in ALL}
+OWN = [c.id for c in ALL if c.part == PART]
+DOT = [c.id for c in ALL if c.part == "DotProductAttention"]
+
+
+def grade_case(case, implementation):
+    return checks.passes(case, implementation, REFERENCE)
+
+
+@pytest.fixture(scope="module")
+def fails():
+    """{mistake id: the ids of the masked_softmax and DotProductAttention cases it fails}"""
+    out = {}
+    for mistake_id in ("softmax-neg-inf", "softmax-repeat", "softmax-no-2d-case",
+                       "softmax-2d-transposed", "softmax-mask-zero", "softmax-fill-positive",
+                       "softmax-fill-small", "softmax-wrong-axis"):
+        implementation = MistakeImplementation(by_id(mistake_id), SOLUTION)
+        out[mistake_id] = {n for n in OWN + DOT if not grade_case(CASES[n], implementation)}
+    return out
+
+
+def entries(failing, passed, part=PART, blame="student"):
+    """Recorder entries: `failing` {case id: [mistake ids it matched]}, `passed` ids."""
+    out = [{"name": n, "part": part, "outcome": "failed", "blame": blame, "mistakes": m,
+            "message": f"\n\n  {n} failed  \nmore"} for n, m in failing.items()]
+    return out + [{"name": n, "part": part, "outcome": "passed", "blame": None, "mistakes": [],
+                   "message": ""} for n in passed]
+
+
+def diagnose_parts(tests, lang="en"):
+    return diagnose.diagnose_parts(tests, CASES, grade_case, SOLUTION, lang=lang)
+
+
+def own(ids):
+    return {n for n in ids if n in OWN}
+
+
+def test_a_mistake_is_named_when_it_explains_the_failures_and_fails_nothing_passed(fails):
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    assert 2 <= len(failing) < len(OWN)
+    tests = entries({n: ["softmax-neg-inf"] for n in failing}, [n for n in OWN if n not in failing])
+    mistake = by_id("softmax-neg-inf")
+    assert diagnose_parts(tests) == [{
+        "part": PART, "mistake": "softmax-neg-inf",
+        "text": f"masked_softmax: in {len(failing)} of the {len(failing)} failing cases of this "
+                f"part the results are exactly what you get if {mistake.text('en')}.",
+        "experiment": mistake.experiment("en")}]
+
+
+def test_no_mistake_is_named_when_it_would_fail_a_case_the_submission_passed(fails):
+    """The evidence check: the results of one failing case equal the mistake's, but the
+    mistake also fails a case this submission passed, so it is not this submission's."""
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    tests = entries({n: ["softmax-neg-inf"] for n in failing[1:]},
+                    [n for n in OWN if n not in failing[1:]])
+    (found,) = diagnose_parts(tests)
+    assert found["mistake"] is None
+    name = failing[1][len("masked_softmax: "):]
+    assert found["text"] == f"masked_softmax: {name}: {failing[1]} failed"
+    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][0]
+    (found,) = diagnose_parts(tests, lang="zh_CN")
+    assert found["text"] == f"masked_softmax：{name}：{failing[1]} failed"
+    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][1]
+
+
+def test_the_mistake_matched_most_often_wins(fails):
+    union = own(fails["softmax-neg-inf"] | fails["softmax-repeat"])
+    passed = [n for n in OWN if n not in union]
+    ordered = sorted(union)
+    for first, second in (("softmax-repeat", "softmax-neg-inf"), ("softmax-neg-inf", "softmax-repeat")):
+        matched = {n: [first] for n in ordered[:3]}
+        matched.update({n: [second] for n in ordered[3:4]})
+        matched.update({n: [] for n in ordered[4:]})
+        (found,) = diagnose_parts(entries(matched, passed))
+        assert found["mistake"] == first
+        assert found["text"].startswith(f"masked_softmax: in 3 of the {len(union)} failing cases")
+
+
+def test_on_a_tie_the_mistake_that_explains_more_failures_wins(fails):
+    wide, narrow = own(fails["softmax-no-2d-case"]), own(fails["softmax-2d-transposed"])
+    assert narrow < wide, "the case table changed: pick two nested mistakes"
+    ordered = sorted(wide)
+    both = narrow & set(ordered)
+    matched = {n: [] for n in ordered}
+    a, b = sorted(both)[:2]
+    matched[a], matched[b] = ["softmax-2d-transposed"], ["softmax-no-2d-case"]
+    (found,) = diagnose_parts(entries(matched, [n for n in OWN if n not in wide]))
+    assert found["mistake"] == "softmax-no-2d-case"
+
+
+def test_only_the_four_most_frequent_candidates_are_checked(fails):
+    """Four mistakes that fail every case (so never this submission's) outnumber the right
+    one: it is the fifth candidate, and is not searched."""
+    right = sorted(own(fails["softmax-neg-inf"]))
+    passed = [n for n in OWN if n not in right]
+    wrong = ["softmax-mask-zero", "softmax-fill-positive", "softmax-fill-small", "softmax-wrong-axis"]
+    assert all(own(fails[w]) == set(OWN) for w in wrong)
+    matched = {n: list(wrong) for n in right}
+    matched[right[0]] = wrong + ["softmax-neg-inf"]
+    (found,) = diagnose_parts(entries(matched, passed))
+    assert found["mistake"] is None
+    matched = {n: wrong[:3] for n in right}
+    matched[right[0]] = wrong[:3] + ["softmax-neg-inf"]
+    (found,) = diagnose_parts(entries(matched, passed))
+    assert found["mistake"] == "softmax-neg-inf"
+
+
+def test_failures_the_grader_caused_and_skipped_cases_are_no_evidence(fails):
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    passed = [n for n in OWN if n not in failing]
+    assert diagnose_parts(entries({n: ["softmax-neg-inf"] for n in failing}, passed,
+                                  blame="grader")) == []
+    tests = entries({n: ["softmax-neg-inf"] for n in failing}, passed)
+    tests.append({"name": "unknown: case", "part": PART, "outcome": "skipped"})
+    assert diagnose_parts(tests)[0]["mistake"] == "softmax-neg-inf"
+    assert diagnose_parts(entries({}, OWN)) == []  # nothing lost: nothing said
+
+
+def test_a_mistake_in_a_called_function_is_said_once_then_referred_to(fails):
+    own_failing = sorted(own(fails["softmax-neg-inf"]))
+    dot_failing = sorted(n for n in fails["softmax-neg-inf"] if n in DOT)
+    assert dot_failing, "the case table changed: no DotProductAttention case shows -inf"
+    tests = entries({n: ["softmax-neg-inf"] for n in own_failing},
+                    [n for n in OWN if n not in own_failing])
+    tests += entries({n: ["softmax-neg-inf"] for n in dot_failing},
+                     [n for n in DOT if n not in dot_failing], part="DotProductAttention")
+    first, again = diagnose_parts(tests)
+    assert first["mistake"] == again["mistake"] == "softmax-neg-inf" and first["experiment"]
+    assert again == {"part": "DotProductAttention", "mistake": "softmax-neg-inf", "experiment": "",
+                     "text": f"in masked_softmax, which DotProductAttention calls: the same mistake "
+                             f"as in masked_softmax above (in {len(dot_failing)} of the "
+                             f"{len(dot_failing)} failing cases of this part the results are "
+                             f"exactly what it gives)."}
+    tests = tests[len(OWN):]  # the DotProductAttention part alone: said in full, where it is
+    (alone,) = diagnose_parts(tests, lang="zh")
+    mistake = by_id("softmax-neg-inf")
+    assert alone["text"] == (f"在 DotProductAttention 调用的 masked_softmax 中：本部分 "
+                             f"{len(dot_failing)} 个未通过的用例中，有 {len(dot_failing)} 个的结果"
+                             f"恰好等于这样做时得到的结果：{mistake.text('zh')}。")
+
+
+def test_matching_runs_the_plausible_mistakes_on_the_same_probe(fails):
+    name = sorted(own(fails["softmax-neg-inf"]))[0]
+    case = CASES[name]
+    probe = case.probe(checks._state(case, REFERENCE))
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
+    found = diagnose.matching(case, probe, got, SOLUTION)
+    assert "softmax-neg-inf" in found
+    assert "softmax-repeat" not in found or name in fails["softmax-repeat"]
+    assert diagnose.sentence(found) == ("Your result is exactly what you get if "
+                                        f"{by_id(found[0]).text('en')}.")
+    assert diagnose.sentence(found, "zh") == f"你的结果恰好等于这样做时得到的结果：{by_id(found[0]).text('zh')}。"
+    assert diagnose.sentence([]) == diagnose.sentence(["no-such-mistake"]) == ""
+    right = REFERENCE.run(probe, case.call_text()).raw  # (asked in failing cases only)
+    assert "softmax-neg-inf" not in diagnose.matching(case, probe, right, SOLUTION)
+
+
+def test_a_called_functions_mistakes_are_searched_only_once_that_part_failed(fails):
+    name = sorted(n for n in fails["softmax-neg-inf"] if n in DOT)[0]
+    case = CASES[name]
+    probe = case.probe(checks._state(case, REFERENCE))
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
+    assert "softmax-neg-inf" not in diagnose.matching(case, probe, got, SOLUTION, failed_parts=set())
+    assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION,
+                                                  failed_parts={"masked_softmax"})
+    assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION)
+    search = diagnose.Search()
+    for _ in range(diagnose.Search.FULL):
+        assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION, search=search)
+    assert search.parts[case.part]["seen"] >= {"softmax-neg-inf"}
+
+
+def _tensor(value):
+    import torch
+    return {"kind": "tensor", "tensor": torch.tensor(value)}
+
+
+def _raw(output, captured=None, grads=None):
+    return {"ok": True, "calls": [{"output": output, "captured": captured or {}}],
+            "grads": grads or {}}
+
+
+def test_same_results_compares_everything_a_check_reads():
+    probe = {"target": "masked_softmax"}
+    a = _raw(_tensor([1.0, 2.0]), {"w": _tensor([0.5])})
+    assert diagnose.same_results(a, _raw(_tensor([1.0, 2.0]), {"w": _tensor([0.5])}), probe)
+    assert not diagnose.same_results(a, _raw(_tensor([1.0, 2.5]), {"w": _tensor([0.5])}), probe)
+    assert not diagnose.same_results(a, _raw(_tensor([1.0, 2.0]), {"w": _tensor([0.6])}), probe)
+    assert not diagnose.same_results(a, _raw(_tensor([1.0, 2.0]), {"v": _tensor([0.5])}), probe)
+    assert not diagnose.same_results(a, _raw(_tensor([1.0, 2.0])), probe)
+    assert not diagnose.same_results(a, dict(a, calls=a["calls"] * 2), probe)
+    assert not diagnose.same_results(a, _raw({"kind": "other", "type": "int"}), probe)
+    other = _raw({"kind": "other", "type": "int"})
+    assert diagnose.same_results(other, _raw({"kind": "other", "type": "int"}), probe)
+    assert not diagnose.same_results(other, _raw({"kind": "other", "type": "str"}), probe)
+    assert diagnose.same_results(_raw({"kind": "missing"}), _raw({"kind": "missing"}), probe)
+    assert not diagnose.same_results(a, None, probe) and not diagnose.same_results([], a, probe)
+    nan = _raw(_tensor([float("nan")]))
+    assert diagnose.same_results(nan, _raw(_tensor([float("nan")])), probe)
+    # gradients get 10x the tolerance: float32 rtol 1e-3
+    g = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.0])}, "params": {}})
+    near = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.0005])}, "params": {}})
+    far = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.002])}, "params": {}})
+    assert diagnose.same_results(g, near, probe) and not diagnose.same_results(g, far, probe)
+    assert not diagnose.same_results(_raw(_tensor([1.0])), _raw(_tensor([1.0005])), probe)
+    assert not diagnose.same_results(g, _raw(_tensor([1.0]), grads={"args": {}, "params": {}}), probe)
