@@ -335,3 +335,26 @@ def test_the_adjustment_is_said_once_in_the_students_language_and_removed_cleanl
     assert (folder / "feedback.html").read_text(encoding="utf-8") == page
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     assert data["score"] == 80.0 and data["output"] == graded_text and "raw_score" not in data["extra_data"]
+
+
+def test_report_lists_lateness_penalties_overrides_flags_and_what_to_review():
+    from grader import course
+    from grader.report import html as pages
+    policy = course.from_data({"due": "2026-12-01T23:59:00+08:00",
+                               "late_policy": {"kind": "per_day", "percent": 10}})
+    rows = [_row("late_10004", "10004", submitted_at="2026-12-03T12:00:00+08:00",
+                 time_source="canvas-file-time"),
+            _row("gone_10003", "10003", status="missing work", total=0.0),
+            _row("claim_10005", "10005", flags=["the file's own name claims Canvas user 10000"]),
+            _row("err_10002", "10002", status="grader error", total=None, reason="worker died")]
+    entry = overrides.entry_for(rows, "10005", "mask", "40", "regrade <granted>")
+    page = pages.report_html(gradebook.final_rows(rows, policy, [entry]), charts=False)
+    table = page[page.index("<h2>Submissions</h2>"):]
+    assert "<td>late, 2 day(s)</td><td>-20</td>" in table
+    assert "mask: 30 &rarr; 40 (regrade &lt;granted&gt;" in table
+    review = page[page.index("<h2>To review</h2>"):page.index("<h2>Submissions</h2>")]
+    assert "<strong>gone_10003</strong>: missing work" in review
+    assert "<strong>claim_10005</strong>: the file&#x27;s own name claims Canvas user 10000" in review
+    assert "<strong>err_10002</strong>: grader error: worker died" in review
+    # 80 - 20 and 80 + 10: the statistics use the final scores, without missing work
+    assert "mean 75.0" in page and "1 missing work, left out" in page

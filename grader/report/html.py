@@ -389,6 +389,8 @@ def _statistics(items, out_dir):
             errors.append(row)
             continue
         rows.append(row)
+        if row.get("status") == "missing work":  # nothing was found: not in the statistics
+            continue
         if tests is None:
             tests = _tests_from_folder(out_dir, row.get("folder"))
         for test in tests or []:
@@ -486,13 +488,16 @@ def report_html(items, out_dir=None, charts=True):
     items = list(items)
     rows, errors, cases, diagnoses = _statistics(items, out_dir)
     notes = []
-    totals = [t for t in (_number(r.get("total")) for r in rows) if t is not None]
+    scored = [r for r in rows if r.get("status") != "missing work"]
+    totals = [t for t in (_number(r.get("total")) for r in scored) if t is not None]
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
-    means = _part_means(rows)
+    means = _part_means(scored)
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     body = ["<h1>Attention assignment: the class</h1>",
-            f"<p>{len(rows)} submissions in the statistics"
+            f"<p>{len(scored)} submissions in the statistics"
             + (f"; {len(errors)} left out (grader errors, listed below)" if errors else "")
+            + (f"; {len(rows) - len(scored)} missing work, left out (to review)"
+               if len(rows) > len(scored) else "")
             + ".</p>"]
     if totals:
         mean = sum(totals) / len(totals)
