@@ -134,6 +134,10 @@ def build_parser():
     nbgrader.add_argument("--jobs", type=int, default=1, metavar="N")
     nbgrader.add_argument("--force", action="store_true",
                           help="regrade also the submissions unchanged since their last grading")
+    nbgrader.add_argument("--course-file", default=None, metavar="FILE",
+                          help="the course file: due date, extensions, late policy (default: "
+                               "course.toml in the kit's results folder, --out, when there is "
+                               "one); the penalty goes to nbgrader's late_submission_penalty")
     _suite_arguments(nbgrader)
 
     validate = commands.add_parser(

@@ -63,9 +63,10 @@ def _solution_lines():
     return lines
 
 
-def _fill(released, source, target, mutate=None):
+def _fill(released, source, target, mutate=None, collected=True):
     """A student's notebook: the released one, every stub cell filled in with the source
-    notebook's code of that cell (markers dropped), optionally with a mistake."""
+    notebook's code of that cell (markers dropped), optionally with a mistake; `collected`:
+    with the timestamp.txt and submission_secret.txt `nbgrader collect` leaves beside it."""
     with open(released, encoding="utf-8") as handle:
         notebook = json.load(handle)
     with open(source, encoding="utf-8") as handle:
@@ -87,13 +88,46 @@ def _fill(released, source, target, mutate=None):
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as handle:
         json.dump(notebook, handle, ensure_ascii=False, indent=1)
+    if not collected:
+        return
     with open(os.path.join(os.path.dirname(target), "timestamp.txt"), "w") as handle:
         handle.write(TIMESTAMP)
     with open(os.path.join(os.path.dirname(target), "submission_secret.txt"), "w") as handle:
         handle.write(os.path.basename(os.path.dirname(os.path.dirname(target))) * 8)
 
 
+COURSE_FILE = """due = 2026-03-01T00:00:00+00:00
+[late_policy]
+kind = "per_day"
+percent = 10
+[extensions]
+alice = { days = 3650 }
+"""
+# bob's timestamp.txt (TIMESTAMP) is 33.5 hours after the due date: 2 days started, 10 % of
+# 100 points each
+BOB_PENALTY = 20.0
+
+
+def _student_config(folder, tmp_path):
+    folder.mkdir()
+    (folder / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'attention-course'\n"
+        f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n", encoding="utf-8")
+    return folder
+
+
+def _export(course, env, name):
+    _nbgrader(["export", "--to", name], course, env)
+    with open(course / name, encoding="utf-8") as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
 def test_nbgrader_round_trip(tmp_path):
+    """alice submits through nbgrader's exchange, bob's notebook was collected with its
+    timestamp (2 days late), chen's was copied into submitted/ by hand (no timestamp.txt,
+    no submission_secret.txt): all three are graded, exported with their times and bob's
+    late penalty, get their feedback released, and an override survives a forced regrade."""
     env = _env(tmp_path)
     course = tmp_path / "course"
     course.mkdir()
@@ -103,7 +137,8 @@ def test_nbgrader_round_trip(tmp_path):
         f"c.Exchange.root = {str(tmp_path / 'exchange')!r}\n"
         f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
     (tmp_path / "exchange").mkdir()
-    for student, first, last in (("alice", "Alice", "Wang"), ("bob", "Bo", "Li")):
+    for student, first, last in (("alice", "Alice", "Wang"), ("bob", "Bo", "Li"),
+                                 ("chen", "Chen", "Xu")):
         _nbgrader(["db", "student", "add", student, f"--first-name={first}",
                    f"--last-name={last}"], course, env)
 
@@ -130,23 +165,47 @@ def test_nbgrader_round_trip(tmp_path):
               for c in cells if c["metadata"].get("nbgrader", {}).get("points") is not None}
     assert graded == PARTS
 
-    # two students hand in: alice the solution, bob with .repeat in MultiHeadAttention
+    # alice: through the exchange, as a student does (fetch, work, submit; the instructor collects)
+    _nbgrader(["release_assignment", ASSIGNMENT], course, env)
+    alice_home = _student_config(tmp_path / "alice-home", tmp_path)
+    _nbgrader(["fetch_assignment", ASSIGNMENT], alice_home, env)
+    _fill(released, source, alice_home / ASSIGNMENT / "attention.ipynb", collected=False)
+    _nbgrader(["submit", ASSIGNMENT, "--student", "alice"], alice_home, env)
+    _nbgrader(["collect", ASSIGNMENT], course, env)
     submitted = course / "submitted"
-    _fill(released, source, submitted / "alice" / ASSIGNMENT / "attention.ipynb")
+    assert (submitted / "alice" / ASSIGNMENT / "submission_secret.txt").is_file()
+    # bob: collected earlier (his timestamp.txt), with .repeat in MultiHeadAttention
     _fill(released, source, submitted / "bob" / ASSIGNMENT / "attention.ipynb", (RIGHT, WRONG))
+    # chen: the notebook alone, copied in by hand (the README allows it)
+    _fill(released, source, submitted / "chen" / ASSIGNMENT / "attention.ipynb", collected=False)
+
+    # the course's late policy, beside the kit's results for the assignment
+    (course / "grader" / ASSIGNMENT).mkdir(parents=True)
+    (course / "grader" / ASSIGNMENT / "course.toml").write_text(COURSE_FILE, encoding="utf-8")
 
     done = _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), ASSIGNMENT,
                  "--jobs", "2"], KIT, env)
-    assert "alice: 100/100" in done.stdout, done.stdout
+    assert "alice: 100/100" in done.stdout and "chen: 100/100" in done.stdout, done.stdout
+    assert re.search(r"^  bob: [\d.]+/100, late by 2 day\(s\): -20$", done.stdout, re.M), done.stdout
+    copied = [line for line in done.stdout.splitlines() if line.startswith("Copied into submitted/")]
+    assert len(copied) == 1 and "by hand, not collected: chen." in copied[0], done.stdout
+    assert "alice" not in copied[0] and "bob" not in copied[0]
 
-    _nbgrader(["export"], course, env)
-    with open(course / "grades.csv", encoding="utf-8") as handle:
-        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-    assert set(rows) == {"alice", "bob"}
-    assert float(rows["alice"]["score"]) == 100 and float(rows["alice"]["max_score"]) == 100
-    assert 0 < float(rows["bob"]["score"]) < 100, rows["bob"]
-    assert float(rows["bob"]["max_score"]) == 100
-    assert rows["alice"]["timestamp"].startswith("2026-03-02 09:30:00")
+    rows = _export(course, env, "grades.csv")
+    assert set(rows) == {"alice", "bob", "chen"}
+    for student in rows:
+        assert float(rows[student]["max_score"]) == 100
+    assert float(rows["alice"]["score"]) == 100 and float(rows["chen"]["score"]) == 100
+    bob_raw = float(rows["bob"]["raw_score"])
+    assert 0 < bob_raw < 100, rows["bob"]
+    assert float(rows["bob"]["late_submission_penalty"]) == BOB_PENALTY
+    assert float(rows["bob"]["score"]) == bob_raw - BOB_PENALTY
+    assert float(rows["alice"]["late_submission_penalty"]) == 0  # her extension
+    assert float(rows["chen"]["late_submission_penalty"]) == 0   # no time: nothing charged
+    assert rows["bob"]["timestamp"].startswith("2026-03-02 09:30:00")
+    alice_time = (submitted / "alice" / ASSIGNMENT / "timestamp.txt").read_text().strip()
+    assert rows["alice"]["timestamp"][:19] == alice_time[:19]  # nbgrader submit's own time
+    assert rows["chen"]["timestamp"] == ""  # a copied notebook has none, as in nbgrader
     assert rows["bob"]["first_name"] == "Bo"
 
     # the per-part grades, as formgrader shows them
@@ -155,38 +214,63 @@ def test_nbgrader_round_trip(tmp_path):
         bob = {part: book.find_grade(part, "attention", ASSIGNMENT, "bob") for part in PARTS}
         assert bob["MultiHeadAttention"].score < 20 and bob["sequence_mask"].score == 11
         assert not any(grade.needs_manual_grade for grade in bob.values())
+        bob_mha = bob["MultiHeadAttention"].score
 
     # feedback where generate_feedback puts it; release_feedback hands out attention.html
-    for student in ("alice", "bob"):
+    for student in ("alice", "bob", "chen"):
         folder = course / "feedback" / student / ASSIGNMENT
         assert (folder / "feedback.txt").is_file() and (folder / "attention.html").is_file()
     told = (course / "feedback" / "bob" / ASSIGNMENT / "feedback.txt").read_text(encoding="utf-8")
     assert "MultiHeadAttention" in told and "MultiHeadAttention: 20/20" not in told
 
-    # nbgrader hands the kit's feedback out: one page per student, named after the notebook
+    # nbgrader hands the kit's feedback out: one page per student, named after the notebook;
+    # chen's copied submission no longer stops it (it did: FileNotFoundError, timestamp.txt)
     assert not (course / "feedback" / "bob" / ASSIGNMENT / "feedback.html").exists()
     _nbgrader(["release_feedback", ASSIGNMENT], course, env)
-    released_pages = list((tmp_path / "exchange" / "attention-course" / "feedback").glob("*.html"))
-    assert len(released_pages) == 2
-    assert any("MultiHeadAttention" in p.read_text(encoding="utf-8") for p in released_pages)
+    outbound = tmp_path / "exchange" / "attention-course" / "feedback"
+    released_pages = sorted(p.name for p in outbound.glob("*.html"))
+    assert len(released_pages) == 3
+    assert any("MultiHeadAttention" in (outbound / p).read_text(encoding="utf-8")
+               for p in released_pages)
+    # and alice, who submitted through the exchange, fetches hers
+    _nbgrader(["fetch_feedback", ASSIGNMENT, "--student", "alice"], alice_home, env)
+    fetched = list((alice_home / ASSIGNMENT / "feedback").glob("*/attention.html"))
+    assert len(fetched) == 1
+    assert fetched[0].read_bytes() == \
+        (course / "feedback" / "alice" / ASSIGNMENT / "attention.html").read_bytes()
 
     # the graded notebooks are where formgrader and generate_feedback read them, and
-    # nbgrader's own feedback shows the kit's scores
+    # nbgrader's own feedback shows the kit's scores, less the late penalty
     assert (course / "autograded" / "bob" / ASSIGNMENT / "attention.ipynb").is_file()
     _nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course, env)
     page = (course / "feedback" / "bob" / ASSIGNMENT / "attention.html").read_text(encoding="utf-8")
-    assert re.search(r"Score: %s(\.0)? / 100(\.0)?" % re.escape(f'{float(rows["bob"]["score"]):g}'), page), \
+    final = bob_raw - BOB_PENALTY
+    assert re.search(r"Score: %s(\.0)? / 100(\.0)?" % re.escape(f"{final:g}"), page), \
         re.findall(r"Score: [^<]*", page)[:3]
+    # nbgrader's own feedback of the copied submission is released too, under the same name
+    _nbgrader(["release_feedback", ASSIGNMENT], course, env)
+    assert sorted(p.name for p in outbound.glob("*.html")) == released_pages
 
     # grading one student again (unchanged, so kept unless the grader itself changed since)
     # leaves the gradebook as it was
     again = _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), ASSIGNMENT,
                   "bob"], KIT, env)
     assert re.search(r"^  bob: [\d.]+/100", again.stdout, re.M), again.stdout
-    _nbgrader(["export", "--to", "again.csv"], course, env)
-    with open(course / "again.csv", encoding="utf-8") as handle:
-        assert {r["student_id"]: r["score"] for r in csv.DictReader(handle)} == \
-            {s: r["score"] for s, r in rows.items()}
+    assert {s: r["score"] for s, r in _export(course, env, "again.csv").items()} == \
+        {s: r["score"] for s, r in rows.items()}
+
+    # an instructor's override of bob's MultiHeadAttention survives a forced regrade and
+    # reaches nbgrader's gradebook; the late penalty still applies
+    _run([sys.executable, "-m", "grader", "override", "--out", str(course / "grader" / ASSIGNMENT),
+          "bob", "MultiHeadAttention", "20", "--reason", "regrade request granted"], KIT, env)
+    _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), ASSIGNMENT, "bob",
+          "--force"], KIT, env)
+    after = _export(course, env, "after.csv")
+    assert float(after["bob"]["raw_score"]) == bob_raw - bob_mha + 20
+    assert float(after["bob"]["late_submission_penalty"]) == BOB_PENALTY
+    assert float(after["bob"]["score"]) == bob_raw - bob_mha + 20 - BOB_PENALTY
+    assert {s: after[s]["score"] for s in ("alice", "chen")} == \
+        {s: rows[s]["score"] for s in ("alice", "chen")}
 
 
 def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):

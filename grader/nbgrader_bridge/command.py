@@ -11,7 +11,9 @@ submissions with the kit, and put the scores in nbgrader's gradebook.
        unchanged since its last grading is not graded again (--force regrades)
     4. each student's part scores go into gradebook.db (scores.record), their feedback to
        COURSE/feedback/<student>/ASSIGNMENT/ (feedback.write), and the graded notebook to
-       COURSE/autograded/<student>/ASSIGNMENT/, where formgrader opens it
+       COURSE/autograded/<student>/ASSIGNMENT/, where formgrader opens it; a submission
+       copied there by hand gets the files `nbgrader release_feedback` needs
+       (course.write_release_files), and one line names those students
 
 A submission the grader itself failed on gets nothing in the gradebook (never a silent
 zero) and makes the exit status 2; the next run grades it again.
@@ -32,6 +34,8 @@ def main(args, options):
     require_nbgrader("grader nbgrader")
     from nbgrader.api import Gradebook
 
+    from .. import course as courses
+    from .. import overrides as ledger
     from ..grade import BatchInterrupted, SuiteFailed, grade_batch
     from ..report import gradebook as kit_gradebook
     from ..sandbox.isolation import IsolationUnavailable
@@ -45,8 +49,17 @@ def main(args, options):
     try:
         with Gradebook(coursedir.db_url, coursedir.course_id) as book:
             notebook_name, _ = scores.assignment_cells(book, args.assignment, points)
+            names = scores.student_names(book)
     except scores.GradebookProblem as problem:
         _say(str(problem))
+        return 2
+    out_dir = args.out or os.path.join(coursedir.root, "grader", args.assignment)
+    course_file = getattr(args, "course_file", None)
+    try:  # the late policy and the overrides are read before anything is graded
+        policy = courses.find(out_dir, course_file)
+        ledger.load(out_dir)
+    except (courses.CourseError, ledger.OverrideError) as error:
+        _say(str(error))
         return 2
     entries, notes = course.submitted(coursedir, args.assignment, args.students)
     for note in notes:
@@ -55,19 +68,19 @@ def main(args, options):
         _say(f"nothing to grade: no submissions of {args.assignment} in "
              f"{coursedir.format_path(coursedir.submitted_directory, '*', args.assignment)}")
         return 2
-    out_dir = args.out or os.path.join(coursedir.root, "grader", args.assignment)
     print(f"Grading {len(entries)} submission(s) of {args.assignment} ({notebook_name}.ipynb); "
           f"the kit's results in {out_dir}")
     staging = tempfile.mkdtemp(prefix="attnkit-nbgrader-")
     os.chmod(staging, 0o711)
     try:
-        paths, stage_notes = [], []
+        submissions, stage_notes = [], []
         for entry in entries:
             # stage/<student>/<student>: the kit names a submission after its folder
             target = os.path.join(staging, entry.student, entry.student)
             stage_notes.append(course.stage(entry, notebook_name, target))
-            paths.append(target)
-        results = grade_batch(paths, out_dir, options, jobs=args.jobs, force=args.force)
+            submissions.append(_submission(entry, target, names.get(entry.student, "")))
+        results = grade_batch(submissions, out_dir, options, jobs=args.jobs, force=args.force,
+                              course_file=course_file)
     except (SuiteFailed, IsolationUnavailable) as error:
         _say(f"nothing was graded: {error}")
         return 2
@@ -78,33 +91,81 @@ def main(args, options):
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
-    kept = kit_gradebook.load_records(out_dir)
-    failed = []
+    # the final rows: the instructor's overrides, then the late policy (as grades.csv has them)
+    final = {row["name"]: row for row in kit_gradebook.final_rows(
+        list(kit_gradebook.load_records(out_dir).values()), policy, ledger.load(out_dir))}
+    failed, copied, totals = [], [], []
     with Gradebook(coursedir.db_url, coursedir.course_id) as book:
         for entry, result, notes in zip(entries, results, stage_notes):
-            if result.status == "grader error":
+            row = final.get(result.name)
+            if result.status == "grader error" or row is None or row.get("total") is None:
                 failed.append(entry.student)
                 print(f"  {entry.student}: grader error, nothing written "
                       f"(see {os.path.join(out_dir, result.folder, 'grader-errors.log')})")
                 continue
-            part = scores.part_scores(result, kept.get(result.name), list(points))
+            part = scores.part_scores(result, row, list(points))
+            penalty = float(row.get("penalty") or 0.0)
             scores.record(book, args.assignment, notebook_name, entry.student,
-                          _timestamp(entry.timestamp), part)
+                          _timestamp(entry.timestamp), part, penalty)
+            if any(o.get("part") == ledger.TOTAL for o in row.get("overrides") or []):
+                totals.append(entry.student)
             target = coursedir.format_path(coursedir.feedback_directory, entry.student,
                                            args.assignment)
             feedback.write(os.path.join(out_dir, result.folder), target, notebook_name, notes,
                            title=f"{args.assignment}: {entry.student}")
             course.copy_submission_files(entry, target)
-            course.copy_submission_files(entry, coursedir.format_path(
-                coursedir.autograded_directory, entry.student, args.assignment), notebook_name)
-            print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}"
+            autograded = coursedir.format_path(coursedir.autograded_directory, entry.student,
+                                               args.assignment)
+            course.copy_submission_files(entry, autograded, notebook_name)
+            if not course.collected(entry):
+                course.write_release_files(entry, notebook_name, [autograded, target])
+                copied.append(entry.student)
+            late = (f", late by {row['days_late']} day(s): -{penalty:g}" if penalty else "")
+            print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}{late}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
     print(f"Wrote {len(entries) - len(failed)} student(s)' scores to {coursedir.db_url} and "
           f"their feedback to {coursedir.format_path(coursedir.feedback_directory, '<student>', args.assignment)}")
+    if totals:
+        print(f"An override of the total cannot be written into nbgrader's gradebook, which "
+              f"keeps scores per part: {', '.join(totals[:20])} got their parts' scores; "
+              f"override parts instead (`grader override --out {out_dir} STUDENT PART POINTS`).")
+    if copied:
+        shown = ", ".join(copied[:20]) + (f" and {len(copied) - 20} more" if len(copied) > 20 else "")
+        print(f"Copied into submitted/ by hand, not collected: {shown}. `nbgrader release_feedback` "
+              f"runs for them, but only `nbgrader submit` gives a student what `nbgrader "
+              f"fetch_feedback` needs: hand out their "
+              f"{coursedir.format_path(coursedir.feedback_directory, '<student>', args.assignment)}"
+              f"/{notebook_name}.html yourself, or have them submit and run `nbgrader collect`.")
     if failed:
         _say(f"the grader itself failed on: {', '.join(failed)}; run the same command again")
         return 2
     return 0
+
+
+def _submission(entry, path, name):
+    """The kit's Submission for one nbgrader submission: the student is the folder under
+    submitted/ (nbgrader's own id), their name from gradebook.db, and the time is
+    timestamp.txt's ("nbgrader-timestamp"), which only `nbgrader collect` writes; a
+    submission copied there by hand has none (no time, so no lateness is charged)."""
+    from ..intake import layouts
+    submission = layouts.Submission(path=path, name=entry.student, student_id=entry.student,
+                                    student_name=name, layout="nbgrader")
+    when = _timestamp(entry.timestamp)
+    # set as attributes: grade._identify reads them with getattr, whichever fields
+    # intake/layouts.py declares
+    submission.submitted_at = _iso(when) if when else ""
+    submission.time_source = "nbgrader-timestamp" if when else ""
+    return submission
+
+
+def _iso(text):
+    """timestamp.txt's time as ISO 8601 with its offset (nbgrader reads it as UTC)."""
+    from nbgrader.utils import parse_utc
+    moment = parse_utc(text)
+    if moment.tzinfo is None:
+        import datetime
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.isoformat()
 
 
 def _timestamp(text):

@@ -6,9 +6,11 @@ command line is the course's root. Submitted files are read as regular files onl
 through a link, and at most a notebook's size limit: they come from students.
 """
 import dataclasses
+import datetime
 import fnmatch
 import glob
 import os
+import secrets
 import stat
 
 from ..intake.notebook import MAX_NOTEBOOK_BYTES
@@ -148,3 +150,54 @@ def copy_submission_files(entry, target, notebook=None):
         if data is not None:
             with open(os.path.join(target, name), "wb") as handle:
                 handle.write(data)
+
+
+def collected(entry):
+    """Whether the submission came through `nbgrader submit` and `nbgrader collect`: its
+    folder holds the submission_secret.txt (a regular file) that only they write."""
+    return read_regular(os.path.join(entry.folder, "submission_secret.txt"), 4096) is not None
+
+
+def write_release_files(entry, notebook, targets):
+    """For a submission copied into submitted/ by hand (not `collected`): put in each of
+    `targets` (its autograded/ and feedback/ folders) the two files `nbgrader
+    release_feedback` opens for every feedback page, where the submission has none, so that
+    it runs for the whole class instead of stopping at this student:
+
+        submission_secret.txt  a fresh secret, as `nbgrader submit` makes one (the same in
+                               both folders, kept from an earlier run), since the student has
+                               no secret the released page could be named after
+        timestamp.txt          the notebook file's modification time in nbgrader's format
+                               (release_feedback only prints it; the gradebook's timestamp
+                               stays empty, as nbgrader leaves it for such a submission)
+
+    autograded/ gets them too because `nbgrader generate_feedback` rebuilds feedback/ from
+    there. A student who never ran `nbgrader submit` cannot fetch a released page: the
+    instructor hands feedback/<student>/<assignment>/ out (command.py says so)."""
+    secret = None
+    for target in targets:
+        data = read_regular(os.path.join(target, "submission_secret.txt"), 4096)
+        if data and data.strip():
+            secret = data
+            break
+    secret = secret or secrets.token_hex(64).encode("ascii")
+    when = _file_time(os.path.join(entry.folder, f"{notebook}.ipynb"))
+    for target in targets:
+        os.makedirs(target, exist_ok=True)
+        for name, data in (("submission_secret.txt", secret), ("timestamp.txt", when)):
+            path = os.path.join(target, name)
+            if name == "timestamp.txt" and read_regular(path, 4096):
+                continue  # one the submission had, or an earlier run wrote
+            if os.path.lexists(path):
+                os.remove(path)  # never written through a link
+            with open(path, "xb") as handle:
+                handle.write(data)
+
+
+def _file_time(path):
+    """A file's modification time (UTC) as nbgrader writes timestamp.txt; now without one."""
+    try:
+        moment = datetime.datetime.fromtimestamp(os.lstat(path).st_mtime, datetime.timezone.utc)
+    except (OSError, OverflowError, ValueError):
+        moment = datetime.datetime.now(datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f UTC").encode("ascii")

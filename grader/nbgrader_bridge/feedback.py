@@ -10,7 +10,8 @@ COURSE/feedback/<student>/<assignment>/.
                       would be released as the feedback of a notebook called "feedback")
 
 command.py copies timestamp.txt and submission_secret.txt beside them, which
-release_feedback needs.
+release_feedback needs (or, for a submission copied into submitted/ by hand, writes them:
+course.write_release_files).
 """
 import html
 import os

@@ -44,9 +44,21 @@ def assignment_cells(gradebook, assignment, points):
         f"source notebook that `grader release --notebook` writes")
 
 
-def record(gradebook, assignment, notebook, student, timestamp, scores):
+def student_names(gradebook):
+    """{student id: "First Last"} of the course's students, as nbgrader's database has them."""
+    names = {}
+    for student in gradebook.students:
+        name = " ".join(n for n in (student.first_name, student.last_name) if n)
+        names[student.id] = name
+    return names
+
+
+def record(gradebook, assignment, notebook, student, timestamp, scores, penalty=0.0):
     """Write one student's `scores` ({part: score}) into the gradebook, creating the
-    student and the submission as needed."""
+    student and the submission as needed. `timestamp` (timestamp.txt's text, or None) is
+    the submission's time, which `nbgrader export` shows; `penalty` (points the course's
+    late policy takes, grader/course.py) is the notebook's late_submission_penalty, which
+    nbgrader subtracts from the score in `nbgrader export` and formgrader."""
     gradebook.update_or_create_student(student)
     extra = {"timestamp": timestamp} if timestamp else {}
     gradebook.update_or_create_submission(assignment, student, **extra)
@@ -54,14 +66,16 @@ def record(gradebook, assignment, notebook, student, timestamp, scores):
         grade = gradebook.find_grade(part, notebook, assignment, student)
         grade.auto_score = float(score)
         grade.needs_manual_grade = False
+    submitted = gradebook.find_submission_notebook(notebook, assignment, student)
+    submitted.late_submission_penalty = float(penalty) if penalty else None
     gradebook.db.commit()
 
 
-def part_scores(result, kept_row, parts):
-    """{part: score} of one graded submission: from the result, or from its kept gradebook
-    row when the kit found it unchanged and did not grade it again."""
-    if result.unchanged and kept_row is not None:
-        by_part = {p: pair[0] for p, pair in kept_row.get("parts", {}).items()}
+def part_scores(result, row, parts):
+    """{part: score} of one graded submission: from its final gradebook row (the kit's
+    score with the instructor's part overrides, gradebook.final_row), else from the result."""
+    if row is not None and isinstance(row.get("parts"), dict):
+        by_part = {p: pair[0] for p, pair in row["parts"].items()}
     else:
         by_part = {p: score for p, (score, _) in result.by_part().items()}
     return {p: float(by_part.get(p, 0.0)) for p in parts}
