@@ -690,13 +690,16 @@ def test_folder_without_python_lists_its_contents(tmp_path):
     assert staged.file is None
     assert "no attention.py" in staged.error
     assert "report.pdf" in staged.error and os.path.join("docs", "readme.txt") in staged.error
+    # nothing gradable was found: "missing work", never an earned zero
+    assert staged.missing is True
+    assert "looked for attention.py or attention.ipynb" in staged.error
 
 
 def test_empty_folder_says_so(tmp_path):
     folder = tmp_path / "heidi"
     folder.mkdir()
     staged = _stage(tmp_path, folder)
-    assert "contains: nothing" in staged.error
+    assert "contains: nothing" in staged.error and staged.missing is True
 
 
 # ----------------------------------------------------------------------------- trust boundary
@@ -1004,3 +1007,86 @@ def test_stage_never_raises_on_odd_arguments(tmp_path):
         staged = stage(path, str(tmp_path / "staged"), "student")
         assert staged.file is None and staged.error
         staged.error.encode("utf-8")
+
+
+# ----------------------------------------------------------------------------- found, not guessed
+
+def _zip_bytes(entries):
+    import io
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive_file:
+        for name, data in entries:
+            archive_file.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_folder_whose_work_is_a_zip_is_opened(tmp_path):
+    # a Moodle student folder holding 作业.zip (with a helper): graded, not "not gradable"
+    folder = tmp_path / "Fang Wu_10006_assignsubmission_file_"
+    folder.mkdir()
+    (folder / "作业.zip").write_bytes(_zip_bytes([
+        ("作业/attention.py", "from helpers import X\n" + ATTENTION),
+        ("作业/helpers.py", "X = 1\n"), ("__MACOSX/._attention.py", "junk")]))
+    staged = _stage(tmp_path, folder)
+    assert staged.error is None and staged.missing is False
+    assert open(staged.file, encoding="utf-8").read() == "from helpers import X\n" + ATTENTION
+    assert open(os.path.join(os.path.dirname(staged.file), "helpers.py")).read() == "X = 1\n"
+    assert any("the work was in 作业.zip, which was opened" in n for n in staged.notes)
+
+
+def test_a_zip_inside_a_folder_is_opened_one_level_only(tmp_path):
+    inner = _zip_bytes([("attention.py", ATTENTION)])
+    folder = tmp_path / "nested"
+    folder.mkdir()
+    (folder / "outer.zip").write_bytes(_zip_bytes([("inner.zip", inner)]))
+    staged = _stage(tmp_path, folder)
+    assert staged.file is None and staged.missing is True
+    assert "outer.zip has no attention.py" in staged.error and "inner.zip" in staged.error
+    # two zips: which is the work is not guessed
+    two = tmp_path / "two"
+    two.mkdir()
+    for name in ("a.zip", "b.zip"):
+        (two / name).write_bytes(_zip_bytes([("attention.py", ATTENTION)]))
+    staged = _stage(tmp_path, two)
+    assert staged.file is None and "a.zip" in staged.error and "b.zip" in staged.error
+
+
+def test_a_zip_inside_a_folder_gets_the_archive_checks(tmp_path):
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    (folder / "work.zip").write_bytes(_zip_bytes([("../../escape.py", "X = 1\n"),
+                                                  ("attention.py", ATTENTION)]))
+    staged = _stage(tmp_path, folder)
+    assert staged.error is None
+    assert not (tmp_path / "escape.py").exists()
+    assert any("refused 1 entries" in n for n in staged.notes)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "work.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    staged = _stage(tmp_path, broken)
+    # found but broken: "not gradable" (its earned 0), not missing work
+    assert staged.file is None and staged.missing is False
+    assert "not a readable zip archive" in staged.error
+
+
+def test_missing_work_is_told_from_broken_work(tmp_path):
+    pdf = _stage_bytes(tmp_path, "report.pdf", b"%PDF-1.4")
+    assert pdf.missing is True and "not a .py file" in pdf.error
+    syntax = _stage_bytes(tmp_path, "attention.py", b"def f(:\n")
+    assert syntax.error is None and syntax.missing is False   # found: the grader runs it
+    binary = _stage_bytes(tmp_path, "attention.ipynb", b"\x00\x01 not json")
+    assert binary.file is None and binary.missing is False
+    several = tmp_path / "several"
+    several.mkdir()
+    (several / "one.py").write_text(ATTENTION)
+    (several / "two.py").write_text(ATTENTION)
+    staged = _stage(tmp_path, several)
+    assert staged.file is None and staged.missing is False   # code found, but which is it?
+
+
+def test_status_of_a_result_with_nothing_found():
+    from grader.grade.outcome import SubmissionResult
+    assert SubmissionResult("a", "a", [], intake_error="x", missing_work=True).status == "missing work"
+    assert SubmissionResult("a", "a", [], intake_error="x").status == "not gradable"
+    assert SubmissionResult("a", "a", [], intake_error="x", missing_work=True,
+                            grader_error="boom").status == "grader error"

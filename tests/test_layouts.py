@@ -11,13 +11,14 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
 from conftest import KIT, SUBMISSIONS
 
 from grader import export
-from grader.intake import layouts
+from grader.intake import layouts, times
 from grader.report import gradebook
 
 ALICE = os.path.join(KIT, "examples", "alice.py")
@@ -51,7 +52,9 @@ submission_31000002:
     ("wangli_10000_90000_attention.py", "10000", "wangli", False, 0),
     ("liuyang_LATE_10001_90001_attention.ipynb", "10001", "liuyang", True, 0),
     ("zhaomin_10002_90002_attention-1.py", "10002", "zhaomin", False, 1),
-    ("zhaomin_late_10002_90002_attention-12.py", "10002", "zhaomin", True, 12),
+    ("zhaomin_LATE_10002_90002_attention-12.py", "10002", "zhaomin", True, 12),
+    # Canvas writes LATE in capitals and names in lower case: "late" is part of the name
+    ("zhaomin_late_10002_90002_attention-12.py", "10002", "zhaomin_late", False, 12),
     ("王力_10003_90003_attention.py", "10003", "王力", False, 0),
     ("wang_li_10004_90004_attention.zip", "10004", "wang_li", False, 0),
     ("teststudent_1_2_attention (1).py", "1", "teststudent", False, 0),
@@ -88,6 +91,34 @@ def test_names_that_are_not_moodle(name):
     assert layouts.parse_moodle(name) is None
 
 
+@pytest.mark.parametrize("name, user, attachment, file, claims", [
+    # Mallory (10005) uploads a file whose own name imitates another student's download name
+    ("mallory_10005_90005__10000_90000_attention.py", "10005", "90005",
+     "_10000_90000_attention.py", ["10000"]),
+    ("mallory_10005_90005_wangli_10000_90000_attention.py", "10005", "90005",
+     "wangli_10000_90000_attention.py", ["10000"]),
+    ("mallory_LATE_10005_90005_LATE_10001_1_attention.py", "10005", "90005",
+     "LATE_10001_1_attention.py", ["10001"]),
+    ("mallory_10005_90005_Zhou Tao_10007_assignsubmission_file_a.py", "10005", "90005",
+     "Zhou Tao_10007_assignsubmission_file_a.py", ["10007"]),
+    # her own download name re-uploaded claims nobody else
+    ("mallory_10005_90007_mallory_10005_90005_attention.py", "10005", "90007",
+     "mallory_10005_90005_attention.py", []),
+    ("wangli_10000_90000_2024_hw_attention.py", "10000", "90000", "2024_hw_attention.py", []),
+])
+def test_canvas_ids_come_from_the_prefix_canvas_writes(name, user, attachment, file, claims):
+    parts = layouts.parse_canvas(name)
+    assert (parts["user"], parts["attachment"], parts["file"], parts["claims"]) == \
+        (user, attachment, file, claims)
+
+
+def test_a_canvas_name_that_splits_two_ways_is_read_as_canvas_reads_it():
+    # a name part ending in _<digits> (Canvas collapses only _<digits>_): Canvas's own reading
+    parts = layouts.parse_canvas("x_5_10000_90000_attention.py")
+    assert (parts["user"], parts["attachment"], parts["ambiguous"]) == ("5", "10000", True)
+    assert layouts.parse_canvas("wangli_10000_90000_attention.py")["ambiguous"] is False
+
+
 @pytest.mark.parametrize("hostile", [
     "=HYPERLINK(\"http://x\")_10000_90000_attention.py",
     "\x1b[2J\x1b[31mred_10000_90000_attention.py",
@@ -95,17 +126,33 @@ def test_names_that_are_not_moodle(name):
     "\u202eevil_10000_90000_attention.py",
     "x" * 5000 + "_10000_90000_attention.py",
     "..\n.._10000_90000_attention.py",
+    "Fang Wu_10000_90000_attention.py",
 ])
-def test_hostile_canvas_names_are_made_safe(hostile):
-    parts = layouts.parse_canvas(hostile)
-    if parts is None:  # too long to be a file name: it falls back to plain
-        assert len(hostile) > layouts.MAX_NAME
-        return
-    name = parts["name"]
-    assert len(name) <= layouts.MAX_DISPLAY and "\n" not in name and "\x1b" not in name
-    assert "\udcff" not in name and "\u202e" not in name
-    assert parts["user"] == "10000"
-    assert not gradebook.text_cell(name).startswith("=")
+def test_names_canvas_never_writes_are_not_canvas(hostile):
+    # Canvas keeps only word characters in the name part: anything else is not its download
+    assert layouts.parse_canvas(hostile) is None
+
+
+def test_canvas_display_names_are_made_safe():
+    parts = layouts.parse_canvas("王力ｘ_10000_90000_attention.py")
+    assert parts["name"] == "王力ｘ" and parts["user"] == "10000"
+    long = layouts.parse_canvas("x" * 240 + "_10000_90000_a.py")
+    assert long["user"] == "10000" and len(long["name"]) == layouts.MAX_DISPLAY
+
+
+@pytest.mark.parametrize("name, ident, who, file, claims", [
+    # Moodle writes no "_" in a full name (it makes them spaces): the first "_" ends it
+    ("Zhou Tao 10007 assignsubmission file _10006_assignsubmission_file_", "10006",
+     "Zhou Tao 10007 assignsubmission file", "", []),
+    ("Fang Wu_10006_assignsubmission_file_Zhou Tao_10007_assignsubmission_file_a.py", "10006",
+     "Fang Wu", "Zhou Tao_10007_assignsubmission_file_a.py", ["10007"]),
+    ("Fang Wu_10006_assignsubmission_file_wangli_10000_90000_a.py", "10006", "Fang Wu",
+     "wangli_10000_90000_a.py", ["10000"]),
+])
+def test_moodle_ids_come_from_the_prefix_moodle_writes(name, ident, who, file, claims):
+    parts = layouts.parse_moodle(name)
+    assert (parts["id"], parts["name"], parts["file"], parts["claims"]) == (ident, who, file, claims)
+    assert layouts.parse_moodle("Zhou_Tao_10007_assignsubmission_file_") is None
 
 
 @pytest.mark.parametrize("raw, safe", [("10000", "10000"), ("=1+1", "1+1"), ("a/../b", "a..b"),
@@ -136,14 +183,19 @@ def test_nbgrader_paths():
 def test_metadata_subset_parser_reads_what_pyyaml_reads():
     subset = layouts.parse_metadata_subset(METADATA)
     assert subset == {
-        "submission_31000001": [{"name": "Jane Doe", "sid": "12345", "email": "jane@example.edu"}],
-        "submission_31000002": [{"name": "Li Lei", "sid": "12346", "email": "lilei@example.edu"},
-                                {"name": "Han Meimei", "sid": "12347", "email": "hanmm@example.edu"}]}
+        "submission_31000001": {
+            "people": [{"name": "Jane Doe", "sid": "12345", "email": "jane@example.edu"}],
+            "created_at": "2026-11-30T12:00:00-08:00"},
+        "submission_31000002": {
+            "people": [{"name": "Li Lei", "sid": "12346", "email": "lilei@example.edu"},
+                       {"name": "Han Meimei", "sid": "12347", "email": "hanmm@example.edu"}],
+            "created_at": "2026-11-30T13:00:00-08:00"}}
     loader = layouts._tolerant_loader()
     if loader is not None:
         import yaml
         data = yaml.load(METADATA, Loader=loader)
-        assert {k: layouts._people(v) for k, v in data.items()} == subset
+        assert {k: {"people": layouts._people(v), "created_at": layouts._created(v)}
+                for k, v in data.items()} == subset
 
 
 def test_metadata_never_runs_code_and_is_bounded(tmp_path):
@@ -151,7 +203,8 @@ def test_metadata_never_runs_code_and_is_bounded(tmp_path):
     evil.write_text("submission_1: !!python/object/apply:os.system ['touch %s']\n"
                     % (tmp_path / "pwned"), encoding="utf-8")
     data, note = layouts.read_metadata(str(evil))
-    assert not (tmp_path / "pwned").exists() and note is None and data == {"submission_1": []}
+    assert not (tmp_path / "pwned").exists() and note is None
+    assert data == {"submission_1": {"people": [], "created_at": ""}}
     big = tmp_path / "big" / "submission_metadata.yml"
     big.parent.mkdir()
     with open(big, "wb") as handle:
@@ -169,7 +222,8 @@ def test_metadata_without_pyyaml_uses_the_subset_parser(tmp_path, monkeypatch):
     (tmp_path / "submission_metadata.yml").write_text(METADATA, encoding="utf-8")
     monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
     data, note = layouts.read_metadata(str(tmp_path / "submission_metadata.yml"))
-    assert note is None and data["submission_31000001"][0]["sid"] == "12345"
+    assert note is None and data["submission_31000001"]["people"][0]["sid"] == "12345"
+    assert data["submission_31000002"]["created_at"] == "2026-11-30T13:00:00-08:00"
 
 
 # --- fixtures: one class handed in four ways --------------------------------------------------
@@ -182,6 +236,8 @@ def _canvas(root):
     shutil.copy(STUB, canvas / "zhaomin_10002_90002_attention.py")      # the first try
     shutil.copy(ALICE, canvas / "zhaomin_10002_90002_attention-1.py")   # the resubmission
     shutil.copy(ALICE, canvas / "sunqi_10003_90003_attention.py")
+    # Mallory (10005) uploaded "_10000_99999_attention-9.py": it imitates wangli's prefix
+    shutil.copy(STUB, canvas / "mallory_10005_90005__10000_99999_attention-9.py")
     (canvas / "index.html").write_text("<html></html>", encoding="utf-8")
     return canvas
 
@@ -196,6 +252,13 @@ def _moodle(root):
     text = moodle / "Fang Wu_10006_assignsubmission_onlinetext_"
     text.mkdir()
     (text / "onlinetext.html").write_text("<p>see my file</p>", encoding="utf-8")
+    zipped = moodle / "Sun Li_10009_assignsubmission_file_"   # the work as a zip: found
+    zipped.mkdir()
+    with zipfile.ZipFile(zipped / "作业.zip", "w") as archive:
+        archive.write(ALICE, "作业/attention.py")
+    nothing = moodle / "Wu Kong_10010_assignsubmission_file_"  # no code at all: missing work
+    nothing.mkdir()
+    (nothing / "report.pdf").write_bytes(b"%PDF-1.4")
     return moodle
 
 
@@ -235,13 +298,18 @@ def test_resolve_names_each_layout(tmp_path):
         "liuyang_10001": ("10001", "liuyang", "canvas"),
         "zhaomin_10002": ("10002", "zhaomin", "canvas"),
         "sunqi_10003": ("10003", "sunqi", "canvas"),
+        "mallory_10005": ("10005", "mallory", "canvas"),
         "Fang Wu_10006": ("10006", "Fang Wu", "moodle"),
         "Zhou Tao_10007": ("10007", "Zhou Tao", "moodle"),
         "Chen Jing_10008": ("10008", "Chen Jing", "moodle"),
+        "Sun Li_10009": ("10009", "Sun Li", "moodle"),
+        "Wu Kong_10010": ("10010", "Wu Kong", "moodle"),
         "Jane Doe_12345": ("12345", "Jane Doe", "gradescope"),
         "Li Lei; Han Meimei_12346;12347": ("12346;12347", "Li Lei; Han Meimei", "gradescope"),
         "alice": ("alice", "alice", "nbgrader"),
         "bob": ("bob", "bob", "nbgrader")}
+    wangli = next(s for s in batch.submissions if s.name == "wangli_10000")
+    assert wangli.path.endswith("wangli_10000_90000_attention.py") and not wangli.notes
     zhaomin = next(s for s in batch.submissions if s.name == "zhaomin_10002")
     assert zhaomin.path.endswith("attention-1.py")
     assert any("zhaomin_10002_90002_attention.py was not graded" in n for n in zhaomin.notes)
@@ -262,7 +330,7 @@ def test_explicit_layouts_and_fallbacks(tmp_path):
     assert {s.name for s in plain.submissions} == {
         "wangli_10000_90000_attention", "liuyang_LATE_10001_90001_attention",
         "zhaomin_10002_90002_attention", "zhaomin_10002_90002_attention-1",
-        "sunqi_10003_90003_attention"}
+        "sunqi_10003_90003_attention", "mallory_10005_90005__10000_99999_attention-9"}
     assert all(s.layout == "plain" for s in plain.submissions)
     odd = tmp_path / "alice.py"
     shutil.copy(ALICE, odd)
@@ -295,6 +363,184 @@ def test_hostile_paths_never_escape(tmp_path):
     assert only.student_id == "7" and "\x1b" not in only.student_name and "\u202e" not in only.student_name
 
 
+# --- identity only from what the LMS controls ----------------------------------------------
+
+def _files(folder, names, source=ALICE):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(source, folder / name)
+    return folder
+
+
+def _by_id(batch):
+    return {s.student_id: s for s in batch.submissions}
+
+
+def test_a_file_named_like_a_classmates_download_name_stays_its_uploaders(tmp_path):
+    # before: Mallory's upload "_10000_99999_attention-9.py" was read as user 10000, replaced
+    # wangli's graded file; "_10002_..." made a row for 10002, who handed nothing in
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
+                                          "mallory_10005_90005_attention.py"])
+    _files(canvas, ["mallory_10005_90006__10000_99999_attention-9.py",
+                    "mallory_10005_90007__10002_99999_attention.py"], STUB)
+    batch = layouts.resolve([str(canvas)])
+    got = _by_id(batch)
+    assert sorted(got) == ["10000", "10005"]
+    assert got["10000"].path == str(canvas / "wangli_10000_90000_attention.py")
+    assert got["10000"].flags == []
+    assert got["10005"].path == str(canvas / "mallory_10005_90005_attention.py")
+    assert got["10005"].flags == [
+        "the uploaded file's own name claims Canvas user 10000; graded as user 10005's "
+        "(mallory_10005_90006__10000_99999_attention-9.py)",
+        "the uploaded file's own name claims Canvas user 10002; graded as user 10005's "
+        "(mallory_10005_90007__10002_99999_attention.py)"]
+    assert sum("FLAG the uploaded file's own name claims" in n for n in batch.notes) == 2
+
+
+def test_one_canvas_user_under_two_names_is_flagged_never_merged(tmp_path):
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
+                                          "mallory_10000_90001_attention-3.py",
+                                          "sunqi_10003_90003_attention.py"])
+    batch = layouts.resolve([str(canvas)])
+    rows = {s.name: s for s in batch.submissions}
+    assert set(rows) == {"wangli_10000", "mallory_10000", "sunqi_10003"}
+    for name in ("wangli_10000", "mallory_10000"):   # both kept, neither with an id to export
+        assert rows[name].student_id == "" and rows[name].path.endswith(
+            {"wangli_10000": "90000_attention.py", "mallory_10000": "attention-3.py"}[name])
+        assert rows[name].flags == ["Canvas user 10000 appears under 2 names in this download "
+                                    "(mallory, wangli); no student id is given until you check "
+                                    "which is theirs"]
+    assert rows["sunqi_10003"].student_id == "10003" and rows["sunqi_10003"].flags == []
+
+
+def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
+    # a Moodle student folder, or an nbgrader one, holding files named like Canvas downloads
+    moodle = tmp_path / "moodle" / "Mallory Li_10005_assignsubmission_file_"
+    _files(moodle, ["wangli_10000_90000_attention.py", "zhaomin_10002_90002_attention.py"])
+    nb = tmp_path / "course" / "submitted" / "mallory" / "attention"
+    _files(nb, ["wangli_10000_90000_attention.py"])
+    batch = layouts.resolve([str(moodle), str(nb)])
+    assert [(s.student_id, s.layout, s.path) for s in batch.submissions] == [
+        ("10005", "moodle", str(moodle)), ("mallory", "nbgrader", str(nb))]
+    assert batch.submissions[0].flags == [
+        "the uploaded file's own name claims Moodle participant 10000; graded as user 10005's "
+        "(wangli_10000_90000_attention.py)",
+        "the uploaded file's own name claims Moodle participant 10002; graded as user 10005's "
+        "(zhaomin_10002_90002_attention.py)"]
+    assert batch.submissions[1].flags == [
+        "the uploaded file's own name claims student 10000; graded as user mallory's "
+        "(wangli_10000_90000_attention.py)"]
+    # a folder only some of whose entries have Canvas names is one submission, not a download
+    mixed = _files(tmp_path / "mallory", ["helper.py", "wangli_10000_90000_attention.py"])
+    batch = layouts.resolve([str(mixed)])
+    assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == \
+        [("mallory", "mallory", "plain")]
+    assert any("not opened as a download" in n and "helper.py" in n for n in batch.notes)
+
+
+def test_canvas_late_flag_and_no_file_time(tmp_path):
+    canvas = _files(tmp_path / "canvas", ["liuyang_LATE_10001_90001_attention.py",
+                                          "wangli_10000_90000_attention.py"])
+    got = _by_id(layouts.resolve([str(canvas)]))
+    assert (got["10001"].late_flag, got["10000"].late_flag) == (True, False)
+    # the files' times are when Canvas made the zip, not when they were handed in
+    assert (got["10001"].submitted_at, got["10001"].time_source) == ("", "")
+
+
+def test_gradescope_times_and_cross_checks(tmp_path):
+    export_dir = _gradescope(tmp_path)
+    extra = METADATA + ("submission_31000003:\n  :submitters:\n  - :name: Jane Again\n"
+                        "    :sid: '12345'\n  :created_at: 2026-12-01 09:30:00.5 +08:00\n"
+                        "submission_31000009:\n  :submitters:\n  - :name: No Folder\n"
+                        "    :sid: '99999'\n")
+    (export_dir / "submission_metadata.yml").write_text(extra, encoding="utf-8")
+    _files(export_dir / "submission_31000003", ["attention.py"])
+    _files(export_dir / "submission_31000004", ["attention.py"])   # not in the metadata
+    batch = layouts.resolve([str(export_dir)])
+    rows = {s.path.rsplit("/", 1)[1]: s for s in batch.submissions}
+    assert (rows["submission_31000002"].submitted_at, rows["submission_31000002"].time_source) == \
+        ("2026-11-30T13:00:00-08:00", "gradescope-metadata")
+    jane = rows["submission_31000003"]   # the later of Jane's two: one row, both flagged
+    assert "submission_31000001" not in rows and jane.student_id == "12345"
+    assert jane.submitted_at == "2026-12-01T09:30:00.500000+08:00"
+    assert jane.flags == ["SID 12345 is in more than one submission of submission_metadata.yml"]
+    loose = rows["submission_31000004"]
+    assert loose.student_id == "" and loose.flags == [
+        "submission_31000004: not in submission_metadata.yml; named after its folder, no student id"]
+    assert loose.time_source == "file-mtime"
+    assert any("1 submissions have no folder here (submission_31000009)" in n for n in batch.notes)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-11-30 12:00:00.000000 UTC", "2026-11-30T12:00:00+00:00"),
+    ("2026-11-30 12:00:00.123456 UTC\n", "2026-11-30T12:00:00.123456+00:00"),
+    ("2026-12-01 10:00:00", "2026-12-01T10:00:00+00:00"),
+    ("2026-11-30T20:00:00+08:00", "2026-11-30T20:00:00+08:00"),
+    ("2026-11-30 12:00:00.000000000 -08:00", "2026-11-30T12:00:00-08:00"),
+    ("2026-11-30 12:00:00 +0530", "2026-11-30T12:00:00+05:30"),
+    ("2026-02-30 12:00:00 UTC", ""), ("2026-11-30 12:00:00 CST", ""), ("yesterday", ""),
+    ("2026-11-30 12:00:00 +99:00", ""), ("", ""), ("9" * 5000, ""),
+])
+def test_submission_times_as_platforms_write_them(text, expected):
+    assert times.parse_time(text) == expected
+
+
+def test_nbgrader_timestamp_and_the_last_resort(tmp_path):
+    submitted = _nbgrader(tmp_path)   # alice's and bob's timestamp.txt: 2026-12-01 10:00:00
+    (submitted / "bob" / "attention" / "timestamp.txt").write_text("last tuesday", encoding="utf-8")
+    carol = _files(submitted / "carol" / "attention", ["attention.py"])
+    os.symlink("/etc/hostname", carol / "timestamp.txt")     # never read through a link
+    os.utime(carol / "attention.py", (1_796_000_000, 1_796_000_000))
+    plain = tmp_path / "dan.py"
+    shutil.copy(ALICE, plain)
+    os.utime(plain, (1_796_083_200, 1_796_083_200))
+    batch = layouts.resolve([str(submitted), str(plain)])
+    got = {s.name: (s.submitted_at, s.time_source) for s in batch.submissions}
+    assert got == {"alice": ("2026-12-01T10:00:00+00:00", "nbgrader-timestamp"),
+                   "bob": (got["bob"][0] or "no time", "file-mtime"),   # its files' own time
+                   "carol": ("2026-11-30T00:53:20+00:00", "file-mtime"),
+                   "dan": ("2026-12-01T00:00:00+00:00", "file-mtime")}
+    notes = "\n".join(batch.notes)
+    assert "bob: timestamp.txt does not hold a time the grader reads ('last tuesday')" in notes
+    assert "carol: timestamp.txt could not be read" in notes
+
+
+def _zip(path, entries):
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries:
+            if name.endswith("@link"):
+                info = zipfile.ZipInfo(name[:-5])
+                info.external_attr = (0o120777 << 16)
+                archive.writestr(info, data)
+            else:
+                archive.writestr(name, data)
+    return path
+
+
+def test_canvas_download_zip_given_as_downloaded(tmp_path):
+    alice = open(ALICE, "rb").read()
+    download = _zip(tmp_path / "submissions.zip", [
+        ("wangli_10000_90000_attention.py", alice),
+        ("liuyang_LATE_10001_90001_attention.ipynb", b"{}"),
+        ("mallory_10005_90005__10000_99999_attention.py", b"x = 1\n"),
+        ("__MACOSX/._wangli_10000_90000_attention.py", b"junk"),
+        ("sunqi_10003_90003_x.py@link", b"/etc/passwd")])
+    batch = layouts.resolve([str(download)])
+    got = _by_id(batch)
+    assert sorted(got) == ["10000", "10001", "10005"]
+    assert open(got["10000"].path, "rb").read() == alice
+    assert got["10000"].path.endswith("/wangli_10000_90000_attention.py")
+    assert got["10001"].late_flag is True and got["10005"].flags
+    notes = "\n".join(batch.notes)
+    assert "submissions.zip: canvas's download zip, unpacked to a temporary folder" in notes
+    assert "refused 1 entries" in notes and "sunqi_10003_90003_x.py" in notes
+    # a student's own zip is not a download
+    own = _zip(tmp_path / "dana.zip", [("dana/attention.py", alice)])
+    assert [(s.name, s.layout) for s in layouts.resolve([str(own)]).submissions] == \
+        [("dana", "plain")]
+
+
 # --- a real run, and the exports -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -319,11 +565,20 @@ def test_grades_csv_names_every_student_by_the_lms_id(graded):
     assert got == {
         "wangli_10000": ("10000", "wangli"), "liuyang_10001": ("10001", "liuyang"),
         "zhaomin_10002": ("10002", "zhaomin"), "sunqi_10003": ("10003", "sunqi"),
+        "mallory_10005": ("10005", "mallory"),
         "Fang Wu_10006": ("10006", "Fang Wu"), "Zhou Tao_10007": ("10007", "Zhou Tao"),
-        "Chen Jing_10008": ("10008", "Chen Jing"), "Jane Doe_12345": ("12345", "Jane Doe"),
+        "Chen Jing_10008": ("10008", "Chen Jing"), "Sun Li_10009": ("10009", "Sun Li"),
+        "Wu Kong_10010": ("10010", "Wu Kong"), "Jane Doe_12345": ("12345", "Jane Doe"),
         "Li Lei; Han Meimei_12346;12347": ("12346;12347", "Li Lei; Han Meimei"),
         "alice": ("alice", "alice"), "bob": ("bob", "bob")}
-    assert all(row["total"] == "100" for row in rows.values()), rows  # zhaomin's resubmission
+    # wangli keeps her own correct file: Mallory's imitation of her prefix is Mallory's 0
+    assert {n: (r["status"], r["total"]) for n, r in rows.items()
+            if r["total"] != "100"} == {"mallory_10005": ("graded", "0"),
+                                         "Wu Kong_10010": ("missing work", "0")}, rows
+    assert rows["wangli_10000"]["source"].endswith("wangli_10000_90000_attention.py")
+    assert "claims Canvas user 10000; graded as user 10005's" in rows["mallory_10005"]["flags"]
+    assert rows["Sun Li_10009"]["status"] == "graded"          # its 作业.zip was opened
+    assert "looked for attention.py" in rows["Wu Kong_10010"]["reason"]
     assert rows["zhaomin_10002"]["source"].endswith("attention-1.py")
     header = open(out / "grades.csv", encoding="utf-8-sig").readline()
     assert header.startswith("submission,student_id,name,status,total,max,")
@@ -362,10 +617,11 @@ def test_export_canvas(graded, tmp_path):
     assert sorted(lines[2:]) == sorted([
         ["wangli", "10000", "", "", "", "100"], ["liuyang", "10001", "", "", "", "100"],
         ["zhaomin", "10002", "", "", "", "100"], ["sunqi", "10003", "", "", "", "100"],
-        ["Jane Doe", "", "12345", "", "", "100"],
+        ["mallory", "10005", "", "", "", "0"], ["Jane Doe", "", "12345", "", "", "100"],
         ["Li Lei", "", "12346", "", "", "100"], ["Han Meimei", "", "12347", "", "", "100"],
         ["alice", "", "", "alice", "", "100"], ["bob", "", "", "bob", "", "100"]])
-    assert done.stderr.count("a Moodle participant id") == 3
+    assert done.stderr.count("a Moodle participant id") == 4
+    assert done.stderr.count("missing work") == 1 and "left out Wu Kong" in done.stderr
 
 
 def test_export_moodle(graded, tmp_path):
@@ -378,9 +634,11 @@ def test_export_moodle(graded, tmp_path):
     assert [line[:4] for line in lines[1:]] == [
         ["Participant 10008", "Chen Jing", "100", "100"],
         ["Participant 10006", "Fang Wu", "100", "100"],
+        ["Participant 10009", "Sun Li", "100", "100"],
         ["Participant 10007", "Zhou Tao", "100", "100"]]
     assert all(line[4] for line in lines[1:])
-    assert done.stderr.count("not from a Moodle download") == 8
+    assert done.stderr.count("not from a Moodle download") == 9
+    assert "left out Wu Kong_10010: no gradable work was found" in done.stderr
 
 
 def _row(name, **fields):

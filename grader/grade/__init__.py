@@ -69,6 +69,7 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
         tests = outcome.from_catalog(catalog, "failed", _("Not graded: {reason}").format(reason=staged.error))
         return outcome.SubmissionResult(name, path, tests, staged.notes,
                                         intake_error=staged.error,
+                                        missing_work=getattr(staged, "missing", False),
                                         seconds=time.monotonic() - started)
     os.chmod(os.path.join(stage_root, "staged"), 0o755)
     workers = os.path.join(stage_root, "workers")

@@ -32,6 +32,7 @@ class SubmissionResult:
     tests: list
     notes: list = dataclasses.field(default_factory=list)
     intake_error: str = None     # the submission could not be read: zero, with this reason
+    missing_work: bool = False   # with intake_error: nothing gradable was found (not a zero)
     grader_error: str = None     # the grader failed: not a zero, reported as such
     isolation: dict = None
     summary: dict = None         # what the worker saw: names defined, import error, output
@@ -68,6 +69,8 @@ class SubmissionResult:
     def status(self):
         if self.grader_error or self.grader_failures:
             return "grader error"
+        if self.intake_error and self.missing_work:
+            return "missing work"   # nothing gradable found: for review, never exported as 0
         if self.intake_error:
             return "not gradable"
         return "graded"

@@ -11,6 +11,12 @@ a symbolic link (not the submitted path, not a folder inside it, not a file), ne
 a named pipe, socket or device, reads at most each size limit plus one byte, and gives up
 on a submission after INTAKE_SECONDS. `stage` never raises: whatever goes wrong becomes
 the submission's reason for being `not gradable`.
+
+Found, not guessed: a folder whose only work is a zip (a Moodle folder holding `作业.zip`)
+is opened, one level, with archive.py's checks. When nothing gradable is found at all (no
+code file, only a PDF, an empty folder) the error is NothingFound and `Staged.missing` is
+set: the row is "missing work", not an earned zero; a file that was found but cannot be
+read keeps "not gradable".
 """
 import dataclasses
 import os
@@ -22,13 +28,13 @@ import tempfile
 from ..i18n import N_, _, ngettext
 from ..textsafety import safe_text
 from .archive import extract
-from .errors import IntakeError
+from .errors import IntakeError, NothingFound
 from .notebook import MAX_NOTEBOOK_BYTES, notebook_to_module
 from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, kind_text,
-                     open_submitted, read_entry, read_fd, refusal, shown, walk)
+                     open_entry, open_submitted, read_entry, read_fd, refusal, shown, walk)
 from .text import MAX_SOURCE_BYTES, decode_source
 
-__all__ = ["IntakeError", "Staged", "stage", "submission_names"]
+__all__ = ["IntakeError", "NothingFound", "Staged", "stage", "submission_names"]
 
 MODULE = "attention.py"
 SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
@@ -44,6 +50,7 @@ class Staged:
     file: str = None          # the staged attention.py
     notes: list = dataclasses.field(default_factory=list)
     error: str = None         # why it cannot be graded (IntakeError), if so
+    missing: bool = False     # nothing gradable was found (NothingFound): "missing work"
 
 
 def _is_real_folder(path):
@@ -127,8 +134,12 @@ def locate(entries, label):
             return regular[0]
         if not others and not regular and len(group) == 1:
             return group[0]  # refused by the caller, with what it is
-    raise IntakeError(_("{label} has no attention.py (it contains: {listing}). Name your file "
-                        "attention.py.").format(label=label, listing=_listing(entries)))
+    # code that could be the work (found, but which?) is not gradable; no code at all is missing
+    error = IntakeError if py or notebooks else NothingFound
+    raise error(_("{label} has no attention.py (looked for attention.py or attention.ipynb, "
+                  "else one other .py or .ipynb file, also inside one zip; it contains: "
+                  "{listing}). Name your file attention.py.").format(
+                      label=label, listing=_listing(entries)))
 
 
 def _convert(data, label, is_notebook):
@@ -181,22 +192,42 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                 opened.append(root)
             if root is None:
                 if not norm.lower().endswith((".py", ".ipynb")):
-                    raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
-                                        "folder.").format(label=label))
+                    raise NothingFound(_("{label} is not a .py file, a notebook, a zip or a "
+                                         "folder.").format(label=label))
                 limit, what = _limit(norm)
                 data = read_fd(fd, limit, label, deadline, what)
                 text, notes = _convert(data, label, norm.lower().endswith(".ipynb"))
                 staged.notes += notes
             else:
                 entries, notes = walk(root, label, deadline, _skip_dir)
-                chosen = locate(entries, label)
+                staged.notes += notes
+                try:
+                    chosen = locate(entries, label)
+                except NothingFound:
+                    inner = _only_zip(entries) if is_folder else None
+                    if inner is None:
+                        raise
+                    unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
+                    zip_fd = open_entry(root, inner, inner.shown)
+                    try:
+                        staged.notes += extract(None, unpacked, inner.shown, deadline=deadline,
+                                                fd=zip_fd)
+                    finally:
+                        os.close(zip_fd)
+                    staged.notes.append(_("{label}: the work was in {zip}, which was "
+                                          "opened.").format(label=label, zip=inner.shown))
+                    root = os.open(unpacked, DIR_FLAGS)
+                    opened.append(root)
+                    entries, notes = walk(root, inner.shown, deadline, _skip_dir)
+                    staged.notes += notes
+                    chosen = locate(entries, inner.shown)
                 if not chosen.name.lower().endswith((".py", ".ipynb")):
                     raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
                                         "folder.").format(label=label))
                 if chosen.kind:
                     raise IntakeError(refusal(chosen.shown, chosen.kind))
                 skipped = [e for e in entries if e.kind]
-                staged.notes += notes + ([_skipped_note(label, skipped)] if skipped else [])
+                staged.notes += [_skipped_note(label, skipped)] if skipped else []
                 limit, what = _limit(chosen.name)
                 data = read_entry(root, chosen, limit, chosen.shown, deadline, what)
                 text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"))
@@ -217,6 +248,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                 label=label, reason=f"{type(error).__name__}: {shown(str(error), 300)}")) from None
     except IntakeError as error:
         staged.error = safe_text(str(error), 4000)
+        staged.missing = isinstance(error, NothingFound)
     except Exception as error:  # a bug of ours must still not cost the gradebook its row
         staged.error = safe_text(_("the grader could not take in this submission ({error}); tell "
                                    "your instructor.").format(
@@ -230,6 +262,13 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
         staged.file = None
     staged.notes = [safe_text(note, 2000) for note in staged.notes]
     return staged
+
+
+def _only_zip(entries):
+    """The one regular .zip in a folder with no code in it (a Moodle folder holding
+    `作业.zip`), or None when there is none or more than one."""
+    zips = [e for e in entries if e.kind is None and e.name.lower().endswith(".zip")]
+    return zips[0] if len(zips) == 1 else None
 
 
 def _copy_helpers(root, entries, chosen, dest, notes, deadline):

@@ -63,9 +63,11 @@ def _safe_parts(name):
     return parts
 
 
-def extract(zip_path, dest, label, deadline=None, fd=None):
+def extract(zip_path, dest, label, deadline=None, fd=None, limits=None):
     """Extract `zip_path` (already open as `fd`, if given) into `dest`; returns notes for
-    the student."""
+    the student. limits: (entries, total bytes, zip bytes) instead of a student's upload's
+    (MAX_ENTRIES, MAX_TOTAL_BYTES, MAX_ZIP_BYTES), for an LMS's whole download."""
+    entries, total, zip_bytes = limits or (MAX_ENTRIES, MAX_TOTAL_BYTES, MAX_ZIP_BYTES)
     deadline = deadline or Deadline(INTAKE_SECONDS, label)
     own = fd is None
     if own:
@@ -77,17 +79,17 @@ def extract(zip_path, dest, label, deadline=None, fd=None):
         info = os.fstat(fd)
         if kind_of(info.st_mode):
             raise IntakeError(refusal(label, kind_of(info.st_mode)))
-        if info.st_size > MAX_ZIP_BYTES:
-            raise IntakeError(too_large(label, info.st_size, MAX_ZIP_BYTES, N_("zip archive")))
+        if info.st_size > zip_bytes:
+            raise IntakeError(too_large(label, info.st_size, zip_bytes, N_("zip archive")))
         with open(os.dup(fd), "rb") as handle:
             handle.seek(0)
-            return _extract(handle, dest, label, deadline)
+            return _extract(handle, dest, label, deadline, entries, total)
     finally:
         if own:
             os.close(fd)
 
 
-def _extract(handle, dest, label, deadline):
+def _extract(handle, dest, label, deadline, max_entries=MAX_ENTRIES, max_total=MAX_TOTAL_BYTES):
     notes = []
     try:
         archive = zipfile.ZipFile(handle)
@@ -96,14 +98,14 @@ def _extract(handle, dest, label, deadline):
             label=label, reason=shown(str(error) or type(error).__name__, 300))) from None
     with archive:
         entries = archive.infolist()
-        if len(entries) > MAX_ENTRIES:
+        if len(entries) > max_entries:
             raise IntakeError(_("{label} has {count} entries; at most {max} are accepted.").format(
-                label=label, count=len(entries), max=MAX_ENTRIES))
+                label=label, count=len(entries), max=max_entries))
         declared = sum(e.file_size for e in entries)
-        if declared > MAX_TOTAL_BYTES:
+        if declared > max_total:
             raise IntakeError(_("{label} would unpack to {mb} MB; at most {max} MB are "
                                 "accepted.").format(label=label, mb=declared // 2**20,
-                                                    max=MAX_TOTAL_BYTES // 2**20))
+                                                    max=max_total // 2**20))
         refused, junk, total, too_big, unwritable = [], 0, 0, [], []
         root = os.path.realpath(dest)
         for info in entries:
@@ -145,7 +147,7 @@ def _extract(handle, dest, label, deadline):
                             break
                         written += len(chunk)
                         total += len(chunk)
-                        if written > MAX_ENTRY_BYTES or total > MAX_TOTAL_BYTES:
+                        if written > MAX_ENTRY_BYTES or total > max_total:
                             raise IntakeError(
                                 _("{label} inflates far beyond the sizes it declares (a zip "
                                   "bomb?); it was not unpacked.").format(label=label))

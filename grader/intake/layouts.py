@@ -1,40 +1,70 @@
 """Student identity from the way work arrives: what an LMS hands over → one Submission
-(the path to grade, the row's name, the student's id and display name) per student.
+(the path to grade, the row's name, the student's id and display name, when it was handed
+in) per student.
+
+Identity comes only from the fixed-position part of a name the LMS itself writes, read
+anchored from the left the way the LMS reads it back, never by backtracking into the part a
+student chose (their own file name, or a full name they can edit). What a student chose
+that *claims* another identity (an uploaded file named like another student's download
+name, a file inside a folder named so) is graded as its uploader's and flagged
+(`Submission.flags`, and the batch's notes); what cannot be cross-checked is flagged too.
 
 `resolve(paths, layout)` takes the paths given to `grader grade` and a layout:
 
-- `canvas`: a Canvas bulk download ("Download Submissions"), one file per uploaded file,
-  named `<name>_<userid>_<submissionid>_<original file name>`, with `LATE` after the name
-  when Canvas marked it late, and `-1`, `-2` added to the original name when the student
-  uploaded a file of the same name again::
+- `canvas`: a Canvas bulk download ("Download Submissions"), one file per uploaded file.
+  Canvas (lib/content_zipper.rb) writes `<name>[_LATE]_<user id>_<attachment id>_<file>`:
+  the name is the student's sortable name, lower-cased, word characters only, with every
+  `_<digits>_` in it collapsed, so the first two digits-only `_` segments are the ids (what
+  Canvas's own re-upload of graded files reads); `-1`, `-2` are added to the file name
+  when the student uploaded a file of that name again::
 
-      wangli_10000_90000_attention.py          → id 10000, name wangli
-      liuyang_LATE_10001_90001_attention.ipynb → id 10001, name liuyang
-      zhaomin_10002_90002_attention-1.py       → id 10002 (the second upload: it counts)
+      wangli_10000_90000_attention.py          → user 10000, name wangli
+      liuyang_LATE_10001_90001_attention.ipynb → user 10001, late (late_flag True)
+      zhaomin_10002_90002_attention-1.py       → user 10002 (the second upload: it counts)
+      mallory_10005_90005__10000_90000_attention.py → user 10005, flagged: it claims 10000
 
-  The student id is Canvas's user id (the `ID` column of Canvas's gradebook). One file per
-  student is graded: the one that looks most like the assignment's file, then the highest
-  resubmission number; the others are noted.
+  Cross-checks within one download: a user id has one name (a user id seen under two names
+  is flagged and its rows keep no student id, so nothing is exported for it until the
+  instructor looks), an attachment id belongs to one user. One file per student is
+  graded: the one most like the assignment's file, then the highest resubmission number,
+  then the newest attachment; the others are noted. The download zip itself
+  (`submissions.zip`) is accepted as it is: unpacked (archive.py's checks) into a
+  temporary folder that lives as long as the process.
 - `moodle`: a Moodle assignment's "Download all submissions", a folder (or, without
-  "download submissions in folders", a file prefix) per student and plugin::
+  "download submissions in folders", a file prefix) per student and plugin. Moodle writes
+  `<full name>_<participant id>_assignsubmission_<plugin>_` and replaces every `_` in the
+  full name with a space, so the first `_` ends the name::
 
       Fang Wu_10006_assignsubmission_file_/          → id 10006, name Fang Wu (graded)
       Fang Wu_10006_assignsubmission_onlinetext_/    → skipped (the online text)
       Fang Wu_10006_assignsubmission_file_attention.py
 
   The id is Moodle's participant id, what the assignment's grading worksheet calls
-  `Participant 10006`.
+  `Participant 10006`. A participant id seen under two names is flagged as above.
 - `gradescope`: a Gradescope "Export Submissions" folder: `submission_metadata.yml` and a
   folder `submission_<id>/` per submission. The metadata is read (safely: YAML's safe
   loader, or the small parser below where PyYAML is missing; at most METADATA_BYTES) for
-  each submitter's `:name:`, `:sid:` and `:email:`; it is never graded. The id is the
-  `:sid:` (else the email); a group submission lists its members joined by `;`.
+  each submitter's `:name:`, `:sid:` and `:email:` and the submission's `:created_at:`; it
+  is never graded. The id is the `:sid:` (else the email); a group submission lists its
+  members joined by `;`. Checked against the folders: a folder the metadata does not list
+  has no student id; metadata entries without a folder and an SID in two submissions are
+  flagged.
 - `nbgrader`: `submitted/<student>/<assignment>/` (a file, the assignment folder, the
-  student's folder or `submitted` itself): the id is the student's folder name.
+  student's folder or `submitted` itself): the id is the student's folder name, which
+  nbgrader writes; `timestamp.txt` there is the submission time.
 - `plain`: the file or folder name without its extension (intake.submission_names).
 - `auto` (the default): each path is recognised by its name (and a folder holding
-  `submission_metadata.yml`, a folder named `submitted`, or a folder of Canvas/Moodle names
-  is opened); a name that matches no pattern is `plain`.
+  `submission_metadata.yml`, a folder named `submitted`, or a folder all of whose entries
+  have Canvas or all Moodle names, is opened); a name that matches no pattern is `plain`.
+  A folder that is itself one student's (a Moodle student folder, a Gradescope
+  `submission_<id>`, a folder inside nbgrader's `submitted/`) is never opened as a download.
+
+Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
+`:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
+newest file time in a Moodle folder (moodle-file-time: Moodle's zip keeps its files'
+times), else the file's own time (file-mtime, the last resort). A Canvas download's file
+times are when the zip was made, so Canvas rows have no time; Canvas's own `LATE` is
+`late_flag` (True/False) instead.
 
 Files that are never a student's work (NON_SUBMISSIONS: `index.html`, `.DS_Store`,
 `__MACOSX`, the metadata file, ...) are skipped with a one-line note, never given a row.
@@ -45,12 +75,17 @@ are capped; a folder is listed at most MAX_ENTRIES deep into; the only paths gra
 those given or entries listed in a folder given (a name from the metadata is only looked up
 among the folders listed, never joined into a path).
 """
+import atexit
 import dataclasses
 import os
 import re
+import shutil
 import stat
+import tempfile
+import unicodedata
 
 from ..textsafety import safe_text
+from . import times
 from .errors import IntakeError
 
 LAYOUTS = ("auto", "plain", "nbgrader", "canvas", "moodle", "gradescope")
@@ -58,6 +93,7 @@ MAX_NAME = 255               # characters of a file name any pattern looks at
 MAX_ENTRIES = 10_000         # entries listed in one folder
 MAX_ID = 100                 # characters of a student id
 MAX_DISPLAY = 200            # characters of a display name
+MAX_CLAIMS_LISTED = 200      # entries of a student's folder looked at for claimed identities
 METADATA = "submission_metadata.yml"
 METADATA_BYTES = 16 * 1024 * 1024
 METADATA_KEYS = 100_000      # submissions read from one metadata file
@@ -66,16 +102,21 @@ NON_SUBMISSIONS = frozenset({"index.html", METADATA, ".ds_store", "__macosx", "t
 GRADEABLE = (".py", ".ipynb", ".zip")
 ID_CHARS = re.compile(r"[^A-Za-z0-9._@+\-]")
 
-# <name>[_LATE]_<user id>_<submission id>_<original file name>
-CANVAS = re.compile(r"^(?P<name>[^_].*?)(?:_(?P<late>LATE))?_(?P<user>\d{1,20})_(?P<sub>\d{1,20})"
-                    r"_(?P<file>[^_].*)$", re.IGNORECASE | re.DOTALL)
+# Canvas: the name part is word characters only (Canvas removes everything else: Ruby's
+# [[:word:]], letters, marks, numbers and connector punctuation); an id is a digits-only
+# segment between underscores
+CANVAS_ID = re.compile(r"^[0-9]{1,20}$")
 # the original name's resubmission suffix: attention-1.py, attention-12.ipynb
 RESUBMISSION = re.compile(r"^(?P<base>.+?)-(?P<n>\d{1,4})$", re.DOTALL)
-# <full name>_<participant id>_assign<submission|feedback>_<plugin>_[<file name>]
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d{1,20})_assign(?P<kind>submission|feedback)"
-                    r"_(?P<plugin>[a-z]{1,40})_(?P<file>.*)$", re.DOTALL)
+# Moodle: <full name, no "_">_<participant id>_assign<submission|feedback>_<plugin>_[<file>]
+MOODLE = re.compile(r"^(?P<name>[^_]{1,255})_(?P<id>[0-9]{1,20})_assign(?P<kind>submission|feedback)"
+                    r"_(?P<plugin>[a-z0-9]{1,40})_(?P<file>.*)$", re.DOTALL)
+# anything in a student-chosen name that reads as another student's Moodle prefix
+MOODLE_CLAIM = re.compile(r"(?:^|_)(?P<id>[0-9]{1,20})_assign(?:submission|feedback)_")
 GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>\d{1,20})$")
 ATTENTION_LIKE = re.compile(r"^attention([ _-]*(\(\d+\)|\d+|v\d+|final|copy))*$", re.IGNORECASE)
+DOWNLOAD_ZIP_BYTES = 1024 * 1024 * 1024   # an LMS's whole download, given as its zip
+DOWNLOAD_ENTRIES = 20_000
 
 
 @dataclasses.dataclass
@@ -86,6 +127,10 @@ class Submission:
     student_name: str = ""
     layout: str = "plain"
     notes: list = dataclasses.field(default_factory=list)  # for the student's feedback too
+    submitted_at: str = ""        # ISO 8601 with an offset, or "" when unknown
+    time_source: str = ""         # gradescope-metadata | nbgrader-timestamp | moodle-file-time | file-mtime | ""
+    late_flag: object = None      # True/False when the LMS itself said (Canvas's LATE), else None
+    flags: list = dataclasses.field(default_factory=list)  # identity warnings, for the instructor
 
 
 @dataclasses.dataclass
@@ -115,6 +160,10 @@ def _base(path):
     return os.path.basename(os.path.normpath(os.fsdecode(path)))[:MAX_NAME]
 
 
+def _shown(name):
+    return safe_text(name, 120)
+
+
 def _lstat(path):
     try:
         return os.lstat(path)
@@ -127,13 +176,13 @@ def _is_dir(path):
     return info is not None and stat.S_ISDIR(info.st_mode)
 
 
-def _listing(folder):
-    """(names, cut): the entries of `folder` (never through a link), at most MAX_ENTRIES."""
+def _listing(folder, limit=MAX_ENTRIES):
+    """(names, cut): the entries of `folder` (never through a link), at most `limit`."""
     names = []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if len(names) >= MAX_ENTRIES:
+                if len(names) >= limit:
                     return sorted(names), True
                 names.append(entry.name)
     except (OSError, ValueError):
@@ -159,30 +208,53 @@ def _stem(file_name):
 # --- one parser per layout: a name → its parts, or None -----------------------------------
 
 def parse_canvas(name):
-    """{"name", "user", "submission", "late", "file", "base", "resubmission"} for a Canvas
-    bulk-download file name, else None.
+    """{"name", "user", "attachment", "late", "file", "base", "resubmission", "claims",
+    "ambiguous"} for a Canvas bulk-download file name, else None.
+
+    Read as Canvas reads it back: the first digits-only `_` segment is the user id, the
+    next the attachment id, and everything after them is the student's own file name,
+    whatever it looks like. `claims`: the other user ids the student's file name would give
+    if it were read as a download name; `ambiguous`: the file name itself starts with a
+    digits-only segment, so a name part ending in `_<digits>` would read differently.
 
         parse_canvas("wangli_10000_90000_attention.py")["user"] == "10000"
         parse_canvas("liuyang_LATE_10001_90001_attention.ipynb")["late"] is True
         parse_canvas("zhaomin_10002_90002_attention-2.py")["resubmission"] == 2
+        parse_canvas("mallory_10005_90005__10000_90000_a.py")["claims"] == ["10000"]
         parse_canvas("alice.py") is None
     """
-    match = CANVAS.match(name[:MAX_NAME])
-    if not match:
+    segments = name[:MAX_NAME].split("_")
+    first = next((i for i, s in enumerate(segments) if CANVAS_ID.match(s)), None)
+    if first is None or first + 2 >= len(segments) or not CANVAS_ID.match(segments[first + 1]):
         return None
-    original = match["file"]
+    head = segments[:first]
+    late = len(head) > 1 and head[-1] == "LATE"
+    who = "_".join(head[:-1] if late else head)
+    original = "_".join(segments[first + 2:])
+    if not who or not all(unicodedata.category(c)[0] in "LMN" or unicodedata.category(c) == "Pc"
+                          for c in who) or not original:
+        return None
+    user = segments[first]
     stem, ext = _stem(original)
     again = RESUBMISSION.match(stem)
-    number = int(again["n"]) if again else 0
-    return {"name": display_name(match["name"]), "user": match["user"],
-            "submission": match["sub"], "late": bool(match["late"]), "file": original,
-            "base": (again["base"] if again else stem) + ext, "resubmission": number}
+    rest = segments[first + 2:]
+    claims = [rest[i] for i in range(len(rest) - 1)
+              if CANVAS_ID.match(rest[i]) and CANVAS_ID.match(rest[i + 1]) and rest[i] != user]
+    claims += [m["id"] for m in MOODLE_CLAIM.finditer(original) if m["id"] != user]
+    return {"name": display_name(who), "lms_name": who, "user": user,
+            "attachment": segments[first + 1], "late": late, "file": original,
+            "base": (again["base"] if again else stem) + ext,
+            "resubmission": int(again["n"]) if again else 0,
+            "claims": list(dict.fromkeys(claims)),
+            "ambiguous": len(rest) > 1 and bool(CANVAS_ID.match(rest[0]))}
 
 
 def parse_moodle(name):
-    """{"name", "id", "plugin", "file", "feedback"} for a Moodle download name (a folder
-    `Fang Wu_10006_assignsubmission_file_` or a file `..._assignsubmission_file_attention.py`),
-    else None.
+    """{"name", "id", "plugin", "file", "feedback", "claims"} for a Moodle download name (a
+    folder `Fang Wu_10006_assignsubmission_file_` or a file
+    `..._assignsubmission_file_attention.py`), else None. Moodle writes no `_` in the full
+    name, so the name ends at the first `_`; `claims`: other ids the file name part would
+    give if it were read as a download name.
 
         parse_moodle("Fang Wu_10006_assignsubmission_file_")["id"] == "10006"
         parse_moodle("Fang Wu_10006_assignsubmission_onlinetext_")["plugin"] == "onlinetext"
@@ -190,8 +262,28 @@ def parse_moodle(name):
     match = MOODLE.match(name[:MAX_NAME])
     if not match:
         return None
-    return {"name": display_name(match["name"]), "id": match["id"], "plugin": match["plugin"],
-            "file": match["file"], "feedback": match["kind"] == "feedback"}
+    return {"name": display_name(match["name"]), "lms_name": match["name"], "id": match["id"],
+            "plugin": match["plugin"], "file": match["file"], "feedback": match["kind"] == "feedback",
+            "claims": claimed_ids(match["file"], match["id"])}
+
+
+def claimed_ids(file_name, own):
+    """The student ids a student-chosen name claims: what it would give if it were read as
+    a Canvas or Moodle download name, other than `own`.
+
+        claimed_ids("wangli_10000_90000_attention.py", "10005") == ["10000"]
+        claimed_ids("attention.py", "10005") == []
+    """
+    found = []
+    canvas = parse_canvas(file_name)
+    if canvas:
+        found += [canvas["user"]] + canvas["claims"]
+    else:
+        segments = file_name[:MAX_NAME].split("_")
+        found += [segments[i] for i in range(len(segments) - 2)
+                  if CANVAS_ID.match(segments[i]) and CANVAS_ID.match(segments[i + 1])]
+    found += [m["id"] for m in MOODLE_CLAIM.finditer(file_name[:MAX_NAME])]
+    return [i for i in dict.fromkeys(found) if i != own]
 
 
 def nbgrader_parts(path):
@@ -277,9 +369,10 @@ _FIELD = re.compile(r"^(?P<indent> *)(?P<key>:?[A-Za-z_]+):(?: +(?P<value>.*))?$
 
 
 def parse_metadata_subset(text):
-    """{submission folder: [{"name", "sid", "email"}, ...]} from the part of a Gradescope
-    submission_metadata.yml this needs, for a machine without PyYAML. Reads the top-level
-    keys and each one's `:submitters:` list; everything else is passed over::
+    """{submission folder: {"people": [{"name", "sid", "email"}, ...], "created_at": ISO or
+    ""}} from the part of a Gradescope submission_metadata.yml this needs, for a machine
+    without PyYAML. Reads the top-level keys, each one's `:submitters:` list and its
+    `:created_at:`; everything else is passed over::
 
         submission_123:
           :submitters:
@@ -288,7 +381,7 @@ def parse_metadata_subset(text):
             :email: jane@example.edu
           :created_at: 2026-11-30 12:00:00.000000000 -08:00
     """
-    found, current, submitters, item, item_indent = {}, None, None, None, None
+    found, created, current, submitters, item, item_indent = {}, {}, None, None, None, None
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#") or line.startswith("---"):
             continue
@@ -317,7 +410,11 @@ def parse_metadata_subset(text):
             continue
         if submitters is not None and indent <= submitters and not listed:
             submitters, item = None, None
-    return {key: [{k: s.get(k, "") for k in ("name", "sid", "email")} for s in people[:50]]
+        if field and submitters is None and field["key"].lstrip(":") == "created_at":
+            created[current] = times.parse_time(_scalar(field["value"] or ""))
+    return {key: {"people": [{k: s.get(k, "") for k in ("name", "sid", "email")}
+                             for s in people[:50]],
+                  "created_at": created.get(key, "")}
             for key, people in found.items()}
 
 
@@ -335,10 +432,17 @@ def _people(value):
     return out
 
 
+def _created(value):
+    if not isinstance(value, dict):
+        return ""
+    return times.parse_time(value.get(":created_at", value.get("created_at")))
+
+
 def read_metadata(path):
-    """({submission folder: [{"name", "sid", "email"}]}, note or None) from a Gradescope
-    submission_metadata.yml: PyYAML's safe loader where it is installed, else (or when it
-    refuses the file) the subset parser; at most METADATA_BYTES. Never raises."""
+    """({submission folder: {"people": [{"name", "sid", "email"}], "created_at"}}, note or
+    None) from a Gradescope submission_metadata.yml: PyYAML's safe loader where it is
+    installed, else (or when it refuses the file) the subset parser; at most METADATA_BYTES.
+    Never raises."""
     try:
         data = _read_metadata_bytes(path)
     except IntakeError as error:
@@ -353,14 +457,81 @@ def read_metadata(path):
             parsed = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader (above)
             if isinstance(parsed, dict):
                 keys = list(parsed)[:METADATA_KEYS]
-                return {safe_text(k, MAX_NAME): _people(parsed[k]) for k in keys
-                        if isinstance(k, (str, int))}, None
+                return {safe_text(k, MAX_NAME): {"people": _people(parsed[k]),
+                                                 "created_at": _created(parsed[k])}
+                        for k in keys if isinstance(k, (str, int))}, None
         except Exception:  # noqa: BLE001 - a file PyYAML refuses: the subset parser tries
             pass
     try:
         return parse_metadata_subset(text), None
     except Exception as error:  # noqa: BLE001
         return {}, f"{METADATA} could not be parsed ({type(error).__name__}); names come from the folders."
+
+
+# --- an LMS's download zip, as it was downloaded -------------------------------------------
+
+def _zip_names(path):
+    """The entry names of the zip at `path` (opened like any upload), or None."""
+    import zipfile
+    from .archive import _entry_name, _is_junk
+    from .safeio import open_submitted
+    try:
+        fd, is_folder = open_submitted(os.path.normpath(path), _base(path))
+    except IntakeError:
+        return None
+    try:
+        if is_folder or os.fstat(fd).st_size > DOWNLOAD_ZIP_BYTES:
+            return None
+        with open(os.dup(fd), "rb") as handle, zipfile.ZipFile(handle) as archive:
+            infos = archive.infolist()
+            if len(infos) > DOWNLOAD_ENTRIES:
+                return None
+            return [n for n in (_entry_name(i) for i in infos) if not _is_junk(n)]
+    except Exception:  # noqa: BLE001 - not a zip this can read: intake says why later
+        return None
+    finally:
+        os.close(fd)
+
+
+def download_kind(names):
+    """"canvas" when every entry is a file at the top with a Canvas download name, "moodle"
+    when every entry lies under (or is) a Moodle download name, else None."""
+    names = [n.rstrip("/") for n in names if n.strip("/")]
+    names = [n for n in names if not non_submission(n.split("/", 1)[0])
+             or parse_moodle(n.split("/", 1)[0]) or parse_canvas(n.split("/", 1)[0])]
+    tops = [n.split("/", 1)[0] for n in names]
+    if not names:
+        return None
+    if all("/" not in n and parse_canvas(n) for n in names):
+        return "canvas"
+    if all(parse_moodle(t) for t in tops):
+        return "moodle"
+    return None
+
+
+_UNPACKED = []
+
+
+def _cleanup():
+    for folder in _UNPACKED:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+
+
+def _unpack_download(path, label):
+    """Unpack an LMS's download zip with archive.py's checks (entries hostile: no `..`, no
+    links, capped sizes) into a temporary folder removed when the process ends."""
+    from .archive import extract
+    from .safeio import Deadline
+    folder = tempfile.mkdtemp(prefix="attnkit-download-")
+    _UNPACKED.append(folder)
+    target = os.path.join(folder, os.path.splitext(label)[0] or "download")
+    os.mkdir(target)
+    notes = extract(path, target, label, deadline=Deadline(300, label),
+                    limits=(DOWNLOAD_ENTRIES, DOWNLOAD_ZIP_BYTES, DOWNLOAD_ZIP_BYTES))
+    return target, notes
 
 
 # --- resolving a batch ---------------------------------------------------------------------
@@ -374,6 +545,12 @@ class _Found:
     student_name: str = ""
     rank: tuple = ()              # the highest counts among one student's files
     label: str = ""               # the file's name, for notes
+    lms_name: str = ""            # the name part as the LMS wrote it (cross-checked per id)
+    attachment: str = ""          # Canvas's attachment id
+    flags: list = dataclasses.field(default_factory=list)
+    late_flag: object = None
+    submitted_at: str = ""
+    time_source: str = ""
 
 
 def _attention_rank(file_name):
@@ -383,13 +560,36 @@ def _attention_rank(file_name):
     return (ext in GRADEABLE, bool(ATTENTION_LIKE.match(base)) or bool(ATTENTION_LIKE.match(stem)))
 
 
+def _claim_flags(label, claims, layout, own):
+    lms = {"canvas": "Canvas user", "moodle": "Moodle participant"}.get(layout, "student")
+    return [f"the uploaded file's own name claims {lms} {_shown(c)}; graded as user "
+            f"{_shown(own)}'s ({_shown(label)})" for c in claims[:5]]
+
+
 def _canvas(path, name):
     parts = parse_canvas(name)
     if parts is None:
         return None
-    rank = _attention_rank(parts["base"]) + (parts["resubmission"], int(parts["submission"]), name)
-    return _Found(path, "canvas", "canvas:" + parts["user"], student_id(parts["user"]),
-                  parts["name"], rank, name)
+    rank = _attention_rank(parts["base"]) + (parts["resubmission"], int(parts["attachment"]), name)
+    found = _Found(path, "canvas", "canvas:" + parts["user"], student_id(parts["user"]),
+                   parts["name"], rank, name, parts["lms_name"], parts["attachment"],
+                   _claim_flags(name, parts["claims"], "canvas", parts["user"]),
+                   late_flag=parts["late"])
+    if parts["ambiguous"]:
+        found.flags.append(f"{_shown(name)} can be split in more than one way (its file name starts "
+                           f"with digits); read as Canvas reads it: user {parts['user']}")
+    return found
+
+
+def _folder_claims(path, own, layout):
+    """Flags for entries of a student's own folder whose names claim another identity."""
+    names, _cut = _listing(path, MAX_CLAIMS_LISTED)
+    flags = []
+    for entry in names:
+        claims = claimed_ids(entry, own)
+        if claims:
+            flags += _claim_flags(entry, claims, layout, own)
+    return flags[:10]
 
 
 def _moodle(path, name, is_dir, notes):
@@ -397,14 +597,16 @@ def _moodle(path, name, is_dir, notes):
     if parts is None:
         return None
     if parts["feedback"] or parts["plugin"] != "file":
-        notes.append(f"skipped {safe_text(name, 120)}: Moodle's {parts['plugin']} "
+        notes.append(f"skipped {_shown(name)}: Moodle's {parts['plugin']} "
                      f"{'feedback' if parts['feedback'] else 'submission'}, not a file submission")
         return False
     if not is_dir and not parts["file"]:
         return None
     rank = (True, True) if is_dir else _attention_rank(parts["file"])
+    flags = (_folder_claims(path, parts["id"], "moodle") if is_dir
+             else _claim_flags(name, parts["claims"], "moodle", parts["id"]))
     return _Found(path, "moodle", "moodle:" + parts["id"], student_id(parts["id"]), parts["name"],
-                  rank + (0, 0, name), name)
+                  rank + (0, 0, name), name, parts["lms_name"], flags=flags)
 
 
 def _nbgrader(path, is_dir):
@@ -412,8 +614,23 @@ def _nbgrader(path, is_dir):
     if found is None or not found[0] or non_submission(found[0]) or (not found[1] and not is_dir):
         return None  # a file right in submitted/ is no student's folder
     student = found[0]
+    flags = _folder_claims(path, student_id(student), "nbgrader") if is_dir else []
     return _Found(path, "nbgrader", "nbgrader:" + student, student_id(student),
-                  display_name(student), (True, True, 0, 0, _base(path)), _base(path))
+                  display_name(student), (True, True, 0, 0, _base(path)), _base(path),
+                  student, flags=flags)
+
+
+def _assignment_folder(path):
+    """The nbgrader assignment folder `path` is (a file: its folder; a student's folder: its
+    one assignment folder), or `path` itself."""
+    folder = path if _is_dir(path) else os.path.dirname(path)
+    found = nbgrader_parts(folder)
+    if found is not None and not found[1]:     # submitted/<student>: its one subfolder
+        names, _cut = _listing(folder, 50)
+        inner = [n for n in names if _is_dir(os.path.join(folder, n))]
+        if len(inner) == 1:
+            return os.path.join(folder, inner[0])
+    return folder
 
 
 class _Resolver:
@@ -424,12 +641,13 @@ class _Resolver:
         self.notes = []
         self.found = []
         self.metadata = {}        # folder → (its metadata, or None when it has none)
+        self.gradescope_seen = {}  # folder → the submission folders found in it
 
     def allows(self, layout):
         return self.layout in ("auto", layout)
 
     def skip(self, name, why):
-        self.notes.append(f"skipped {safe_text(name, 120)}: {why}")
+        self.notes.append(f"skipped {_shown(name)}: {why}")
 
     # a path given, or an entry of a folder given
     def add(self, path, depth=0):
@@ -440,10 +658,12 @@ class _Resolver:
                 self._metadata_for(os.path.dirname(os.path.abspath(path)))
             self.skip(name, "Gradescope's metadata (read for names, never graded)")
             return
-        if non_submission(name):
+        if non_submission(name) and not (parse_moodle(name) or parse_canvas(name)):
             self.skip(name, "not a submission (added by an LMS or an operating system)")
             return
-        if is_dir and depth == 0 and self._expand(path, name):
+        if depth == 0 and is_dir and not self._one_students(path, name) and self._expand(path, name):
+            return
+        if depth == 0 and not is_dir and name.lower().endswith(".zip") and self._download_zip(path, name):
             return
         for attempt in self._attempts(path, name, is_dir):
             found = attempt()
@@ -453,9 +673,14 @@ class _Resolver:
                 self.found.append(found)
                 return
         if self.layout not in ("auto", "plain"):
-            self.notes.append(f"{safe_text(name, 120)} does not look like {self.layout}'s layout: "
+            self.notes.append(f"{_shown(name)} does not look like {self.layout}'s layout: "
                               f"named after the file")
         self.found.append(_Found(path, "plain", label=name))
+
+    def _one_students(self, path, name):
+        """Is the folder one student's work (never a download to open)?"""
+        return bool(parse_moodle(name) or GRADESCOPE_FOLDER.match(name)
+                    or (name != "submitted" and (nbgrader_parts(path) or (None,))[0]))
 
     def _attempts(self, path, name, is_dir):
         if self.allows("gradescope"):
@@ -476,17 +701,44 @@ class _Resolver:
             kind = "an nbgrader submitted/ folder"
         elif any(n.lower() in ("attention.py", "attention.ipynb") for n in names):
             return False
-        elif self.allows("canvas") and any(parse_canvas(n) for n in names):
-            kind = "a Canvas download"
-        elif self.allows("moodle") and any(parse_moodle(n) for n in names):
-            kind = "a Moodle download"
         else:
-            return False
+            listed = [n + "/" if _is_dir(os.path.join(path, n)) else n for n in names]
+            found = download_kind(listed)
+            if found is None or not self.allows(found):
+                if self.layout in ("canvas", "moodle") or any(parse_canvas(n) or parse_moodle(n)
+                                                              for n in names):
+                    odd = [n for n in names if not non_submission(n) and not
+                           (parse_canvas(n) or parse_moodle(n))]
+                    self.notes.append(f"{_shown(name)}: not opened as a download: not all its "
+                                      f"entries are named as an LMS names them"
+                                      + (f" (e.g. {_shown(odd[0])})" if odd else ""))
+                return False
+            kind = {"canvas": "a Canvas download", "moodle": "a Moodle download"}[found]
         if cut:
-            self.notes.append(f"{safe_text(name, 120)}: only its first {MAX_ENTRIES} entries were read")
-        self.notes.append(f"{safe_text(name, 120)}: {kind}, {len(names)} entries")
+            self.notes.append(f"{_shown(name)}: only its first {MAX_ENTRIES} entries were read")
+        self.notes.append(f"{_shown(name)}: {kind}, {len(names)} entries")
         for entry in names:
             self.add(os.path.join(path, entry), depth=1)
+        return True
+
+    def _download_zip(self, path, name):
+        """An LMS's download zip given as it was downloaded: unpacked, then opened."""
+        if parse_canvas(name) or parse_moodle(name) or not (self.allows("canvas") or self.allows("moodle")):
+            return False
+        names = _zip_names(path)
+        kind = download_kind(names) if names else None
+        if kind is None or not self.allows(kind):
+            return False
+        try:
+            folder, notes = _unpack_download(path, name)
+        except IntakeError as error:
+            self.notes.append(f"{_shown(name)}: looks like {kind}'s download zip but could not be "
+                              f"unpacked ({safe_text(str(error), 300)})")
+            return False
+        self.notes.append(f"{_shown(name)}: {kind}'s download zip, unpacked to a temporary folder")
+        self.notes += [safe_text(n, 300) for n in notes]
+        if not self._expand(folder, name):
+            self.add(folder, depth=1)
         return True
 
     def _metadata_for(self, folder):
@@ -506,22 +758,84 @@ class _Resolver:
         match = GRADESCOPE_FOLDER.match(name)
         if not match:
             return None
-        meta = self._metadata_for(os.path.dirname(os.path.abspath(path)))
+        folder = os.path.dirname(os.path.abspath(path))
+        meta = self._metadata_for(folder)
         if meta is None and self.layout != "gradescope":
             return None
-        people = (meta or {}).get(name) or []
+        self.gradescope_seen.setdefault(folder, set()).add(name)
+        entry = (meta or {}).get(name) or {}
+        people = entry.get("people") or []
         ids = [student_id(p.get("sid") or p.get("email") or "") for p in people]
         names = [display_name(p.get("name") or "") for p in people]
         ids = [i for i in ids if i]
+        flags = []
         if not people:
-            self.notes.append(f"{safe_text(name, 120)}: not in {METADATA}; named after its folder")
+            note = f"{_shown(name)}: not in {METADATA}; named after its folder, no student id"
+            self.notes.append(note)
+            flags.append(note)
         key = "gradescope:" + (";".join(ids) if ids else name)
+        when = entry.get("created_at") or ""
         return _Found(path, "gradescope", key, ";".join(ids)[:MAX_ID * 4],
                       "; ".join(n for n in names if n)[:MAX_DISPLAY * 2],
-                      (True, True, 0, int(match["id"]), name), name)
+                      (True, True, 0, int(match["id"]), name), name, flags=flags,
+                      submitted_at=when, time_source="gradescope-metadata" if when else "")
+
+    def _cross_check(self):
+        """Flag what one download says twice: an LMS id under two names (those rows keep no
+        student id), a Canvas attachment under two users, an SID in two Gradescope
+        submissions, metadata entries without a folder."""
+        names, owners, sids = {}, {}, {}
+        for found in self.found:
+            if found.layout in ("canvas", "moodle"):
+                names.setdefault(found.key, set()).add(found.lms_name)
+            if found.layout == "canvas":
+                owners.setdefault(found.attachment, set()).add(found.key)
+            if found.layout == "gradescope" and found.student_id:
+                for sid in found.student_id.split(";"):
+                    sids.setdefault(sid, set()).add(found.label)
+        for found in self.found:
+            seen = names.get(found.key, ())
+            if len(seen) > 1:
+                lms = "Canvas user" if found.layout == "canvas" else "Moodle participant"
+                found.flags.append(f"{lms} {found.student_id} appears under {len(seen)} names in "
+                                   f"this download ({', '.join(sorted(_shown(n) for n in seen)[:4])}); "
+                                   f"no student id is given until you check which is theirs")
+                found.key = f"{found.key}:{found.lms_name}"   # never merged into another's
+                found.student_id = ""
+            if found.layout == "canvas" and len(owners.get(found.attachment, ())) > 1:
+                found.flags.append(f"Canvas attachment {found.attachment} belongs to more than one "
+                                   f"user in this download ({_shown(found.label)})")
+            if found.layout == "gradescope":
+                twice = [s for s in found.student_id.split(";") if len(sids.get(s, ())) > 1]
+                if twice:
+                    found.flags.append(f"SID {', '.join(twice[:3])} is in more than one submission "
+                                       f"of {METADATA}")
+        for folder, meta in self.metadata.items():
+            missing = sorted(set(meta or {}) - self.gradescope_seen.get(folder, set()))
+            if missing:
+                self.notes.append(f"{METADATA}: {len(missing)} submissions have no folder here "
+                                  f"({', '.join(_shown(m) for m in missing[:5])})")
+
+    def _when(self, found):
+        """(submitted_at, time_source, note) for the file that is graded."""
+        if found.submitted_at:
+            return found.submitted_at, found.time_source, None
+        if found.layout == "canvas":
+            return "", "", None   # its file time is when the zip was made; LATE says instead
+        note = None
+        path = found.path
+        if found.layout == "nbgrader":
+            path = _assignment_folder(found.path)
+            when, note = times.nbgrader_time(path)
+            if when:
+                return when, "nbgrader-timestamp", None
+        when = times.file_time(path)
+        source = "moodle-file-time" if found.layout == "moodle" else "file-mtime"
+        return when, source if when else "", note
 
     def batch(self):
         from . import submission_names
+        self._cross_check()
         chosen, order = {}, []
         for found in self.found:   # one submission per student: the highest rank counts
             key = found.key or ("plain", len(order))
@@ -538,7 +852,7 @@ class _Resolver:
             best = group[0]
             notes = []
             for other in group[1:]:
-                notes.append(f"{safe_text(other.label, 120)} was not graded: {safe_text(best.label, 120)} "
+                notes.append(f"{_shown(other.label)} was not graded: {_shown(best.label)} "
                              f"is this student's latest or main file")
             if best.layout == "plain":
                 name = next(plain_names)
@@ -551,10 +865,18 @@ class _Resolver:
                     name = ident or best.label
                 elif best.layout == "gradescope":
                     name = f"{who}_{ident}" if who and ident else (ident or who or best.label)
+                elif not ident:   # withheld (see _cross_check): the name and what it said
+                    name = f"{who}_{key.split(':')[1]}" if who else key
                 else:
                     name = f"{who}_{ident}" if who else ident
                 sub = Submission(best.path, safe_text(name, 400), ident, who, best.layout, notes)
+            flags = list(dict.fromkeys(f for found in group for f in found.flags))
+            sub.flags = [safe_text(f, 400) for f in flags[:20]]
+            sub.late_flag = best.late_flag
+            sub.submitted_at, sub.time_source, when_note = self._when(best)
             self.notes.extend(f"{sub.name}: {note}" for note in notes)
+            if when_note:
+                self.notes.append(f"{sub.name}: {when_note}; no submission time from nbgrader")
             counts[sub.layout] = counts.get(sub.layout, 0) + 1
             submissions.append(sub)
         taken = set()
@@ -565,6 +887,7 @@ class _Resolver:
                 unique = f"{sub.name}-{counter}"
             taken.add(unique)
             sub.name = unique
+            self.notes.extend(f"{sub.name}: FLAG {flag}" for flag in sub.flags)
         return Batch(submissions, self.notes, counts)
 
 

@@ -249,9 +249,10 @@ def walk(root_fd, label, deadline, skip_dir):
     return entries, notes
 
 
-def read_entry(root_fd, entry, limit, label, deadline, what="file"):
-    """The bytes of `entry` under the folder open as `root_fd`, opened component by component
-    without following any link; IntakeError if it is not (any more) a regular file."""
+def open_entry(root_fd, entry, label):
+    """A descriptor of the regular file `entry` under the folder open as `root_fd`, opened
+    component by component without following any link; IntakeError if it is not (any more)
+    a regular file. The caller closes it."""
     opened = []
     try:
         fd = root_fd
@@ -263,14 +264,25 @@ def read_entry(root_fd, entry, limit, label, deadline, what="file"):
         if kind:
             raise IntakeError(refusal(label, kind))
         handle = os.open(entry.name, FILE_FLAGS, dir_fd=fd)
-        opened.append(handle)
         now = os.fstat(handle)
         if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            os.close(handle)
             raise IntakeError(_("{label} changed while the grader was reading it; upload it "
                                 "again.").format(label=label))
-        return read_fd(handle, limit, label, deadline, what)
+        return handle
     except OSError as error:
         raise IntakeError(_open_failure(label, error)) from None
     finally:
         for fd in reversed(opened):
             os.close(fd)
+
+
+def read_entry(root_fd, entry, limit, label, deadline, what="file"):
+    """The bytes of `entry` under the folder open as `root_fd` (see open_entry)."""
+    handle = open_entry(root_fd, entry, label)
+    try:
+        return read_fd(handle, limit, label, deadline, what)
+    except OSError as error:
+        raise IntakeError(_open_failure(label, error)) from None
+    finally:
+        os.close(handle)
