@@ -14,13 +14,16 @@ submission name), the part must be one of that row's parts or `total`, the point
 failed on is refused (regrade it first). Checked again when read (`load`): a ledger that
 does not read is an error, never silently ignored.
 """
+import contextlib
 import csv
 import datetime
+import fcntl
 import getpass
 import io
 import json
 import math
 import os
+import re
 
 from .report import files
 from .textsafety import safe_text
@@ -31,6 +34,7 @@ MAX_IMPORT_BYTES = 1024 * 1024
 MAX_IMPORT_ROWS = 10000
 MAX_POINTS = 1e6
 TOTAL = "total"
+HEADER_PART = re.compile(r"^(?P<part>.+?) \(/[0-9.]+\)$")  # grades.csv's "sequence_mask (/11)"
 ACTIONS = ("set", "remove")
 FIELDS = {"time", "who", "action", "student", "submission", "part", "points", "reason"}
 
@@ -145,6 +149,9 @@ def entry_for(rows, student, part, points, reason, allow_bonus=False, action="se
     """A checked ledger entry (OverrideError says why it cannot be)."""
     row = find_row(rows, student)
     part = str(part).strip()
+    header = HEADER_PART.match(part)
+    if header and header.group("part") in (row.get("parts") or {}):
+        part = header.group("part")
     top = _part_max(row, part)
     if row.get("status") == "grader error":
         raise OverrideError(f"{safe_text(row.get('name', ''), 100)} is a grader error, not a "
@@ -172,11 +179,24 @@ def entry_for(rows, student, part, points, reason, allow_bonus=False, action="se
     return entry
 
 
+@contextlib.contextmanager
+def _locked(out_dir):
+    """One writer of the ledger at a time (two instructors' overrides are both kept)."""
+    with open(os.path.join(out_dir, ".overrides.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def append(out_dir, new_entries):
-    """Add entries to the ledger (one atomic rewrite; what was there is kept as it was)."""
-    entries = load(out_dir) + list(new_entries)
-    files.write_bytes(os.path.join(out_dir, FILE), json.dumps(
-        {"entries": entries}, ensure_ascii=False, indent=1).encode("utf-8"))
+    """Add entries to the ledger (one atomic rewrite, under a lock; what was there is kept
+    as it was)."""
+    with _locked(out_dir):
+        entries = load(out_dir) + list(new_entries)
+        files.write_bytes(os.path.join(out_dir, FILE), json.dumps(
+            {"entries": entries}, ensure_ascii=False, indent=1).encode("utf-8"))
     return entries
 
 

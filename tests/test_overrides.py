@@ -358,3 +358,25 @@ def test_report_lists_lateness_penalties_overrides_flags_and_what_to_review():
     assert "<strong>err_10002</strong>: grader error: worker died" in review
     # 80 - 20 and 80 + 10: the statistics use the final scores, without missing work
     assert "mean 75.0" in page and "1 missing work, left out" in page
+
+
+def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
+    out = _gradebook_dir(tmp_path, [_row("wangli_10000", "10000"), _row("liu_10001", "10001")])
+    sheet = tmp_path / "changes.csv"
+    sheet.write_text("student,part,points,reason\n10000,mask (/40),40,regrade\n"
+                     "liu_10001,total,0,integrity case 7\n", encoding="utf-8")
+    done = _cli("override", "--out", out, "--import", sheet, no_grading=True)
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 override(s)" in done.stdout
+    rows = _csv(out)
+    assert (rows["wangli_10000"]["total"], rows["liu_10001"]["total"]) == ("90", "0")
+    assert rows["wangli_10000"]["overrides"] == "mask 40 (regrade)"
+    listed = _cli("override", "--out", out, "--list", no_grading=True).stdout
+    assert "2 override(s) in effect, 2 entries" in listed and "set 10001 total 0: integrity case 7" in listed
+    assert _cli("override", "--out", out, "--remove", "liu_10001", "total",
+                no_grading=True).returncode == 0
+    assert _csv(out)["liu_10001"]["total"] == "80"
+    usage = _cli("override", "--out", out, "10000", "mask", no_grading=True)
+    assert usage.returncode == 2 and "give STUDENT PART POINTS" in usage.stderr
+    missing = _cli("override", "--out", tmp_path / "nowhere", "10000", "mask", "1", "--reason", "r")
+    assert missing.returncode == 2 and "is not a gradebook folder" in missing.stderr
