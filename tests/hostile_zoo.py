@@ -851,3 +851,82 @@ def _zip_bomb(folder):
             for _ in range(200):
                 entry.write(chunk)
     return path
+
+# -- issue 14, class 6: no credit by accident (degenerate cases, tests_hidden/cases.py) ----
+# Each skips one function's work; the functions it does not reach return zeros, so
+# any point it scored would be a degenerate case (one key, nothing masked, one head) or a
+# GPU share that such a case unlocked. tests/test_degenerate.py grades the same shortcuts
+# with the solution around them and checks their scores part by part.
+NO_TRANSPOSES = """
+def transpose_qkv(X, num_heads):
+    return X.new_zeros(X.shape[0] * num_heads, X.shape[1], X.shape[2] // num_heads)
+def transpose_output(X, num_heads):
+    return X.new_zeros(X.shape[0] // num_heads, X.shape[1], X.shape[2] * num_heads)
+"""
+MASK_RETURNS_X = NO_TRANSPOSES + """
+def sequence_mask(X, valid_len, value=0):
+    return X
+"""
+UNIFORM_WEIGHTS = NO_TRANSPOSES + """
+def sequence_mask(X, valid_len, value=0):
+    return torch.zeros_like(X)
+def masked_softmax(X, valid_lens):
+    return torch.ones_like(X) / X.shape[-1]
+"""
+MEAN_OF_VALUES = """
+def _mean(self, queries, keys, values, valid_lens=None):
+    B, Q, K = queries.shape[0], queries.shape[1], keys.shape[1]
+    self.attention_weights = queries.new_full((B, Q, K), 1.0 / K)
+    return values.mean(dim=1, keepdim=True).expand(B, Q, values.shape[-1])
+AdditiveAttention.forward = _mean
+DotProductAttention.forward = _mean
+def _mha_mean(self, queries, keys, values, valid_lens):
+    B, Q, K = queries.shape[0], queries.shape[1], keys.shape[1]
+    self.attention.attention_weights = queries.new_full((B * self.num_heads, Q, K), 1.0 / K)
+    out = self.W_o(self.W_v(values)).mean(dim=1, keepdim=True)
+    return out.expand(B, Q, out.shape[-1])
+MultiHeadAttention.forward = _mha_mean
+"""
+EVERYTHING_IDENTITY = """
+def sequence_mask(X, valid_len, value=0):
+    return X
+def masked_softmax(X, valid_lens):
+    return X
+def transpose_qkv(X, num_heads):
+    return X
+def transpose_output(X, num_heads):
+    return X
+def _values(self, queries, keys, values, valid_lens=None):
+    self.attention_weights = queries.new_ones(queries.shape[0], queries.shape[1], keys.shape[1])
+    return values
+AdditiveAttention.forward = _values
+DotProductAttention.forward = _values
+def _mha_values(self, queries, keys, values, valid_lens):
+    self.attention.attention_weights = queries.new_ones(
+        queries.shape[0] * self.num_heads, queries.shape[1], keys.shape[1])
+    return values
+MultiHeadAttention.forward = _mha_values
+"""
+DEGENERATE_DEFENCE = ("a degenerate case counts, and a function's GPU share is graded, only once "
+                      "the function passes one of its non-degenerate cases (tests_hidden/cases.py)")
+WITHHELD = "cannot tell working code from a shortcut"
+
+ZOO += [
+    Hostile("degenerate-mask-returns-x", "sequence_mask returns X unchanged, so the book's "
+            "masked_softmax and the attentions built on it are a plain softmax: right wherever "
+            "nothing is masked or there is one key", DEGENERATE_DEFENCE,
+            file("degenerate_mask_returns_x.py", solution(postlude=MASK_RETURNS_X)),
+            reason=WITHHELD, level_sensitive=False),
+    Hostile("degenerate-uniform-weights", "masked_softmax returns uniform rows "
+            "(ones_like(X) / X.shape[-1]) under the solution's attentions: right for one key",
+            DEGENERATE_DEFENCE, file("degenerate_uniform.py", solution(postlude=UNIFORM_WEIGHTS)),
+            reason=WITHHELD, level_sensitive=False),
+    Hostile("degenerate-mean-of-values", "each attention module returns the mean of the values "
+            "and stores uniform weights: right for one key", DEGENERATE_DEFENCE,
+            file("degenerate_mean.py", zero_stub(postlude=MEAN_OF_VALUES)),
+            reason=WITHHELD, level_sensitive=False),
+    Hostile("degenerate-identity", "every function returns its input and every module its "
+            "values (weights all 1): right for one key, one head or one position",
+            DEGENERATE_DEFENCE, file("degenerate_identity.py", zero_stub(postlude=EVERYTHING_IDENTITY)),
+            level_sensitive=False),  # its reasons come after feedback.txt's first 120 lines
+]
