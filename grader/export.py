@@ -26,7 +26,11 @@ The score exported is the final one (gradebook.final_rows: the instructor's over
 the course's late policy; `--course FILE`, default DIR/course.toml). Neither import takes
 lateness (an extra Canvas column would be read as another assignment; Moodle's worksheet
 reads only the identifier, the grade and the time of the grade), so lateness, the raw score
-and the penalty are in grades.csv and report.html.
+and the penalty are in grades.csv and report.html. (Checked against their sources: Canvas's
+app/models/gradebook_importer.rb makes every column after `Section` an assignment and finds
+its header with row[0].include?("Student"), which the BOM does not disturb; Moodle's
+assignfeedback_offline importer looks up `Identifier`, `Grade` and `Last modified (grade)`
+(plus the columns of enabled feedback plugins), after csv_import_reader removed a BOM.)
 
 Rows the grader failed on are left out with a note on stderr, never exported as 0 (a
 `not gradable` row, whose file was found but does not run, is a real 0 and is exported);
