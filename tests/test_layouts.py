@@ -535,6 +535,20 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
     notes = "\n".join(batch.notes)
     assert "submissions.zip: canvas's download zip, unpacked to a temporary folder" in notes
     assert "refused 1 entries" in notes and "sunqi_10003_90003_x.py" in notes
+    assert (got["10000"].submitted_at, got["10000"].time_source) == ("", "")
+    # Moodle's, with folders: each folder its participant's, and no time (unpacked just now)
+    moodle = _zip(tmp_path / "moodle.zip", [
+        ("Fang Wu_10006_assignsubmission_file_/attention.py", alice),
+        ("Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_/a.zip", b"PK"),
+        ("Fang Wu_10006_assignsubmission_onlinetext_/onlinetext.html", b"<p>"),
+        ("../Chen Jing_10008_assignsubmission_file_/attention.py", alice)])
+    batch = layouts.resolve([str(moodle)])
+    assert [(s.student_id, s.name, s.path.rsplit("/", 1)[1], s.time_source)
+            for s in batch.submissions] == [
+        ("10006", "Fang Wu_10006", "Fang Wu_10006_assignsubmission_file_", ""),
+        ("10007", "Zhou Tao 10006 assignsubmission file_10007",
+         "Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_", "")]
+    assert "refused 1 entries" in "\n".join(batch.notes)
     # a student's own zip is not a download
     own = _zip(tmp_path / "dana.zip", [("dana/attention.py", alice)])
     assert [(s.name, s.layout) for s in layouts.resolve([str(own)]).submissions] == \

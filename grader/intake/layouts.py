@@ -62,7 +62,8 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
 Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
 `:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
 newest file time in a Moodle folder (moodle-file-time: Moodle's zip keeps its files'
-times), else the file's own time (file-mtime, the last resort). A Canvas download's file
+times, without a zone, so unzipping reads them in the local time), else the file's own time
+(file-mtime, the last resort). Files of a download zip unpacked here have no time. A Canvas download's file
 times are when the zip was made, so Canvas rows have no time; Canvas's own `LATE` is
 `late_flag` (True/False) instead.
 
@@ -473,7 +474,7 @@ def read_metadata(path):
 def _zip_names(path):
     """The entry names of the zip at `path` (opened like any upload), or None."""
     import zipfile
-    from .archive import _entry_name, _is_junk
+    from .archive import _entry_name, _is_junk, _safe_parts
     from .safeio import open_submitted
     try:
         fd, is_folder = open_submitted(os.path.normpath(path), _base(path))
@@ -486,7 +487,9 @@ def _zip_names(path):
             infos = archive.infolist()
             if len(infos) > DOWNLOAD_ENTRIES:
                 return None
-            return [n for n in (_entry_name(i) for i in infos) if not _is_junk(n)]
+            # junk and entries extraction refuses (`..`, absolute) do not decide what it is
+            return [n for n in (_entry_name(i) for i in infos)
+                    if not _is_junk(n) and _safe_parts(n) is not None]
     except Exception:  # noqa: BLE001 - not a zip this can read: intake says why later
         return None
     finally:
@@ -822,6 +825,8 @@ class _Resolver:
             return found.submitted_at, found.time_source, None
         if found.layout == "canvas":
             return "", "", None   # its file time is when the zip was made; LATE says instead
+        if any(found.path.startswith(folder + os.sep) for folder in _UNPACKED):
+            return "", "", None   # unpacked here: its file time is now
         note = None
         path = found.path
         if found.layout == "nbgrader":
