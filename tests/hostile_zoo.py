@@ -852,6 +852,82 @@ def _zip_bomb(folder):
                 entry.write(chunk)
     return path
 
+
+# -- issue 14, class 5: the grader's own processes, and the shared folders, at level none ---
+# Finds the grader's processes by their command lines, as a submission at level `none`
+# without a throwaway uid can (the grader's uid: it may signal them). Elsewhere /proc is
+# private or the kill is refused: the attack finds or stops nothing.
+GRADER_PROCESSES = """
+import os, signal
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+def _pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+def _servers(mark):  # processes running `mark` whose parent does not: a server, not its forks
+    return [p for p in _pids() if mark in _cmdline(p) and mark not in _cmdline(_parent(p))]
+def _forks(mark):
+    return [p for p in _pids() if mark in _cmdline(p) and mark in _cmdline(_parent(p))]
+def _kill(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+"""
+KILL_TEMPLATE = GRADER_PROCESSES + "_kill(_servers(b'sandbox/template.py'))\n"
+KILL_FORK_SERVER = GRADER_PROCESSES + "_kill(_servers(b'grader.grade.zygote'))\n"
+KILL_TRUSTED = GRADER_PROCESSES + (
+    "_kill(_forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote') + [os.getppid()])\n")
+LITTER_PREFIX = "attnkit-left-"  # what the litter entry names its files (test_hostile.py looks)
+LITTER = """
+import os
+for _folder in ("/tmp", "/var/tmp"):
+    try:
+        os.makedirs(f"{_folder}/LITTER_PREFIXdir-{os.getpid()}", exist_ok=True)
+        for _i in range(2000):
+            with open(f"{_folder}/LITTER_PREFIX{os.getpid()}-{_i}", "wb") as _f:
+                _f.write(b"x" * 8192)
+        with open(f"{_folder}/LITTER_PREFIXdir-{os.getpid()}/big", "wb") as _f:
+            for _ in range(12):
+                _f.write(b"y" * (1 << 20))
+    except OSError:
+        pass
+""".replace("LITTER_PREFIX", LITTER_PREFIX)
+
+ZOO += [
+    Hostile("kill-template", "at import, SIGKILLs the batch's worker template (found by its "
+            "command line), so that later students' workers would start another way",
+            "both start paths drop the same privileges (runtime/privileges.py); the grader starts "
+            "the template again for the next student (grade/trusted.py)",
+            file("kill_template.py", zero_stub(KILL_TEMPLATE))),
+    Hostile("kill-fork-server", "at import, SIGKILLs the grader's fork server, hoping to turn its "
+            "own zero into a grader error that is never exported",
+            "a trusted process outlives its fork server: its report still comes, and the server is "
+            "started again (grade/zygote.py)",
+            file("kill_fork_server.py", zero_stub(KILL_FORK_SERVER))),
+    Hostile("kill-trusted-parent", "at import, SIGKILLs every trusted process and the fork server "
+            "(its own grader process among them)",
+            "a trusted process killed while its worker ran as the grader's uid, again when graded "
+            "alone, while a control submission survives, is charged to the submission "
+            "(grade/trusted.py run_suite)",
+            file("kill_trusted.py", zero_stub(KILL_TRUSTED)), reason="was stopped",
+            levels=frozenset({"none"})),  # elsewhere it reaches nothing: see kill-fork-server
+    Hostile("litter-tmp", "writes 4000 files and 24 MB into /tmp and /var/tmp at import",
+            "the worker's files carry its throwaway gid or uid; every one in the shared folders is "
+            "removed when it stops (sandbox/cleanup.py); namespaces give it a private /tmp",
+            file("litter_tmp.py", zero_stub(LITTER))),
+]
+
 # -- issue 14, class 6: no credit by accident (degenerate cases, tests_hidden/cases.py) ----
 # Each skips one function's work; the functions it does not reach return zeros, so
 # any point it scored would be a degenerate case (one key, nothing masked, one head) or a

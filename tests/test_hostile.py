@@ -27,7 +27,7 @@ import torch
 
 from conftest import KIT, SOLUTION, SUBMISSIONS
 from grader.sandbox import isolation
-from hostile_zoo import ZOO
+from hostile_zoo import LITTER_PREFIX, ZOO
 
 SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see it
 # generous wall-clock limits: the zoo must give the same verdicts on a loaded machine (two
@@ -246,6 +246,8 @@ class ZooRun:
         self.kit_changed = _hash_tree(kit) != kit_before
         self.strays = _stray_processes(self.token, str(workdir))
         self.escaped = [p for p in ESCAPES if os.path.exists(p)]
+        self.escaped += [os.path.join(folder, name) for folder in ("/tmp", "/var/tmp", "/dev/shm")
+                         for name in os.listdir(folder) if name.startswith(LITTER_PREFIX)]
         self.escaped += [str(p) for p in (tmp.parent / "attnkit-escaped.py", tmp / "attnkit-escaped.py")
                          if p.exists()]
         self.out = tmp / "out"

@@ -1,12 +1,13 @@
 """The worker template (grader/sandbox/template.py): workers forked from a Python that
 imported torch once, each in a sandbox of its own, nothing carried from one to the next."""
 import os
+import shutil
 import signal
 import tempfile
 
 import pytest
 
-from conftest import isolation_levels
+from conftest import KIT, isolation_levels
 from grader.sandbox import template
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
@@ -176,3 +177,121 @@ def test_a_worker_that_still_holds_a_capability_refuses_to_start(tmp_path):
     if os.geteuid() == 0:
         assert lines[0].startswith("REFUSED CapPrm is") or lines[0].startswith("REFUSED CapInh"), lines
     assert lines[-1] == "DROPPED"
+
+
+# -- the grader's own processes, stopped by a submission at level `none` --------------------
+import csv  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import SOLUTION  # noqa: E402
+from hostile_zoo import KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, zero_stub  # noqa: E402
+
+NONE_WITHOUT_UID = any(lv.level == "none" and lv.uid is None for lv in LEVELS) and os.geteuid() == 0
+needs_none = pytest.mark.skipif(not NONE_WITHOUT_UID, reason="level none without a throwaway uid, "
+                                "as root: where a worker may signal the grader's processes")
+# a correct submission that writes down what its worker holds
+HOLDS_FILE = '''
+import json as _json
+_held = {}
+for _line in open("/proc/self/status"):
+    _key, _, _value = _line.partition(":")
+    _held[_key] = " ".join(_value.split())
+with open(PATH, "w") as _handle:
+    _json.dump(_held, _handle)
+'''
+
+
+def _grade(tmp_path, submissions, *extra):
+    paths = []
+    for name, text in submissions:
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        paths.append(str(path))
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", *paths, "--out",
+                           str(tmp_path / "out"), "--isolation", "none", "--jobs", "1",
+                           "--memory-mb", "1500", *extra], capture_output=True, text=True,
+                          timeout=900)
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    isolation = {name: json.loads((tmp_path / "out" / name / "results.json").read_text())
+                 ["extra_data"]["isolation"] for name in rows}
+    return done, rows, isolation
+
+
+def _writes_holds(tmp_path, name):
+    return SOLUTION_TEXT + HOLDS_FILE.replace("PATH", repr(str(tmp_path / f"{name}.held")))
+
+
+SOLUTION_TEXT = open(SOLUTION, encoding="utf-8").read()
+
+
+@needs_none
+def test_a_killed_template_is_started_again_and_the_next_worker_drops_the_same(tmp_path):
+    done, rows, isolation = _grade(tmp_path, [("a_kills", zero_stub(KILL_TEMPLATE)),
+                                              ("b_next", _writes_holds(tmp_path, "b_next")),
+                                              ("c_after", _writes_holds(tmp_path, "c_after"))])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows["a_kills"]["status"] == "graded" and rows["a_kills"]["total"] == "0"
+    assert "worker template stopped (signal 9)" in isolation["a_kills"]["worker_template"]
+    for name in ("b_next", "c_after"):
+        assert rows[name]["total"] == "100", rows[name]
+        start = isolation[name]["worker_start"]
+        assert start.startswith("forked from a template"), start  # not the fresh path
+        assert "started again 1 time(s)" in start and "signal 9" in start
+        held = json.loads((tmp_path / f"{name}.held").read_text())
+        assert held["CapEff"] == held["CapPrm"] == held["CapBnd"] == held["CapAmb"] == NO_CAPS
+        assert held["NoNewPrivs"] == "1"
+
+
+@needs_none
+def test_killing_the_fork_server_costs_only_what_the_submission_earned(tmp_path):
+    """A correct submission that kills the fork server keeps its 100: its trusted process
+    outlives the server and reports; the server is started again for the next one."""
+    done, rows, isolation = _grade(tmp_path, [("a_kills", SOLUTION_TEXT + KILL_FORK_SERVER),
+                                              ("b_stub", zero_stub(KILL_FORK_SERVER)),
+                                              ("c_next", SOLUTION_TEXT)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows["a_kills"]["status"] == "graded" and rows["a_kills"]["total"] == "100"
+    assert rows["b_stub"]["status"] == "graded" and rows["b_stub"]["total"] == "0"
+    assert "fork server stopped" in isolation["a_kills"]["fork_server"]
+    assert rows["c_next"]["total"] == "100" and "fork_server" not in isolation["c_next"]
+
+
+@needs_none
+def test_a_submission_that_kills_its_trusted_process_is_charged(tmp_path):
+    done, rows, isolation = _grade(tmp_path, [("a_kills", SOLUTION_TEXT + KILL_TRUSTED),
+                                              ("b_next", SOLUTION_TEXT)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = rows["a_kills"]
+    assert row["status"] == "graded" and row["total"] == "0", row  # not "grader error"
+    assert "was stopped while the submission's code was running" in row["reason"]
+    charged = isolation["a_kills"]["charged"]
+    assert "while the submission's worker ran as the grader's uid; graded alone:" in charged
+    assert rows["b_next"]["total"] == "100"
+
+
+@needs_none
+def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_path):
+    """The grader's own bug (here: a hidden suite that kills its process at its second test)
+    kills the control submission too: a grader error, never a zero."""
+    kit = tmp_path / "kit"
+    for part in ("grader", "solutions", "tests_hidden"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    with open(kit / "tests_hidden" / "conftest.py", "a", encoding="utf-8") as handle:
+        handle.write("\n\n_RAN = []\n\ndef pytest_runtest_call(item):\n    _RAN.append(item)\n"
+                     "    if len(_RAN) == 2:\n        import os, signal\n"
+                     "        os.kill(os.getpid(), signal.SIGKILL)\n")
+    (tmp_path / "solution.py").write_text(SOLUTION_TEXT)
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "solution.py"),
+                           "--out", str(tmp_path / "out"), "--isolation", "none"],
+                          cwd=kit, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(kit)})
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["status"] == "grader error" and row["total"] == ""
+    log = (tmp_path / "out" / "solution" / "grader-errors.log").read_text()
+    assert "for a submission that defines nothing" in log and "a failure of the grader" in log

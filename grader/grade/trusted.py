@@ -15,7 +15,11 @@ import tempfile
 import threading
 
 from .. import paths
-from ..sandbox import template
+from ..i18n import N_, _
+from ..sandbox import isolation, template
+from .zygote import FD_ENVIRONMENT
+
+EVENTS_ENV = FD_ENVIRONMENT["events"]  # the events pipe (sandbox/client.py EVENTS_FD)
 from ..sandbox.limits import Limits
 
 
@@ -61,7 +65,11 @@ class SuiteFailed(Exception):
     """The trusted process did not produce a report: a failure of the grader itself."""
 
 
-_BATCH = {"template_fd": None}  # the batch's worker template, inherited by trusted processes
+# the batch's worker template (its socket is inherited by trusted processes), the templates
+# that died (kept open until the batch ends), how many times it was restarted and why
+_BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None,
+          "catalog": None}
+_TEMPLATE_LOCK = threading.Lock()
 
 
 def _environment():
@@ -94,14 +102,43 @@ def start_worker_template():
     except OSError:
         return None
     os.set_inheritable(started.fileno(), True)
-    _BATCH["template_fd"] = started.fileno()
+    _BATCH.update(template=started, template_fd=started.fileno(), dead=[], restarts=0,
+                  stopped=None)
     return started
+
+
+def current_template_fd():
+    """The socket of the batch's template, started again first if it died (at level `none` a
+    submission may signal it): the next submission's workers fork from a live template,
+    never silently from the fresh path. None where workers start fresh."""
+    with _TEMPLATE_LOCK:
+        started = _BATCH["template"]
+        if started is None or started.proc.poll() is None:
+            return _BATCH["template_fd"]
+        code = started.proc.returncode
+        _BATCH["stopped"] = f"signal {-code}" if code < 0 else f"exit status {code}"
+        _BATCH["dead"].append(started)  # its socket number stays taken until the batch ends
+        _BATCH["restarts"] += 1
+        try:
+            fresh = template.Template.start()
+        except OSError:
+            _BATCH.update(template=None, template_fd=None)
+            return None
+        os.set_inheritable(fresh.fileno(), True)
+        _BATCH.update(template=fresh, template_fd=fresh.fileno())
+        return fresh.fileno()
 
 
 def stop_worker_template(started):
     if started is not None:
-        _BATCH["template_fd"] = None
-        started.close()
+        with _TEMPLATE_LOCK:
+            current, dead = _BATCH["template"], _BATCH["dead"]
+            _BATCH.update(template=None, template_fd=None, dead=[])
+        for each in [current or started, *dead]:
+            try:
+                each.close()
+            except OSError:
+                pass
 
 
 def start_zygote():
@@ -134,45 +171,133 @@ def _drain(fd, into):
         into.append(handle.read())
 
 
-def run_pytest(options, extra_args, timeout, zygote=None):
+class StoppedWhileRunning(SuiteFailed):
+    """The trusted process was killed while its submission's worker ran as the grader's
+    own uid (level `none` without a throwaway uid), and left no report: see run_suite."""
+
+
+class _Turns:
+    """Submissions graded side by side share a turn; one graded again alone waits until no
+    other submission's code runs, and holds the others back until it is done."""
+
+    def __init__(self):
+        self.changed = threading.Condition()
+        self.sharing, self.alone, self.waiting_alone = 0, False, 0
+
+    def shared(self):
+        return self._Turn(self, False)
+
+    def exclusive(self):
+        return self._Turn(self, True)
+
+    class _Turn:
+        def __init__(self, turns, alone):
+            self.turns, self.alone = turns, alone
+
+        def __enter__(self):
+            t = self.turns
+            with t.changed:
+                if self.alone:
+                    t.waiting_alone += 1
+                    t.changed.wait_for(lambda: not t.alone and t.sharing == 0)
+                    t.waiting_alone -= 1
+                    t.alone = True
+                else:
+                    t.changed.wait_for(lambda: not t.alone and t.waiting_alone == 0)
+                    t.sharing += 1
+
+        def __exit__(self, *exc):
+            t = self.turns
+            with t.changed:
+                if self.alone:
+                    t.alone = False
+                else:
+                    t.sharing -= 1
+                t.changed.notify_all()
+
+
+_TURNS = _Turns()
+
+
+def _worker_shares_grader_uid(options):
+    """Can a worker signal the grader's processes? Only at level `none` without a throwaway
+    uid: elsewhere a PID namespace or another uid stands between them."""
+    if options.isolation != "none":
+        return False
+    try:
+        return isolation.choose("none").uid is None
+    except isolation.IsolationUnavailable:
+        return False
+
+
+def _describe_status(status):
+    if status is None:
+        return "unknown (the fork server that started it died first)"
+    return f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+
+
+def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     """Run pytest with our plugin, forked from `zygote` or as a fresh process.
 
-    Returns (report dict, console text); raises SuiteFailed when no report came."""
+    Returns (report dict, console text); raises SuiteFailed when no report came (and
+    StoppedWhileRunning when the evidence says its submission's worker stopped it).
+    notes: a dict that gets what happened to the grader's own processes meanwhile."""
     from .zygote import ZygoteGone
+    notes = {} if notes is None else notes
+    template_fd = current_template_fd()  # a template that died is started again first
+    restarts = _BATCH["restarts"]
     report_r, report_w = os.pipe()
     console_r, console_w = os.pipe()
-    report, console = [], []
+    events_r, events_w = os.pipe()
+    report, console, events = [], [], []
     readers = [threading.Thread(target=_drain, args=(report_r, report), daemon=True),
-               threading.Thread(target=_drain, args=(console_r, console), daemon=True)]
+               threading.Thread(target=_drain, args=(console_r, console), daemon=True),
+               threading.Thread(target=_drain, args=(events_r, events), daemon=True)]
     for reader in readers:
         reader.start()
     args = [*options.pytest_args(), *extra_args]
+    fds = {"events": events_w}
+    if template_fd is not None:
+        fds["template"] = template_fd
+    lost = object()  # the status of a child whose fork server died before it
     with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
         pid = None
         if zygote is not None:
             try:
                 pid = zygote.spawn(args + ["--attnkit-report-fd", "{report_fd}"],
-                                   report_w, console_w, cwd)
+                                   report_w, console_w, cwd, fds)
             except ZygoteGone:
                 zygote = None
         if pid is None:
+            env = dict(_environment(), **{EVENTS_ENV: str(events_w)})
+            if template_fd is not None:
+                env[template.ENV_FD] = str(template_fd)
             proc = subprocess.Popen([sys.executable, "-m", "pytest", *args,
                                      "--attnkit-report-fd", str(report_w)],
-                                    cwd=cwd, env=_environment(), stdin=subprocess.DEVNULL,
+                                    cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=console_w, stderr=console_w,
-                                    pass_fds=(report_w, *_inherited_fds()),
+                                    pass_fds=(report_w, events_w, *_inherited_fds()),
                                     start_new_session=True)
         os.close(report_w)
         os.close(console_w)
+        os.close(events_w)
         running = pid if zygote is not None else proc.pid
         with _RUNNING_LOCK:
             _RUNNING[running] = (lambda sig, p=running: os.kill(p, sig))
         try:
             if zygote is not None:
-                status = zygote.wait(pid, timeout)
-                if status is None:
-                    zygote.kill(pid)
-                    zygote.wait(pid, 10)
+                try:
+                    status = zygote.wait(pid, timeout)
+                    if status is None:
+                        zygote.kill(pid)
+                        zygote.wait(pid, 10)
+                except ZygoteGone:
+                    # the child runs on without its parent: its report still comes
+                    readers[0].join(timeout)
+                    status = lost
+                    if readers[0].is_alive():
+                        zygote.kill(pid)
+                        status = None
             else:
                 try:
                     status = proc.wait(timeout=timeout)
@@ -186,11 +311,24 @@ def run_pytest(options, extra_args, timeout, zygote=None):
         for reader in readers:
             reader.join(30)
     console = (console[0] if console else b"").decode("utf-8", "replace")
+    said = events[0] if events else b""
+    worker_running = said.count(b"+") > said.count(b"-")
+    current_template_fd()  # one that died meanwhile is started again now, for the next
+    if _BATCH["restarts"] > restarts:
+        notes["worker_template"] = (f"the batch's worker template stopped ({_BATCH['stopped']}) "
+                                    "while this submission was graded; it was started again")
+    if status is lost:
+        notes["fork_server"] = ("the grader's fork server stopped while this submission was "
+                                "graded; it was started again")
     if status is None:
         raise SuiteFailed(f"the hidden suite did not finish within {timeout:g} s")
     data = report[0] if report else b""
     if not data:
-        raise SuiteFailed(f"the hidden suite exited with status {status} and wrote no "
+        how = _describe_status(None if status is lost else status)
+        if worker_running and (status is lost or status < 0) and _worker_shares_grader_uid(options):
+            raise StoppedWhileRunning(f"the trusted process was stopped ({how}) while the "
+                                      "submission's worker ran as the grader's uid")
+        raise SuiteFailed(f"the hidden suite exited with status {how} and wrote no "
                           f"report:\n{console[-4000:]}")
     try:
         return json.loads(data), console
@@ -205,13 +343,91 @@ def catalog(options, zygote=None):
     if report.get("errors") or not report.get("catalog"):
         detail = "\n".join(report.get("errors", [])) or console[-3000:]
         raise SuiteFailed("the hidden suite could not be collected:\n" + detail)
+    _BATCH["catalog"] = report["catalog"]
     return report["catalog"]
 
 
+# What a student reads when the grader's process for their submission was stopped by it.
+STOPPED_BY_SUBMISSION = N_(
+    "Not graded to the end: the grader's own process for this submission was stopped while "
+    "the submission's code was running, and again when it was graded alone. At this "
+    "isolation level a submission runs as the grader's user and can stop the grader's "
+    "processes; what did not finish scores 0.")
+
+
 def run_suite(options, submission_file, stage_dir, zygote=None):
-    """The hidden suite's report for one staged submission."""
-    report, console = run_pytest(options, ["--submission", submission_file,
-                                           "--stage-dir", stage_dir],
-                                 timeout=options.process_seconds(), zygote=zygote)
+    """The hidden suite's report for one staged submission.
+
+    The rule for a trusted process that died without a report: it is the submission's doing,
+    and costs it every test that had not reported, only when (1) its worker ran as the
+    grader's own uid (level `none` without a throwaway uid), so it could signal the grader's
+    processes, (2) it died by a signal, or with the fork server, while that worker was
+    running (the events pipe, which no worker can reach), and (3) the same happens when the
+    submission is graded again alone, with no other submission's code running, while (4) a
+    control submission that defines nothing, graded the same way alone, does not die.
+    Anything else is a grader error."""
+    args = ["--submission", submission_file, "--stage-dir", stage_dir]
+    notes = {}
+    try:
+        with _TURNS.shared():
+            report, console = run_pytest(options, args, options.process_seconds(), zygote, notes)
+    except StoppedWhileRunning as first:
+        with _TURNS.exclusive():
+            try:
+                report, console = run_pytest(options, args, options.process_seconds(), zygote,
+                                             notes)
+                notes["graded_alone"] = (f"graded again alone: {first} while other "
+                                         "submissions' code also ran")
+            except StoppedWhileRunning as again:
+                evidence = f"{first}; graded alone: {again}"
+                _control(options, stage_dir, zygote, evidence)  # raises SuiteFailed if it dies too
+                report, console = _charged(options, evidence), ""
     report["console"] = console[-20000:]
+    if notes and isinstance(report.get("isolation"), dict):
+        report["isolation"].update(notes)
+    elif notes:
+        report["isolation"] = dict(notes)
+    if _BATCH["restarts"] and isinstance(report.get("isolation"), dict) \
+            and "worker_template" not in notes:
+        start = str(report["isolation"].get("worker_start", ""))
+        report["isolation"]["worker_start"] = (
+            f"{start} (the batch's template was started again {_BATCH['restarts']} time(s); "
+            f"the last one had stopped: {_BATCH['stopped']})")
     return report
+
+
+CONTROL = "import torch  # the control: a submission that defines nothing\n"
+
+
+def _control(options, stage_dir, zygote, evidence):
+    """Grade a submission that defines nothing the same way, alone: if the grader's process
+    dies for it too, the death was the grader's (SuiteFailed), not the submission's."""
+    folder = tempfile.mkdtemp(prefix="control-", dir=stage_dir)
+    os.chmod(folder, 0o755)
+    path = os.path.join(folder, "attention.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(CONTROL)
+    os.chmod(path, 0o644)
+    workers = os.path.join(folder, "workers")
+    os.makedirs(workers, mode=0o711)
+    try:
+        run_pytest(options, ["--submission", path, "--stage-dir", workers],
+                   options.process_seconds(), zygote)
+    except SuiteFailed as control:
+        raise SuiteFailed(f"{evidence}; and for a submission that defines nothing: {control}: "
+                          "a failure of the grader") from None
+
+
+def _charged(options, evidence):
+    """The report of a submission that stopped its own trusted process (see run_suite)."""
+    if not _BATCH["catalog"]:
+        raise SuiteFailed(evidence)
+    message = _(STOPPED_BY_SUBMISSION)
+    tests = [{"nodeid": t["nodeid"], "name": t["name"], "part": t["part"], "points": t["points"],
+              "outcome": "skipped" if t.get("skip") else "failed",
+              "blame": None if t.get("skip") else "student",
+              "message": t.get("skip") or message, "seconds": 0.0}
+             for t in _BATCH["catalog"]]
+    level = isolation.choose(options.isolation)
+    return {"tests": tests, "errors": [], "submission": None, "diagnoses": [],
+            "isolation": dict(level.describe(), charged=evidence[:1000])}

@@ -28,32 +28,48 @@ class ZygoteGone(Exception):
 
 
 class Zygote:
+    """The grader's handle on its fork server. A server that died (a submission at level
+    `none` may signal it) is started again on the next spawn(); `restarts` counts them and
+    `stopped` says how the last one ended. A child of a server that died runs on: its exit
+    status is lost (wait() raises ZygoteGone), its report is not."""
+
     def __init__(self, env, inherited_fds=()):
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock = parent
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
-                                     env=env, pass_fds=(child.fileno(), *inherited_fds),
-                                     stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        child.close()
+        self.env, self.inherited_fds = env, tuple(inherited_fds)
         self.lock = threading.Lock()
-        self.statuses = {}
-        self.replies = []
         self.changed = threading.Condition()
-        self.alive = True
-        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.statuses = {}
+        self.children = {}   # pid -> the generation of the server that forked it
+        self.generation, self.restarts, self.stopped = 0, 0, None
+        self._start()
+
+    def _start(self):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
+                                    env=self.env, pass_fds=(child.fileno(), *self.inherited_fds),
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            child.close()
+        with self.changed:
+            self.sock, self.proc = parent, proc
+            self.generation += 1
+            self.replies = []
+            self.alive = True
+        self.reader = threading.Thread(target=self._read, args=(parent, self.generation),
+                                       daemon=True)
         self.reader.start()
 
-    def _read(self):
+    def _read(self, sock, generation):
         buffer = b""
         while True:
             try:
-                chunk = self.sock.recv(65536)
+                chunk = sock.recv(65536)
             except OSError:
                 chunk = b""
             if not chunk:
                 with self.changed:
-                    self.alive = False
+                    if generation == self.generation:
+                        self.alive = False
                     self.changed.notify_all()
                 return
             buffer += chunk
@@ -67,12 +83,35 @@ class Zygote:
                         self.replies.append(message)
                     self.changed.notify_all()
 
-    def spawn(self, args, report_fd, console_fd, cwd):
-        """Start one trusted grading process; returns its pid."""
-        request = json.dumps({"args": args, "cwd": cwd}).encode() + b"\n"
+    def _restart_if_gone(self):
+        """Called with self.lock held: a server that died is reaped and started again."""
+        if self.alive:
+            return
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.stopped = f"signal {-code}" if code < 0 else f"exit status {code}"
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.restarts += 1
+        try:
+            self._start()
+        except OSError:
+            raise ZygoteGone("the fork server could not be started again") from None
+
+    def spawn(self, args, report_fd, console_fd, cwd, fds=None):
+        """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
+        (named in its environment: see _child)."""
+        fds = dict(fds or {})
+        request = json.dumps({"args": args, "cwd": cwd, "fds": list(fds)}).encode() + b"\n"
         with self.lock:
+            self._restart_if_gone()
             try:
-                socket.send_fds(self.sock, [request], [report_fd, console_fd])
+                socket.send_fds(self.sock, [request], [report_fd, console_fd, *fds.values()])
             except OSError:
                 raise ZygoteGone("the fork server is not running") from None
             with self.changed:
@@ -80,13 +119,20 @@ class Zygote:
                     self.changed.wait(1)
                 if not self.replies:
                     raise ZygoteGone("the fork server did not answer")
-                return self.replies.pop(0)["pid"]
+                pid = self.replies.pop(0)["pid"]
+                self.children[pid] = self.generation
+                return pid
 
     def wait(self, pid, timeout):
-        """The child's exit status (as os.waitstatus_to_exitcode gives it), or None on timeout."""
+        """The child's exit status (as os.waitstatus_to_exitcode gives it), or None on timeout.
+        Raises ZygoteGone when the server that forked it died before it ended."""
+        def known():
+            gone = not self.alive or self.children.get(pid) != self.generation
+            return pid in self.statuses or gone
         with self.changed:
-            ok = self.changed.wait_for(lambda: pid in self.statuses or not self.alive, timeout)
+            ok = self.changed.wait_for(known, timeout)
             if pid in self.statuses:
+                self.children.pop(pid, None)
                 return self.statuses.pop(pid)
         if not ok:
             return None
@@ -102,6 +148,8 @@ class Zygote:
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
             self.sock.close()
+        except OSError:
+            pass
         finally:
             try:
                 self.proc.wait(timeout=5)
@@ -110,8 +158,14 @@ class Zygote:
 
 
 # -- the server side ------------------------------------------------------------------
-def _child(args, report_fd, console_fd, cwd, memo_fd):
+FD_ENVIRONMENT = {"template": "ATTNKIT_WORKER_TEMPLATE_FD", "events": "ATTNKIT_EVENTS_FD"}
+
+
+def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
     os.setsid()
+    for name, fd in (named or {}).items():  # the batch's current template, the events pipe
+        if name in FD_ENVIRONMENT:
+            os.environ[FD_ENVIRONMENT[name]] = str(fd)
     os.dup2(console_fd, 1)
     os.dup2(console_fd, 2)
     os.close(console_fd)
@@ -181,7 +235,7 @@ def serve(sock_fd):
                                      "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
         if sock in ready:
             try:
-                message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2)
+                message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2 + len(FD_ENVIRONMENT))
             except OSError:
                 return
             if not message:
@@ -196,7 +250,9 @@ def serve(sock_fd):
                 os.close(wake_w)
                 for fd in [memo_r, *memos]:
                     os.close(fd)
-                _child(request["args"], fds[0], fds[1], request["cwd"], memo_w)
+                names = [n for n in request.get("fds", []) if isinstance(n, str)]
+                _child(request["args"], fds[0], fds[1], request["cwd"], memo_w,
+                       dict(zip(names, fds[2:])))
             os.close(memo_w)
             memos[memo_r] = bytearray()
             for fd in fds:

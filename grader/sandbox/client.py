@@ -33,6 +33,19 @@ RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime"
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 _LIVE_WORKERS = set()  # pids of workers started by this process and not yet stopped
+EVENTS_FD = "ATTNKIT_EVENTS_FD"  # a pipe to `grader grade`: b"+" a worker started, b"-" it stopped
+
+
+def _event(mark):
+    """Tell `grader grade` that a worker of this submission runs (+) or has stopped (-): the
+    evidence it needs when this trusted process dies (grade/trusted.py). A worker never holds
+    this pipe, and cannot open it (this process is not dumpable)."""
+    value = os.environ.get(EVENTS_FD, "")
+    if value.isdigit():
+        try:
+            os.write(int(value), mark)
+        except OSError:
+            pass
 
 
 class WorkerFailure(Exception):
@@ -191,6 +204,7 @@ class Worker:
         self.info = {}
         self.failure = None
         self._watchdog_over = False
+        self._running = False        # started and not yet stopped (said on the events pipe)
         self._disk_over = None       # (bytes, entries) when stopped for what it wrote at level `none`
         self.removed = (0, 0)        # (entries, bytes) it left in the shared folders, removed
         self._tree_size = 1
@@ -265,6 +279,8 @@ class Worker:
         self.stdout.start()
         self.stderr.start()
         self._seen_pids.add(getattr(self.proc, "worker_pid", self.proc.pid))
+        self._running = True
+        _event(b"+")
         self._watch = threading.Thread(target=self._watch_memory, daemon=True)
         self._watch.start()
 
@@ -556,6 +572,9 @@ class Worker:
             self._ipc_before = None
             self.removed = cleanup.remove(self.isolation.ids())  # /tmp, /var/tmp, /dev/shm
         self._release()
+        if self._running:
+            self._running = False
+            _event(b"-")
 
     def _stop_holder(self):
         """Kill a forked worker's sandbox placeholder (and the namespaces with it)."""
