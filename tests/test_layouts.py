@@ -413,6 +413,28 @@ def test_one_canvas_user_under_two_names_is_flagged_never_merged(tmp_path):
     assert rows["sunqi_10003"].student_id == "10003" and rows["sunqi_10003"].flags == []
 
 
+def test_canvas_anonymous_grading_gives_no_student_id(tmp_path):
+    # Canvas writes "[LATE_]anon_<anonymous id>": that id is no user id, even all digits
+    canvas = _files(tmp_path / "canvas", ["anon_12345_90000_attention.py",
+                                          "LATE_anon_aB3xZ_90001_attention.py"])
+    batch = layouts.resolve([str(canvas)])
+    assert sorted((s.name, s.student_id, s.late_flag, s.flags) for s in batch.submissions) == [
+        ("anon_12345", "", False, ["Canvas anonymous grading: anon_12345 is not a user id; no "
+                                   "student id is given (match it in Canvas)"]),
+        ("anon_aB3xZ", "", True, ["Canvas anonymous grading: anon_aB3xZ is not a user id; no "
+                                  "student id is given (match it in Canvas)"])]
+
+
+def test_nbgrader_students_are_checked_against_the_course_database(tmp_path):
+    api = pytest.importorskip("nbgrader.api")
+    submitted = _nbgrader(tmp_path)          # alice and bob handed in
+    with api.Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as book:
+        book.add_student("alice", first_name="Alice", last_name="Wang")
+    batch = layouts.resolve([str(submitted)])
+    flags = {s.student_id: s.flags for s in batch.submissions}
+    assert flags == {"alice": [], "bob": ["nbgrader student bob is not in the course's gradebook.db"]}
+
+
 def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
     # a Moodle student folder, or an nbgrader one, holding files named like Canvas downloads
     moodle = tmp_path / "moodle" / "Mallory Li_10005_assignsubmission_file_"

@@ -22,6 +22,7 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
       liuyang_LATE_10001_90001_attention.ipynb → user 10001, late (late_flag True)
       zhaomin_10002_90002_attention-1.py       → user 10002 (the second upload: it counts)
       mallory_10005_90005__10000_90000_attention.py → user 10005, flagged: it claims 10000
+      anon_aB3xZ_90006_attention.py            → anonymous grading: no student id, flagged
 
   Cross-checks within one download: a user id has one name (a user id seen under two names
   is flagged and its rows keep no student id, so nothing is exported for it until the
@@ -51,7 +52,8 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   flagged.
 - `nbgrader`: `submitted/<student>/<assignment>/` (a file, the assignment folder, the
   student's folder or `submitted` itself): the id is the student's folder name, which
-  nbgrader writes; `timestamp.txt` there is the submission time.
+  nbgrader writes; `timestamp.txt` there is the submission time. A student the course's
+  gradebook.db (beside `submitted/`, read-only) does not list is flagged.
 - `plain`: the file or folder name without its extension (intake.submission_names).
 - `auto` (the default): each path is recognised by its name (and a folder holding
   `submission_metadata.yml`, a folder named `submitted`, or a folder all of whose entries
@@ -207,6 +209,11 @@ def _stem(file_name):
 
 
 # --- one parser per layout: a name → its parts, or None -----------------------------------
+
+# Canvas with anonymous grading writes `[LATE_]anon_<anonymous id>` instead of name and user id
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>LATE_)?anon_(?P<anon>[A-Za-z0-9]{1,20})_(?P<att>[0-9]{1,20})_(?P<file>.+)$",
+                              re.DOTALL)
+
 
 def parse_canvas(name):
     """{"name", "user", "attachment", "late", "file", "base", "resubmission", "claims",
@@ -505,7 +512,7 @@ def download_kind(names):
     tops = [n.split("/", 1)[0] for n in names]
     if not names:
         return None
-    if all("/" not in n and parse_canvas(n) for n in names):
+    if all("/" not in n and (parse_canvas(n) or CANVAS_ANONYMOUS.match(n)) for n in names):
         return "canvas"
     if all(parse_moodle(t) for t in tops):
         return "moodle"
@@ -569,7 +576,24 @@ def _claim_flags(label, claims, layout, own):
             f"{_shown(own)}'s ({_shown(label)})" for c in claims[:5]]
 
 
+def _canvas_anonymous(path, name):
+    """A file of an anonymously graded Canvas download: its id is Canvas's anonymous id, not
+    a user id, so the row keeps no student id (and is flagged)."""
+    match = CANVAS_ANONYMOUS.match(name[:MAX_NAME])
+    if not match:
+        return None
+    anon = match["anon"]
+    rank = _attention_rank(match["file"]) + (0, int(match["att"]), name)
+    return _Found(path, "canvas", "canvas-anonymous:" + anon, "", "anon_" + anon, rank, name,
+                  "anon", match["att"],
+                  [f"Canvas anonymous grading: anon_{anon} is not a user id; no student id is "
+                   f"given (match it in Canvas)"], late_flag=bool(match["late"]))
+
+
 def _canvas(path, name):
+    anonymous = _canvas_anonymous(path, name)
+    if anonymous is not None:
+        return anonymous
     parts = parse_canvas(name)
     if parts is None:
         return None
@@ -612,12 +636,40 @@ def _moodle(path, name, is_dir, notes):
                   rank + (0, 0, name), name, parts["lms_name"], flags=flags)
 
 
+def nbgrader_students(path):
+    """The student ids of the nbgrader course whose `submitted/` holds `path` (its
+    gradebook.db beside `submitted/`, opened read-only, never through a link), or None when
+    there is no such database or it cannot be read."""
+    parts = os.path.normpath(os.path.abspath(os.fsdecode(path))).split(os.sep)
+    if "submitted" not in parts:
+        return None
+    root = os.sep.join(parts[:len(parts) - 1 - parts[::-1].index("submitted")]) or os.sep
+    database = os.path.join(root, "gradebook.db")
+    info = _lstat(database)
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return None
+    import sqlite3
+    from urllib.parse import quote
+    try:
+        connection = sqlite3.connect(f"file:{quote(database)}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = connection.execute("SELECT id FROM student LIMIT 100000").fetchall()
+        finally:
+            connection.close()
+    except (sqlite3.Error, ValueError):
+        return None
+    return {str(row[0]) for row in rows}
+
+
 def _nbgrader(path, is_dir):
     found = nbgrader_parts(path)
     if found is None or not found[0] or non_submission(found[0]) or (not found[1] and not is_dir):
         return None  # a file right in submitted/ is no student's folder
     student = found[0]
     flags = _folder_claims(path, student_id(student), "nbgrader") if is_dir else []
+    known = nbgrader_students(path)
+    if known is not None and student not in known:
+        flags.append(f"nbgrader student {_shown(student)} is not in the course's gradebook.db")
     return _Found(path, "nbgrader", "nbgrader:" + student, student_id(student),
                   display_name(student), (True, True, 0, 0, _base(path)), _base(path),
                   student, flags=flags)
@@ -711,7 +763,7 @@ class _Resolver:
                 if self.layout in ("canvas", "moodle") or any(parse_canvas(n) or parse_moodle(n)
                                                               for n in names):
                     odd = [n for n in names if not non_submission(n) and not
-                           (parse_canvas(n) or parse_moodle(n))]
+                           (parse_canvas(n) or parse_moodle(n) or CANVAS_ANONYMOUS.match(n))]
                     self.notes.append(f"{_shown(name)}: not opened as a download: not all its "
                                       f"entries are named as an LMS names them"
                                       + (f" (e.g. {_shown(odd[0])})" if odd else ""))
@@ -870,6 +922,8 @@ class _Resolver:
                     name = ident or best.label
                 elif best.layout == "gradescope":
                     name = f"{who}_{ident}" if who and ident else (ident or who or best.label)
+                elif key.startswith("canvas-anonymous:"):
+                    name = who
                 elif not ident:   # withheld (see _cross_check): the name and what it said
                     name = f"{who}_{key.split(':')[1]}" if who else key
                 else:
