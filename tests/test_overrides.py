@@ -380,3 +380,60 @@ def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
     assert usage.returncode == 2 and "give STUDENT PART POINTS" in usage.stderr
     missing = _cli("override", "--out", tmp_path / "nowhere", "10000", "mask", "1", "--reason", "r")
     assert missing.returncode == 2 and "is not a gradebook folder" in missing.stderr
+
+
+def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(tmp_path):
+    import datetime
+    source = open(SOLUTION, encoding="utf-8").read()
+    zero = open(os.path.join(SUBMISSIONS, "zero_stub.py"), encoding="utf-8").read()
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    (canvas / "wangli_10000_90000_attention.py").write_text(source, encoding="utf-8")
+    (canvas / "liuyang_LATE_10001_90001_attention.py").write_text(source, encoding="utf-8")
+    (canvas / "zhaomin_10002_90002_attention.py").write_text(zero, encoding="utf-8")
+    moodle = tmp_path / "moodle"
+    fang = moodle / "Fang Wu_10006_assignsubmission_file_"
+    fang.mkdir(parents=True)
+    (fang / "attention.py").write_text(source, encoding="utf-8")
+    late = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=8)))
+    os.utime(fang / "attention.py", (late.timestamp(), late.timestamp()))
+    empty = moodle / "Zhou Tao_10007_assignsubmission_file_"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("I will send it by email", encoding="utf-8")
+    out = tmp_path / "grades"
+    out.mkdir()
+    (out / "course.toml").write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\n'
+                                     'kind = "per_day"\npercent = 10\nunknown_days = 1\n',
+                                     encoding="utf-8")
+    done = _grade([canvas, moodle], out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["student_id"]: r for r in _csv(out).values()}
+    # Canvas's LATE without a time: 1 day at 10%; Fang Wu's Moodle file time: 2 days
+    assert {i: (r["late"], r["penalty"], r["total"]) for i, r in rows.items()} == {
+        "10000": ("no", "0", "100"), "10001": ("yes", "10", "90"), "10002": ("no", "0", "0"),
+        "10006": ("yes", "20", "80"), "10007": ("yes", "0", "0")}  # notes.txt was written today
+    assert rows["10006"]["time_source"] == "moodle-file-time"
+    assert rows["10007"]["status"] == "missing work"
+    assert "late without a time" in rows["10001"]["flags"]
+
+    assert _cli("override", "--out", out, "10002", "total", "50", "--reason",
+                "partial credit after a meeting").returncode == 0
+    forced = _grade([canvas], out, "--force")
+    assert forced.returncode == 0 and "unchanged" not in forced.stdout
+    rows = {r["student_id"]: r for r in _csv(out).values()}
+    assert (rows["10002"]["total"], rows["10001"]["total"], rows["10006"]["total"]) == ("50", "90", "80")
+
+    target = tmp_path / "canvas.csv"
+    assert _export(out, "canvas", target, "--assignment", "Attention (12345)").returncode == 0
+    lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
+    assert sorted(lines[2:]) == [["liuyang", "10001", "", "", "", "90"],
+                                 ["wangli", "10000", "", "", "", "100"],
+                                 ["zhaomin", "10002", "", "", "", "50"]]
+    sheet = tmp_path / "moodle.csv"
+    left = _export(out, "moodle", sheet)
+    assert [line[:4] for line in csv.reader(io.StringIO(sheet.read_text(encoding="utf-8-sig")))][1:] \
+        == [["Participant 10006", "Fang Wu", "80", "100"]]
+    assert "no gradable work was found" in left.stderr
+    _export(out, "moodle", sheet, "--export-missing-as-zero")
+    assert [line[:3] for line in csv.reader(io.StringIO(sheet.read_text(encoding="utf-8-sig")))][1:] \
+        == [["Participant 10006", "Fang Wu", "80"], ["Participant 10007", "Zhou Tao", "0"]]
