@@ -1082,6 +1082,11 @@ def test_missing_work_is_told_from_broken_work(tmp_path):
     (several / "two.py").write_text(ATTENTION)
     staged = _stage(tmp_path, several)
     assert staged.file is None and staged.missing is False   # code found, but which is it?
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    os.symlink(tmp_path, linked / "hw")   # something refused was handed in: not missing
+    staged = _stage(tmp_path, linked)
+    assert staged.file is None and staged.missing is False and "symbolic link" in staged.error
 
 
 def test_status_of_a_result_with_nothing_found():

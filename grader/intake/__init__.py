@@ -134,8 +134,9 @@ def locate(entries, label):
             return regular[0]
         if not others and not regular and len(group) == 1:
             return group[0]  # refused by the caller, with what it is
-    # code that could be the work (found, but which?) is not gradable; no code at all is missing
-    error = IntakeError if py or notebooks else NothingFound
+    # code that could be the work (found, but which?) or something refused (a link, a pipe)
+    # is not gradable; nothing at all that could be code is missing work
+    error = IntakeError if py or notebooks or any(e.kind for e in entries) else NothingFound
     raise error(_("{label} has no attention.py (looked for attention.py or attention.ipynb, "
                   "else one other .py or .ipynb file, also inside one zip; it contains: "
                   "{listing}). Name your file attention.py.").format(
