@@ -458,6 +458,15 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == \
         [("mallory", "mallory", "plain")]
     assert any("not opened as a download" in n and "helper.py" in n for n in batch.notes)
+    # a student's folder holding only Canvas-named files, graded beside plain folders
+    alice = _files(tmp_path / "subs" / "alice", ["attention.py"])
+    dressed = _files(tmp_path / "subs" / "eve", ["wangli_10000_90000_attention.py"])
+    batch = layouts.resolve([str(alice), str(dressed)])
+    assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
+        ("alice", "alice", []),
+        ("eve-wangli_10000", "", ["read from eve, opened as a download beside plain submissions: "
+                                  "no student id is given (if it is one student's folder, grade "
+                                  "it with --layout plain)"])]
 
 
 def test_canvas_late_flag_and_no_file_time(tmp_path):

@@ -59,7 +59,9 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   `submission_metadata.yml`, a folder named `submitted`, or a folder all of whose entries
   have Canvas or all Moodle names, is opened); a name that matches no pattern is `plain`.
   A folder that is itself one student's (a Moodle student folder, a Gradescope
-  `submission_<id>`, a folder inside nbgrader's `submitted/`) is never opened as a download.
+  `submission_<id>`, a folder inside nbgrader's `submitted/`) is never opened as a download,
+  and rows of a folder opened for what it holds, given beside plain submissions, get no
+  student id and are flagged (it may be a student's folder dressed up as a download).
 
 Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
 `:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
@@ -561,6 +563,8 @@ class _Found:
     late_flag: object = None
     submitted_at: str = ""
     time_source: str = ""
+    origin: str = ""              # the folder given that was opened as a download, if any
+    row_prefix: str = ""          # set when its identity is withheld for where it came from
 
 
 def _attention_rank(file_name):
@@ -696,6 +700,7 @@ class _Resolver:
         self.notes = []
         self.found = []
         self.metadata = {}        # folder → (its metadata, or None when it has none)
+        self.origin = ""          # the download zip being opened, if any
         self.gradescope_seen = {}  # folder → the submission folders found in it
 
     def allows(self, layout):
@@ -705,7 +710,7 @@ class _Resolver:
         self.notes.append(f"skipped {_shown(name)}: {why}")
 
     # a path given, or an entry of a folder given
-    def add(self, path, depth=0):
+    def add(self, path, depth=0, origin=""):
         name = _base(path)
         is_dir = _is_dir(path)
         if name == METADATA:
@@ -725,12 +730,13 @@ class _Resolver:
             if found is False:
                 return
             if found is not None:
+                found.origin = origin
                 self.found.append(found)
                 return
         if self.layout not in ("auto", "plain"):
             self.notes.append(f"{_shown(name)} does not look like {self.layout}'s layout: "
                               f"named after the file")
-        self.found.append(_Found(path, "plain", label=name))
+        self.found.append(_Found(path, "plain", label=name, origin=origin))
 
     def _one_students(self, path, name):
         """Is the folder one student's work (never a download to open)?"""
@@ -773,7 +779,7 @@ class _Resolver:
             self.notes.append(f"{_shown(name)}: only its first {MAX_ENTRIES} entries were read")
         self.notes.append(f"{_shown(name)}: {kind}, {len(names)} entries")
         for entry in names:
-            self.add(os.path.join(path, entry), depth=1)
+            self.add(os.path.join(path, entry), depth=1, origin=self.origin or path)
         return True
 
     def _download_zip(self, path, name):
@@ -792,8 +798,12 @@ class _Resolver:
             return False
         self.notes.append(f"{_shown(name)}: {kind}'s download zip, unpacked to a temporary folder")
         self.notes += [safe_text(n, 300) for n in notes]
-        if not self._expand(folder, name):
-            self.add(folder, depth=1)
+        self.origin = path
+        try:
+            if not self._expand(folder, name):
+                self.add(folder, depth=1, origin=path)
+        finally:
+            self.origin = ""
         return True
 
     def _metadata_for(self, folder):
@@ -865,6 +875,19 @@ class _Resolver:
                 if twice:
                     found.flags.append(f"SID {', '.join(twice[:3])} is in more than one submission "
                                        f"of {METADATA}")
+        # a folder opened as a download for what it holds (not for its own name, as nbgrader's
+        # submitted/ is) beside plain submissions may be a student's own folder dressed up as
+        # one: the names in it are no evidence of identity
+        if any(f.layout == "plain" and not f.origin for f in self.found):
+            for found in self.found:
+                if found.origin and found.layout not in ("plain", "nbgrader"):
+                    found.flags.append(f"read from {_shown(_base(found.origin))}, opened as a "
+                                       f"download beside plain submissions: no student id is "
+                                       f"given (if it is one student's folder, grade it with "
+                                       f"--layout plain)")
+                    found.key = f"{found.key}:{found.origin}"
+                    found.student_id = ""
+                    found.row_prefix = _base(found.origin)
         for folder, meta in self.metadata.items():
             missing = sorted(set(meta or {}) - self.gradescope_seen.get(folder, set()))
             if missing:
@@ -928,6 +951,8 @@ class _Resolver:
                     name = f"{who}_{key.split(':')[1]}" if who else key
                 else:
                     name = f"{who}_{ident}" if who else ident
+                if best.row_prefix:   # never the name a real download's row would have
+                    name = f"{best.row_prefix}-{name}"
                 sub = Submission(best.path, safe_text(name, 400), ident, who, best.layout, notes)
             flags = list(dict.fromkeys(f for found in group for f in found.flags))
             sub.flags = [safe_text(f, 400) for f in flags[:20]]
