@@ -79,6 +79,10 @@ def test_a_huge_string_is_cut_before_cleaning_at_twice_the_limit_plus_64():
     assert safe_text("\x00" * 84 + "abc", limit=10) == CUT_10  # 84 = 2 * 10 + 64
     assert safe_text("\x00" * 84, limit=10) == ""
     assert safe_text("\x00" * 83 + "a", limit=10) == "a"
+    # the exact point: 264 characters (2 * 100 + 64) are cleaned, 180 NULs vanish, 84 "y"
+    # remain and 1000 "z" count as cut; 38 "y" fit beside the 46-character marker
+    out = safe_text("\x00" * 180 + "y" * 84 + "z" * 1000, limit=100)
+    assert out == "y" * 38 + "\n[... cut by the grader: 1000 more characters]"
     out = safe_text("z" * 1_000_000, limit=100)
     assert out.endswith("\n[... cut by the grader: 999900 more characters]") and len(out) == 100
 

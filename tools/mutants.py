@@ -13,7 +13,7 @@ as killed (cosmic-ray's rule), one cosmic-ray could not run ("incompetent") coun
 neither.
 
 --before runs the tests that covered each module before the mutant tests were added (the
-"before" figure of issue 19); --sample N runs N mutants drawn at random (seeded) instead
+"before" figure of issue 19; with --commit af97aea, the tree before them); --sample N runs N mutants drawn at random (seeded) instead
 of all; --budget stops a module after that many minutes and scores what ran.
 The copy is made so that other people's test runs in this tree never see a mutant.
 """
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,8 +31,9 @@ import time
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(KIT, "bench", "mutants")
 
-# module -> (path, tests before issue 19, tests added for it); pytest node ids or -k
-# selections, kept to what runs in seconds (the batch-grading tests are left out)
+# module -> (path, tests before issue 19, tests added for it[, older tests run after them
+# instead of the first]); pytest node ids or -k selections, kept to what runs in seconds
+# (the batch-grading tests are left out)
 FAST_OUTPUTS = "tests/test_outputs.py -k 'not batch and not grader_grade and not gradebook'"
 REPLY_TESTS = ("tests/test_fuzz_replies.py -k 'not arbitrary and not one_part_replaced and "
                "not flipped_bytes and not random_bytes and not stride0_tensors'")
@@ -42,7 +44,10 @@ MODULES = {
     "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_mutants_replies.py"),
     "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_mutants_compare.py"),
     "diagnose": ("grader/catalog/diagnose.py", "tests/test_diagnosis.py",
-                 "tests/test_mutants_diagnose.py"),
+                 "tests/test_mutants_diagnose.py",
+                 # after: test_diagnosis's unit tests only; its graded batch takes minutes
+                 # a mutant (so the "after" score leaves out what that batch would kill)
+                 "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
 }
 
 # Operators: cosmic-ray's, less those that multiply the count without finding anything
@@ -59,19 +64,30 @@ EXCLUDE = [
 ]
 
 
-def copy_tree(where):
-    """The working tree (tracked and untracked files, no .git, no venv, no caches)."""
+def copy_tree(where, commit=None):
+    """The working tree (tracked and untracked files, no .git, no venv, no caches), or the
+    files of `commit` (git archive)."""
+    if commit:
+        os.makedirs(where)
+        archive = subprocess.run(["git", "-C", KIT, "archive", commit], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
+        return
     skip = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".hypothesis",
                                   "mutants", "*.egg-info", ".pytest_cache")
     shutil.copytree(KIT, where, ignore=skip, symlinks=True)
 
 
-def test_command(tests, timeout):
-    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider --timeout {int(timeout)} {tests}"
+def test_command(stages, timeout):
+    """One shell command: each stage's pytest run, the next only when the last passed (the
+    fast mutant tests first: most mutants die there without the slower tests starting)."""
+    runs = [f"{sys.executable} -m pytest -x -q -p no:cacheprovider --timeout {int(timeout)} {tests}"
+            for tests in stages]
+    return "bash -c " + shlex.quote(" && ".join(runs))
 
 
-def config_text(path, tests, timeout):
-    command = test_command(tests, timeout)
+def config_text(path, stages, timeout):
+    command = test_command(stages, timeout)
     exclude = ",\n    ".join(json.dumps(e) for e in EXCLUDE)
     return (f'[cosmic-ray]\nmodule-path = "{path}"\ntimeout = {timeout}\nexcluded-modules = []\n'
             f'test-command = {json.dumps(command)}\n\n[cosmic-ray.distributor]\nname = "local"\n\n'
@@ -115,23 +131,24 @@ def tally(db_path):
     return counts, survivors
 
 
-def run_module(name, before, budget, keep, seed):
-    path, tests_before, tests_added = MODULES[name]
-    tests = tests_before if before else f"{tests_added} {tests_before}"
+def run_module(name, before, budget, keep, seed, commit=None):
+    path, tests_before, tests_added, *also = MODULES[name]
+    stages = [tests_before] if before else [tests_added, *(also or [tests_before])]
+    tests = " && ".join(stages)
     work = tempfile.mkdtemp(prefix=f"attnkit-mutants-{name}-")
     try:
-        copy_tree(os.path.join(work, "kit"))
+        copy_tree(os.path.join(work, "kit"), commit)
         kit = os.path.join(work, "kit")
         env = dict(os.environ, PYTHONPATH=kit, PYTHONDONTWRITEBYTECODE="1")
         started = time.monotonic()
-        baseline = subprocess.run(["bash", "-c", test_command(tests, 600)], cwd=kit, env=env,
+        baseline = subprocess.run(shlex.split(test_command(stages, 600)), cwd=kit, env=env,
                                   capture_output=True, text=True)
         base_seconds = time.monotonic() - started
         if baseline.returncode != 0:
             print(f"{name}: the unmutated tests fail; no score\n{baseline.stdout[-2000:]}")
             return None
         with open(os.path.join(work, "cr.toml"), "w") as handle:
-            handle.write(config_text(path, tests, max(30, round(base_seconds * 4))))
+            handle.write(config_text(path, stages, max(30, round(base_seconds * 4))))
         cr = [sys.executable, "-m", "cosmic_ray.cli"]
         db = os.path.join(work, "session.sqlite")
         cfg = os.path.join(work, "cr.toml")
@@ -182,12 +199,13 @@ def main(argv=None):
     parser.add_argument("--budget", type=float, default=20, help="minutes per module (20)")
     parser.add_argument("--sample", type=int, default=0, help="run N random mutants only")
     parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--commit", help="score this commit's files, not the working tree")
     args = parser.parse_args(argv)
     unknown = set(args.modules) - set(MODULES)
     if unknown:
         parser.error(f"unknown module(s) {', '.join(sorted(unknown))}; known: {', '.join(MODULES)}")
     for name in args.modules or list(MODULES):
-        run_module(name, args.before, args.budget, args.sample, args.seed)
+        run_module(name, args.before, args.budget, args.sample, args.seed, args.commit)
 
 
 if __name__ == "__main__":
