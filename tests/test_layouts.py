@@ -516,6 +516,18 @@ def test_submission_times_as_platforms_write_them(text, expected):
     assert times.parse_time(text) == expected
 
 
+@pytest.mark.parametrize("text", [   # what nbgrader writes ("%Y-%m-%d %H:%M:%S.%f %Z", UTC)
+    "2026-11-30 12:00:00.000000 UTC", "2026-12-01 10:00:00", "2026-11-30T20:00:00+08:00",
+    "2026-11-30 12:00:00.123456+08:00", "2026-11-30 23:59:59.999999 UTC"])
+def test_timestamps_read_as_nbgrader_reads_them(text):
+    # (nbgrader's parse_utc reads "12:00:00 -08:00", with a space, as 12:00 UTC; this reads
+    # the offset, as Gradescope's created_at needs)
+    utils = pytest.importorskip("nbgrader.utils")
+    import datetime
+    expected = utils.parse_utc(text).replace(tzinfo=datetime.timezone.utc)  # naive UTC
+    assert datetime.datetime.fromisoformat(times.parse_time(text)) == expected
+
+
 def test_nbgrader_timestamp_and_the_last_resort(tmp_path):
     submitted = _nbgrader(tmp_path)   # alice's and bob's timestamp.txt: 2026-12-01 10:00:00
     (submitted / "bob" / "attention" / "timestamp.txt").write_text("last tuesday", encoding="utf-8")
