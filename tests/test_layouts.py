@@ -462,11 +462,17 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
     alice = _files(tmp_path / "subs" / "alice", ["attention.py"])
     dressed = _files(tmp_path / "subs" / "eve", ["wangli_10000_90000_attention.py"])
     batch = layouts.resolve([str(alice), str(dressed)])
+    said = ("is named as Canvas names its downloads but was given beside plain submissions: no "
+            "student id is given (grade an LMS's download on its own, and students' folders "
+            "with --layout plain)")
     assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
-        ("alice", "alice", []),
-        ("eve-wangli_10000", "", ["read from eve, opened as a download beside plain submissions: "
-                                  "no student id is given (if it is one student's folder, grade "
-                                  "it with --layout plain)"])]
+        ("alice", "alice", []), ("eve-wangli_10000", "", ["eve " + said])]
+    # the same with a file a student named so, given beside plain ones
+    emailed = tmp_path / "emailed" / "wangli_10000_90000_attention.py"
+    _files(emailed.parent, [emailed.name])
+    batch = layouts.resolve([str(alice), str(emailed)])
+    assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
+        ("alice", "alice", []), ("unverified-wangli_10000", "", [emailed.name + " " + said])]
 
 
 def test_canvas_late_flag_and_no_file_time(tmp_path):

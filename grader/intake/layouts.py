@@ -60,8 +60,9 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   have Canvas or all Moodle names, is opened); a name that matches no pattern is `plain`.
   A folder that is itself one student's (a Moodle student folder, a Gradescope
   `submission_<id>`, a folder inside nbgrader's `submitted/`) is never opened as a download,
-  and rows of a folder opened for what it holds, given beside plain submissions, get no
-  student id and are flagged (it may be a student's folder dressed up as a download).
+  and rows named as an LMS names its downloads (files given, or a folder opened for what it
+  holds) in a batch that also has plain submissions get no student id and are flagged (a
+  student may have named a file or folder so).
 
 Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
 `:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
@@ -875,19 +876,22 @@ class _Resolver:
                 if twice:
                     found.flags.append(f"SID {', '.join(twice[:3])} is in more than one submission "
                                        f"of {METADATA}")
-        # a folder opened as a download for what it holds (not for its own name, as nbgrader's
-        # submitted/ is) beside plain submissions may be a student's own folder dressed up as
-        # one: the names in it are no evidence of identity
+        # beside plain submissions, an LMS name (of a file given, or of the entries of a folder
+        # opened as a download for what it holds) may be one a student chose: a file or folder
+        # dressed up as a download is no evidence of identity. nbgrader's is the folder
+        # submitted/ itself, named by whoever gave it.
         if any(f.layout == "plain" and not f.origin for f in self.found):
             for found in self.found:
-                if found.origin and found.layout not in ("plain", "nbgrader"):
-                    found.flags.append(f"read from {_shown(_base(found.origin))}, opened as a "
-                                       f"download beside plain submissions: no student id is "
-                                       f"given (if it is one student's folder, grade it with "
-                                       f"--layout plain)")
-                    found.key = f"{found.key}:{found.origin}"
-                    found.student_id = ""
-                    found.row_prefix = _base(found.origin)
+                if found.layout not in ("canvas", "moodle", "gradescope"):
+                    continue
+                where = _shown(_base(found.origin)) if found.origin else _shown(found.label)
+                found.flags.append(f"{where} is named as {found.layout.capitalize()} names its "
+                                   f"downloads but was given beside plain submissions: no "
+                                   f"student id is given (grade an LMS's download on its own, "
+                                   f"and students' folders with --layout plain)")
+                found.key = f"{found.key}:{found.origin or found.path}"
+                found.student_id = ""
+                found.row_prefix = _base(found.origin) if found.origin else "unverified"
         for folder, meta in self.metadata.items():
             missing = sorted(set(meta or {}) - self.gradescope_seen.get(folder, set()))
             if missing:
