@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -126,7 +127,8 @@ def _export(course, env, name):
 def test_nbgrader_round_trip(tmp_path):
     """alice submits through nbgrader's exchange, bob's notebook was collected with its
     timestamp (2 days late), chen's was copied into submitted/ by hand (no timestamp.txt,
-    no submission_secret.txt): all three are graded, exported with their times and bob's
+    no submission_secret.txt), mallory is no student of the course: the three students are
+    graded, exported with their times and bob's
     late penalty, get their feedback released, and an override survives a forced regrade."""
     env = _env(tmp_path)
     course = tmp_path / "course"
@@ -178,6 +180,11 @@ def test_nbgrader_round_trip(tmp_path):
     _fill(released, source, submitted / "bob" / ASSIGNMENT / "attention.ipynb", (RIGHT, WRONG))
     # chen: the notebook alone, copied in by hand (the README allows it)
     _fill(released, source, submitted / "chen" / ASSIGNMENT / "attention.ipynb", collected=False)
+    # mallory: a folder for a student the course does not have (`nbgrader submit --student`
+    # lets anyone name one)
+    (submitted / "mallory" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy(submitted / "chen" / ASSIGNMENT / "attention.ipynb",
+                submitted / "mallory" / ASSIGNMENT / "attention.ipynb")
 
     # the course's late policy, beside the kit's results for the assignment
     (course / "grader" / ASSIGNMENT).mkdir(parents=True)
@@ -190,9 +197,13 @@ def test_nbgrader_round_trip(tmp_path):
     copied = [line for line in done.stdout.splitlines() if line.startswith("Copied into submitted/")]
     assert len(copied) == 1 and "by hand, not collected: chen." in copied[0], done.stdout
     assert "alice" not in copied[0] and "bob" not in copied[0]
+    assert "Not students of the course in sqlite:///" in done.stdout
+    assert re.search(r"^Not students of the course in \S+: mallory\. ", done.stdout, re.M)
+    assert "Wrote 3 student(s)' scores" in done.stdout
+    assert not (course / "feedback" / "mallory").exists()
 
     rows = _export(course, env, "grades.csv")
-    assert set(rows) == {"alice", "bob", "chen"}
+    assert set(rows) == {"alice", "bob", "chen"}  # mallory was not added to the course
     for student in rows:
         assert float(rows[student]["max_score"]) == 100
     assert float(rows["alice"]["score"]) == 100 and float(rows["chen"]["score"]) == 100

@@ -16,7 +16,9 @@ submissions with the kit, and put the scores in nbgrader's gradebook.
        (course.write_release_files), and one line names those students
 
 A submission the grader itself failed on gets nothing in the gradebook (never a silent
-zero) and makes the exit status 2; the next run grades it again.
+zero) and makes the exit status 2; the next run grades it again. A folder in submitted/
+whose name is not a student in gradebook.db is graded but nothing is written for it (the
+default exchange lets `nbgrader submit --student` choose any name); one line names them.
 """
 import os
 import shutil
@@ -78,7 +80,8 @@ def main(args, options):
             # stage/<student>/<student>: the kit names a submission after its folder
             target = os.path.join(staging, entry.student, entry.student)
             stage_notes.append(course.stage(entry, notebook_name, target))
-            submissions.append(_submission(entry, target, names.get(entry.student, "")))
+            submissions.append(_submission(entry, target, names.get(entry.student, ""),
+                                           entry.student in names))
         results = grade_batch(submissions, out_dir, options, jobs=args.jobs, force=args.force,
                               course_file=course_file)
     except (SuiteFailed, IsolationUnavailable) as error:
@@ -94,7 +97,7 @@ def main(args, options):
     # the final rows: the instructor's overrides, then the late policy (as grades.csv has them)
     final = {row["name"]: row for row in kit_gradebook.final_rows(
         list(kit_gradebook.load_records(out_dir).values()), policy, ledger.load(out_dir))}
-    failed, copied, totals = [], [], []
+    failed, copied, totals, unknown = [], [], [], []
     with Gradebook(coursedir.db_url, coursedir.course_id) as book:
         for entry, result, notes in zip(entries, results, stage_notes):
             row = final.get(result.name)
@@ -102,6 +105,9 @@ def main(args, options):
                 failed.append(entry.student)
                 print(f"  {entry.student}: grader error, nothing written "
                       f"(see {os.path.join(out_dir, result.folder, 'grader-errors.log')})")
+                continue
+            if entry.student not in names:
+                unknown.append(entry.student)
                 continue
             part = scores.part_scores(result, row, list(points))
             penalty = float(row.get("penalty") or 0.0)
@@ -123,8 +129,15 @@ def main(args, options):
             late = (f", late by {row['days_late']} day(s): -{penalty:g}" if penalty else "")
             print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}{late}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
-    print(f"Wrote {len(entries) - len(failed)} student(s)' scores to {coursedir.db_url} and "
+    print(f"Wrote {len(entries) - len(failed) - len(unknown)} student(s)' scores to {coursedir.db_url} and "
           f"their feedback to {coursedir.format_path(coursedir.feedback_directory, '<student>', args.assignment)}")
+    if unknown:
+        shown = ", ".join(unknown[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
+        print(f"Not students of the course in {coursedir.db_url}: {shown}. Their folders in "
+              f"submitted/ were graded (see {out_dir}/grades.csv) but nothing was written to "
+              f"the gradebook or feedback/: the id is the folder's name, which `nbgrader "
+              f"submit --student` lets anyone choose. Add the real ones (`nbgrader db student "
+              f"add ID`) and run this again.")
     if totals:
         print(f"An override of the total cannot be written into nbgrader's gradebook, which "
               f"keeps scores per part: {', '.join(totals[:20])} got their parts' scores; "
@@ -142,9 +155,10 @@ def main(args, options):
     return 0
 
 
-def _submission(entry, path, name):
+def _submission(entry, path, name, known=True):
     """The kit's Submission for one nbgrader submission: the student is the folder under
-    submitted/ (nbgrader's own id), their name from gradebook.db, and the time is
+    submitted/ (nbgrader's own id; main() writes only the students gradebook.db already
+    has), their name from gradebook.db, and the time is
     timestamp.txt's ("nbgrader-timestamp"), which only `nbgrader collect` writes; a
     submission copied there by hand has none (no time, so no lateness is charged)."""
     from ..intake import layouts
@@ -155,6 +169,8 @@ def _submission(entry, path, name):
     # intake/layouts.py declares
     submission.submitted_at = _iso(when) if when else ""
     submission.time_source = "nbgrader-timestamp" if when else ""
+    submission.flags = [] if known else [
+        f"{entry.student} is not a student in nbgrader's database: nothing written there"]
     return submission
 
 
