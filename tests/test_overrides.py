@@ -437,3 +437,20 @@ def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(
     _export(out, "moodle", sheet, "--export-missing-as-zero")
     assert [line[:3] for line in csv.reader(io.StringIO(sheet.read_text(encoding="utf-8-sig")))][1:] \
         == [["Participant 10006", "Fang Wu", "80"], ["Participant 10007", "Zhou Tao", "0"]]
+
+
+def test_an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap(tmp_path):
+    from grader.report import adjustments, files
+    folder = tmp_path / "big"
+    folder.mkdir()
+    tests = [{"name": f"t{i}", "score": 0, "max_score": 1, "output": "x" * 9000} for i in range(115)]
+    data = {"score": 80.0, "output": "summary\n", "tests": tests, "extra_data": {"lang": "en"}}
+    text = files.dumps(data)
+    assert files.RESULTS_BYTES - 20000 < len(text.encode("utf-8")) <= files.RESULTS_BYTES
+    (folder / "results.json").write_text(text, encoding="utf-8")
+    row = _row("big", "1")
+    entry = overrides.entry_for([row], "1", "total", "90", "r" * 1000)
+    assert adjustments.apply(str(folder), gradebook.final_rows([row], None, [entry])[0])
+    raw = (folder / "results.json").read_bytes()
+    assert len(raw) <= files.RESULTS_BYTES
+    assert json.loads(raw)["score"] == 90.0 and len(json.loads(raw)["tests"]) == 115

@@ -94,6 +94,22 @@ def apply(folder, row):
         return False
 
 
+def _fit(data):
+    """results.json's text under its cap: the tests' outputs are cut first (never the JSON)."""
+    text = files.dumps(data)
+    for keep in (1000, 200, 0):
+        if len(text.encode("utf-8")) <= files.RESULTS_BYTES:
+            return text
+        for test in data.get("tests") or []:
+            if isinstance(test, dict) and isinstance(test.get("output"), str):
+                test["output"] = test["output"][:keep]
+        text = files.dumps(data)
+    if len(text.encode("utf-8")) > files.RESULTS_BYTES:
+        data["output"] = files.cap_bytes(data.get("output") or "", files.RESULTS_BYTES // 2)
+        text = files.dumps(data)
+    return text
+
+
 def _apply(folder, row):
     path = os.path.join(folder, "results.json")
     text = _read(path, 4 * files.RESULTS_BYTES)
@@ -133,7 +149,7 @@ def _apply(folder, row):
             for key in ("raw_score", "adjustment", "adjustment_text"):
                 extra.pop(key, None)
             data["output"] = output
-        files.write_text(path, files.dumps(data), files.RESULTS_BYTES)
+        files.write_text(path, _fit(data))
     finally:
         i18n.set_language(language)
     return True
