@@ -228,6 +228,9 @@ def lateness(course, row):
     out = {"late": flag, "days_late": None, "due": "", "past_cutoff": False, "review": []}
     if course is None:
         return out
+    if when is None and row.get("submitted_at"):
+        out["review"].append("its submission time does not read as ISO 8601 with an offset; "
+                             "lateness not computed from it")
     due = due_for(course, row.get("student_id"))
     out["due"] = due.isoformat()
     cutoff = course.cutoff + (due - course.due) if course.cutoff else None

@@ -166,3 +166,10 @@ def test_the_readme_course_file_is_valid():
     loaded = course.from_data(course.tomllib.loads(block))
     assert (loaded.kind, loaded.percent, loaded.cap, loaded.unknown_days) == ("per_day", 10, 50, 1)
     assert loaded.extensions["10002"].isoformat() == "2026-12-03T23:59:00+08:00"
+
+
+def test_a_time_that_does_not_read_is_flagged_not_guessed():
+    policy = _course(kind="per_day", percent=10)
+    odd = _final(policy, _row("next tuesday"))
+    assert (odd["late"], odd["penalty"], odd["total"]) == (None, 0.0, 80.0)
+    assert "does not read as ISO 8601" in odd["review"][0]
