@@ -37,7 +37,8 @@ def build_parser():
         description="Grade each SUBMISSION (a folder, .py, .ipynb or .zip): writes "
                     "DIR/<folder>/results.json (Gradescope format), DIR/<folder>/feedback.txt and "
                     "DIR/grades.csv (its folder column names each submission's folder: the name "
-                    "itself unless the name was odd or collided). Exit status 0 when grading ran, whatever the scores; 2 when "
+                    "itself unless the name was odd or collided; its total is the final score, after "
+                    "overrides and the course file's late policy). Exit status 0 when grading ran, whatever the scores; 2 when "
                     "the grader itself failed on some submission.")
     grade.add_argument("submissions", nargs="+", metavar="SUBMISSION")
     grade.add_argument("--out", required=True, metavar="DIR")

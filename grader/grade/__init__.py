@@ -6,6 +6,10 @@ DIR/<folder>/results.json (Gradescope's format), DIR/<folder>/feedback.txt, and 
 DIR/grades.csv. A broken submission gets a row and a reason; a failure of the grader is
 reported as a grader error, never as a zero.
 
+grades.csv's total is the final score: each kept row as graded, then the instructor's
+overrides (DIR/overrides.json) and the course's late policy (DIR/course.toml or --course),
+applied whenever the gradebook is built (gradebook.rebuild), never stored into a row.
+
 <folder> is the submission's name made safe and unique (report/folders.py): the name itself
 for ordinary names. Every file is written atomically and capped (report/files.py); a
 failure to write one submission's files is that row's grader error, and grades.csv is
