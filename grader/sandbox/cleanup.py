@@ -75,13 +75,17 @@ def _marked_entries(ids, roots=SHARED, budget=None):
     return found
 
 
-def usage(ids, private):
-    """(bytes, entries) the worker holds: its private folder and its marked shared entries."""
+ON_DISK = ("/tmp", "/var/tmp")  # memory folders (/dev/shm) count where no cgroup charges them
+
+
+def usage(ids, private, roots=SHARED):
+    """(bytes, entries) the worker holds: its private folder and its marked entries in
+    `roots` (the trusted side leaves /dev/shm out where its memory cgroup charges them)."""
     budget = [MAX_VISITS]
     total, count = _tree_size(private, budget)
     if ids.get("gid") is None and ids.get("uid") is None:
         return total, count
-    for path, info in _marked_entries(ids, budget=budget):
+    for path, info in _marked_entries(ids, roots, budget=budget):
         size, entries = _tree_size(path, budget)
         total, count = total + size, count + entries
     return total, count

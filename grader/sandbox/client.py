@@ -434,7 +434,10 @@ class Worker:
     def _over_disk(self):
         """Measure what it wrote (level `none`); True, and remembered, when past its limits."""
         most_bytes, most_files = self.disk_limits()
-        size, entries = cleanup.usage(self.isolation.ids(), self.view.home)
+        groups = self.cgroups  # read once: _release() may clear it meanwhile
+        charged = groups is not None and "memory" in groups.folders
+        size, entries = cleanup.usage(self.isolation.ids(), self.view.home,
+                                      cleanup.ON_DISK if charged else cleanup.SHARED)
         if size > most_bytes or entries > most_files:
             self._disk_over = (size, entries)
         return self._disk_over is not None
