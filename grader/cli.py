@@ -319,6 +319,7 @@ def _grade(args):
         return 130
     if args.results_json:
         _copy_results(args.out, results[0], args.results_json, args.feedback, args.visibility)
+    _warn_orphan_overrides(args.out)
     failed = [r for r in results if r.status == "grader error"]
     unchanged = sum(r.unchanged for r in results)
     print(f"Wrote {args.out}/grades.csv: {len(results) - unchanged} graded"
@@ -332,6 +333,19 @@ def _grade(args):
               file=sys.stderr)
         return 2
     return 0
+
+
+def _warn_orphan_overrides(out_dir):
+    """An override in effect that applies to no row is said, not silently dropped."""
+    from . import overrides as ledger
+    from .report import gradebook
+    try:
+        rows = list(gradebook.load_records(out_dir).values())
+        lines = gradebook.orphans(rows, ledger.load(out_dir))
+    except Exception:  # the batch is done; grades.csv says the rest
+        return
+    for line in lines:
+        print(f"grader grade: warning: {line}", file=sys.stderr)
 
 
 def _usage_problem(submissions, out_dir):

@@ -51,7 +51,7 @@ import time
 from . import course as courses
 from . import overrides as ledger
 from .report import files
-from .report.gradebook import BOM, final_rows, load_records, text_cell
+from .report.gradebook import BOM, final_rows, load_records, orphans, text_cell
 from .textsafety import safe_text
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -152,6 +152,8 @@ def main(args):
     except (courses.CourseError, ledger.OverrideError) as error:
         print(f"grader export: {safe_text(str(error), 500)}", file=sys.stderr)
         return 2
+    for line in orphans(rows, entries):
+        print(f"grader export: warning: {line}", file=sys.stderr)
     rows = final_rows(rows, policy, entries)
     missing = getattr(args, "export_missing_as_zero", False)
     if args.lms == "canvas":

@@ -39,6 +39,8 @@ def rebuild(out_dir, course_file=None, stream=None):
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
     final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries)
+    for line in gradebook.orphans(rows, entries):
+        print(f"warning: {line}", file=sys.stderr)
     late = sum(r.get("late") is True for r in final)
     adjusted = sum(bool(r.get("penalty") or r.get("overrides")) for r in final)
     print(f"Wrote {out_dir}/grades.csv: {len(final)} rows, {late} late, {adjusted} adjusted "

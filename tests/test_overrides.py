@@ -454,3 +454,19 @@ def test_an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap(tmp_pat
     raw = (folder / "results.json").read_bytes()
     assert len(raw) <= files.RESULTS_BYTES
     assert json.loads(raw)["score"] == 90.0 and len(json.loads(raw)["tests"]) == 115
+
+
+def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
+    rows = [_row("wangli_10000", "10000"), _row("liu_10001", "10001")]
+    out = _gradebook_dir(tmp_path, rows)
+    assert _cli("override", "--out", out, "10001", "total", "0", "--reason", "integrity case 7",
+                no_grading=True).returncode == 0
+    # a later download says liu's id is not to be trusted: the row keeps no student id
+    gradebook.save_record(dict(rows[1], student_id=""), str(out))
+    done = _cli("gradebook", "--out", out, no_grading=True)
+    said = "the override of 10001's total (0, integrity case 7) applies to no row"
+    assert done.returncode == 0 and said in done.stderr
+    assert said.replace("'", "&#x27;") in (out / "report.html").read_text(encoding="utf-8")
+    assert _csv(out)["liu_10001"]["total"] == "80"
+    exported = _export(out, "canvas", tmp_path / "c.csv")
+    assert said in exported.stderr

@@ -294,6 +294,17 @@ def parts_of(rows):
     return list(order)
 
 
+def orphans(rows, entries):
+    """One line per override in effect that applies to no kept row (its student's id
+    changed, or the row is gone): such an override is not applied, and must not pass
+    unseen."""
+    keys = {ledger.row_key(r) for r in rows}
+    return [f"the override of {e['student']}'s {e['part']} ({e['points']:g}, {e['reason']}) "
+            f"applies to no row in the gradebook: not applied"
+            for (student, _), e in sorted(ledger.active(entries or []).items())
+            if student not in keys]
+
+
 def rebuild(out_dir, rows, parts=None, course=None, entries=None):
     """Build what derives from the kept rows: grades.csv (final scores), report.html, and
     each student's files where their adjustment changed (adjustments.sync). Returns
@@ -305,7 +316,7 @@ def rebuild(out_dir, rows, parts=None, course=None, entries=None):
     final = final_rows(rows, course, entries)
     write_gradebook(final, parts if parts is not None else parts_of(rows),
                     os.path.join(out_dir, "grades.csv"))
-    pages.write_report(final, out_dir)
+    pages.write_report(final, out_dir, orphans(rows, entries))
     try:
         changed = adjustments.sync(out_dir, final)
     except Exception:

@@ -465,9 +465,11 @@ def _adjustment_cells(row):
             "<br>".join(esc(f, 400) for f in _flags(row)[:20])]
 
 
-def _review(rows, errors):
-    """The rows to look at: missing work, identity flags and what to review, grader errors."""
-    items = [(r, "missing work: nothing gradable was found; not exported unless "
+def _review(rows, errors, more=None):
+    """The rows to look at: missing work, identity flags and what to review, grader errors;
+    `more`: lines about no row (an override that applies to none)."""
+    items = [({"name": "overrides.json"}, line) for line in (more or []) if isinstance(line, str)]
+    items += [(r, "missing work: nothing gradable was found; not exported unless "
                  "--export-missing-as-zero") for r in rows if r.get("status") == "missing work"]
     items += [(r, "; ".join(_flags(r))) for r in rows + errors if _flags(r)]
     items += [(r, "grader error: " + _first_line(r.get("reason", ""))) for r in errors]
@@ -480,7 +482,7 @@ def _review(rows, errors):
             + ["</ul>"])
 
 
-def report_html(items, out_dir=None, charts=True):
+def report_html(items, out_dir=None, charts=True, review=None):
     """The instructor's page for a class: gradebook rows (gradebook.final_rows of the kept
     rows: total is the final score, with late, penalty, overrides and flags; read
     defensively) or SubmissionResults. out_dir: where each row's folder and its
@@ -542,7 +544,7 @@ def report_html(items, out_dir=None, charts=True):
                               "</td></tr>" for m, n in frequent) + "</table>")
     else:
         body.append("<p>No diagnoses recorded.</p>")
-    body += _review(rows, errors)
+    body += _review(rows, errors, review)
     body.append("<h2>Submissions</h2><table><tr><th>submission</th><th>status</th>"
                 "<th class=\"num\">total</th><th>late</th><th class=\"num\">penalty</th>"
                 "<th>overrides</th><th>flags</th></tr>")
@@ -565,14 +567,15 @@ def report_html(items, out_dir=None, charts=True):
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     page = _page("Attention assignment: the class", "\n".join(b for b in body if b))
     if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
-        return report_html(items, out_dir, charts=False)
+        return report_html(items, out_dir, charts=False, review=review)
     return page
 
 
-def write_report(items, out_dir):
-    """Write DIR/report.html. Never raises (the gradebook matters more than its charts)."""
+def write_report(items, out_dir, review=None):
+    """Write DIR/report.html (review: more lines for its "To review" list). Never raises
+    (the gradebook matters more than its charts)."""
     try:
-        files.write_text(os.path.join(out_dir, "report.html"), report_html(items, out_dir),
-                         PAGE_BYTES * 4)
+        files.write_text(os.path.join(out_dir, "report.html"),
+                         report_html(items, out_dir, review=review), PAGE_BYTES * 4)
     except Exception:
         pass
