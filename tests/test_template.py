@@ -59,20 +59,20 @@ def test_each_worker_is_forked_into_its_own_sandbox_and_inherits_nothing(tmp_pat
         assert seen[0]["uid"] != seen[1]["uid"] and seen[0]["uid"] != 0
 
 
-def test_workers_start_fresh_when_the_template_is_gone(tmp_path):
+def test_a_dead_template_is_started_again_for_the_next_worker(tmp_path):
     level = LEVELS[0]
     used = template.current()
     assert used is not None and used.proc is not None  # this process's own template
     os.kill(used.proc.pid, signal.SIGKILL)
     used.proc.wait()
     try:
-        worker = _worker(tmp_path, level, "after")
+        worker = _worker(tmp_path, level, "after")  # forks from a new template, not fresh
         facts = _load(worker)
-        assert worker.started == "fresh" and facts["marked_before"] is False
-        assert "template is not running" in worker.limited_by()["worker_start"]
-        again = _worker(tmp_path, level, "again")  # the next one does not try the dead one
+        assert worker.started == "forked" and facts["marked_before"] is False
+        assert template.current() is not used and template.current().proc.poll() is None
+        again = _worker(tmp_path, level, "again")
         _load(again)
-        assert again.started == "fresh"
+        assert again.started == "forked"
     finally:
         with template._LOCAL_LOCK:
             template._LOCAL.update(template=None, failed=False)

@@ -205,6 +205,10 @@ def current():
     with _LOCAL_LOCK:
         if _LOCAL["failed"]:
             return None
+        own = _LOCAL["template"]
+        if own is not None and own.proc is not None and own.proc.poll() is not None:
+            own.sock.close()  # ours, and dead: a new one for this worker
+            _LOCAL["template"] = None
         if _LOCAL["template"] is None:
             _LOCAL["template"] = Template.inherited()
         if _LOCAL["template"] is None:
@@ -219,8 +223,19 @@ def current():
 
 
 def give_up():
-    """A template failed to start a worker: this process starts its workers fresh."""
+    """A template failed to start a worker. One this process started and that died (a
+    submission at level `none` may signal it) is started again on the next current();
+    otherwise (an inherited one: `grader grade` restarts it per submission, see
+    grade/trusted.py; or a live one that cannot fork) this process starts its workers fresh."""
     with _LOCAL_LOCK:
+        own = _LOCAL["template"]
+        if own is not None and own.proc is not None and own.proc.poll() is not None:
+            try:
+                own.sock.close()
+            except OSError:
+                pass
+            _LOCAL["template"] = None
+            return
         _LOCAL["failed"] = True
 
 
