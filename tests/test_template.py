@@ -186,7 +186,8 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from conftest import SOLUTION  # noqa: E402
-from hostile_zoo import KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, zero_stub  # noqa: E402
+from hostile_zoo import (KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, LITTER,  # noqa: E402
+                         LITTER_PREFIX, zero_stub)
 
 NONE_WITHOUT_UID = any(lv.level == "none" and lv.uid is None for lv in LEVELS) and os.geteuid() == 0
 needs_none = pytest.mark.skipif(not NONE_WITHOUT_UID, reason="level none without a throwaway uid, "
@@ -201,6 +202,14 @@ for _line in open("/proc/self/status"):
 with open(PATH, "w") as _handle:
     _json.dump(_held, _handle)
 '''
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _grade(tmp_path, submissions, *extra):
@@ -261,8 +270,18 @@ def test_killing_the_fork_server_costs_only_what_the_submission_earned(tmp_path)
 
 @needs_none
 def test_a_submission_that_kills_its_trusted_process_is_charged(tmp_path):
-    done, rows, isolation = _grade(tmp_path, [("a_kills", SOLUTION_TEXT + KILL_TRUSTED),
+    """... and what it left (files in /tmp and /var/tmp, a daemon) is removed all the same,
+    though its trusted process never stopped its worker."""
+    token = f"{os.getpid()}{int.from_bytes(os.urandom(2), 'big')}"
+    daemon = ("import subprocess as _sp\n"
+              f"_sp.Popen(['sleep', '1234.{token}'], start_new_session=True)\n")
+    done, rows, isolation = _grade(tmp_path, [("a_kills", SOLUTION_TEXT + LITTER + daemon
+                                               + KILL_TRUSTED),
                                               ("b_next", SOLUTION_TEXT)])
+    left = [name for folder in ("/tmp", "/var/tmp") for name in os.listdir(folder)
+            if name.startswith(LITTER_PREFIX)]
+    assert left == []
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).find(f"1234.{token}") >= 0]
     assert done.returncode == 0, done.stderr[-3000:]
     row = rows["a_kills"]
     assert row["status"] == "graded" and row["total"] == "0", row  # not "grader error"

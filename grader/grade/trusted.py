@@ -16,7 +16,7 @@ import threading
 
 from .. import paths
 from ..i18n import N_, _
-from ..sandbox import isolation, template
+from ..sandbox import cleanup, isolation, template
 from .zygote import FD_ENVIRONMENT
 
 EVENTS_ENV = FD_ENVIRONMENT["events"]  # the events pipe (sandbox/client.py EVENTS_FD)
@@ -230,6 +230,21 @@ def _worker_shares_grader_uid(options):
         return False
 
 
+def _still_running(said):
+    """The {"uid", "gid"} of each worker the events pipe says started and never stopped."""
+    counts = {}
+    for event in said.decode("ascii", "replace").split(";"):
+        if len(event) > 1 and event[0] in "+-":
+            counts[event[1:]] = counts.get(event[1:], 0) + (1 if event[0] == "+" else -1)
+    running = []
+    for mark, count in counts.items():
+        if count > 0:
+            uid, _, gid = mark.partition(":")
+            running.append({"uid": int(uid) if uid.isdigit() else None,
+                            "gid": int(gid) if gid.isdigit() else None})
+    return running
+
+
 def _describe_status(status):
     if status is None:
         return "unknown (the fork server that started it died first)"
@@ -312,7 +327,11 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
             reader.join(30)
     console = (console[0] if console else b"").decode("utf-8", "replace")
     said = events[0] if events else b""
-    worker_running = said.count(b"+") > said.count(b"-")
+    running_ids = _still_running(said)
+    worker_running = bool(running_ids)
+    for ids in running_ids:  # its trusted process died before it could stop this worker
+        cleanup.kill(ids)
+        cleanup.remove(ids)
     current_template_fd()  # one that died meanwhile is started again now, for the next
     if _BATCH["restarts"] > restarts:
         notes["worker_template"] = (f"the batch's worker template stopped ({_BATCH['stopped']}) "

@@ -10,6 +10,8 @@ by that mark, and:
                           the shared folders; the trusted side stops it past DISK/FILES limits
     remove(ids)           after it stopped: every marked entry in the shared, world-writable
                           folders (and in world-writable folders below them) is removed
+    kill(ids)             every process still running with its uid or gid (its trusted
+                          process died before it could stop it)
 
 A file it wrote into a folder it may write only as its owner (the grader's own uid at level
 `none` without a throwaway uid: the kit, the grader's temporary folders) is not found here;
@@ -114,3 +116,29 @@ def remove(ids, roots=SHARED):
                     continue
             removed, freed = removed + entries, freed + size
     return removed, freed
+
+
+def kill(ids):
+    """SIGKILL every process whose real, effective or saved uid or gid is the worker's
+    throwaway one; returns how many were signalled."""
+    import signal
+    gid, uid = ids.get("gid"), ids.get("uid")
+    wanted = {("Gid", gid), ("Uid", uid)} - {("Gid", None), ("Uid", None)}
+    if not wanted:
+        return 0
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if any(str(value) in fields.get(key, "").split()[:3] for key, value in wanted):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed

@@ -33,7 +33,7 @@ RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime"
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 _LIVE_WORKERS = set()  # pids of workers started by this process and not yet stopped
-EVENTS_FD = "ATTNKIT_EVENTS_FD"  # a pipe to `grader grade`: b"+" a worker started, b"-" it stopped
+EVENTS_FD = "ATTNKIT_EVENTS_FD"  # a pipe to `grader grade`: b"+UID:GID;" a worker started, b"-UID:GID;" it stopped
 
 
 def _event(mark):
@@ -280,7 +280,7 @@ class Worker:
         self.stderr.start()
         self._seen_pids.add(getattr(self.proc, "worker_pid", self.proc.pid))
         self._running = True
-        _event(b"+")
+        _event(b"+" + self._ids_mark())
         self._watch = threading.Thread(target=self._watch_memory, daemon=True)
         self._watch.start()
 
@@ -577,7 +577,11 @@ class Worker:
         self._release()
         if self._running:
             self._running = False
-            _event(b"-")
+            _event(b"-" + self._ids_mark())
+
+    def _ids_mark(self):
+        ids = self.isolation.ids()
+        return f"{ids['uid'] if ids['uid'] is not None else ''}:{ids['gid'] if ids['gid'] is not None else ''};".encode()
 
     def _stop_holder(self):
         """Kill a forked worker's sandbox placeholder (and the namespaces with it)."""
