@@ -293,3 +293,35 @@ def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):
                           timeout=300)
     assert done.returncode == 2
     assert "generate_assignment" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_scores_record_writes_the_time_and_penalty_and_keeps_a_manual_score(tmp_path):
+    """scores.record through nbgrader's API, without grading: timestamp.txt's time and the
+    late penalty land where `nbgrader export` reads them, quietly, and a score an instructor
+    gave in formgrader still wins over the kit's."""
+    import warnings
+    from nbgrader.api import Gradebook
+    from grader.nbgrader_bridge import scores
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as book:
+        book.add_assignment(ASSIGNMENT)
+        book.add_notebook("attention", ASSIGNMENT)
+        for part in ("sequence_mask", "masked_softmax"):
+            book.add_grade_cell(part, "attention", ASSIGNMENT, max_score=PARTS[part], cell_type="code")
+    with Gradebook(url) as book, warnings.catch_warnings():
+        warnings.simplefilter("error")  # nbgrader's "not in session" noise stays out of the console
+        scores.record(book, ASSIGNMENT, "attention", "bob", TIMESTAMP,
+                      {"sequence_mask": 11, "masked_softmax": 7}, penalty=3.5)
+    with Gradebook(url) as book:
+        submission = book.find_submission(ASSIGNMENT, "bob")
+        assert str(submission.timestamp) == "2026-03-02 09:30:00"
+        assert (submission.score, submission.late_submission_penalty) == (18.0, 3.5)
+        grade = book.find_grade("masked_softmax", "attention", ASSIGNMENT, "bob")
+        grade.manual_score = 20.0
+        book.db.commit()
+        scores.record(book, ASSIGNMENT, "attention", "bob", None,
+                      {"sequence_mask": 11, "masked_softmax": 5}, penalty=0)
+    with Gradebook(url) as book:
+        submission = book.find_submission(ASSIGNMENT, "bob")
+        assert submission.score == 31.0 and submission.late_submission_penalty == 0.0
+        assert str(submission.timestamp) == "2026-03-02 09:30:00"  # no timestamp.txt: kept

@@ -7,6 +7,7 @@ Here each student's submission gets a Grade per part: the kit's score as the cel
 `auto_score`, `needs_manual_grade` off. A manual score an instructor gave in formgrader is
 left alone (nbgrader lets it win over the automatic one, as with its own autograder).
 """
+import warnings
 
 
 class GradebookProblem(Exception):
@@ -61,7 +62,12 @@ def record(gradebook, assignment, notebook, student, timestamp, scores, penalty=
     nbgrader subtracts from the score in `nbgrader export` and formgrader."""
     gradebook.update_or_create_student(student)
     extra = {"timestamp": timestamp} if timestamp else {}
-    gradebook.update_or_create_submission(assignment, student, **extra)
+    with warnings.catch_warnings():
+        # nbgrader's own add_submission autoflushes half-built objects under SQLAlchemy 2
+        # (three "not in session" SAWarnings per new submission, `nbgrader autograde`
+        # prints them too); the rows are written all the same
+        warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
+        gradebook.update_or_create_submission(assignment, student, **extra)
     for part, score in scores.items():
         grade = gradebook.find_grade(part, notebook, assignment, student)
         grade.auto_score = float(score)
