@@ -123,3 +123,21 @@ def test_a_failed_write_removes_its_temporary(tmp_path):
     with pytest.raises(OSError):
         files.write_bytes(str(tmp_path / "d" / "x.txt"), b"data")
     assert os.listdir(tmp_path / "d") == ["x.txt"]
+
+
+def test_a_cap_shorter_than_the_marker_keeps_only_the_marker():
+    assert files.cap_bytes("a" * 100, 10) == "\n[... cut by the grader: 90 more bytes]\n"
+
+
+def test_the_first_error_of_a_failed_write_is_the_one_raised(tmp_path, monkeypatch):
+    """When the temporary cannot be removed either, the caller still learns why the write
+    failed (a full disk), not that the cleanup failed."""
+    def replace(src, dst):
+        raise OSError("disk full")
+
+    def remove(path):
+        raise PermissionError("cannot remove")
+    monkeypatch.setattr(files.os, "replace", replace)
+    monkeypatch.setattr(files.os, "remove", remove)
+    with pytest.raises(OSError, match="disk full"):
+        files.write_text(str(tmp_path / "feedback.txt"), "x")
