@@ -422,6 +422,10 @@ def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(
     assert forced.returncode == 0 and "unchanged" not in forced.stdout
     rows = {r["student_id"]: r for r in _csv(out).values()}
     assert (rows["10002"]["total"], rows["10001"]["total"], rows["10006"]["total"]) == ("50", "90", "80")
+    # the two ways of building the gradebook agree: grader grade's and grader gradebook's
+    graded = (out / "grades.csv").read_bytes()
+    assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
+    assert (out / "grades.csv").read_bytes() == graded
 
     target = tmp_path / "canvas.csv"
     assert _export(out, "canvas", target, "--assignment", "Attention (12345)").returncode == 0
