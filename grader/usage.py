@@ -3,8 +3,10 @@
 `problem(args)` looks at what the parsed arguments name: the files a command reads
 (`--solution`, `--hidden-tests`, `--readme`) must be there, of the right kind; the files it
 writes (`--out` of `gradescope` and `export`, `--output` and `--notebook` of `release`,
-`--results-json`, `--docs`) must not be folders, and a single file's folder must exist;
-`--jobs` must be at least 1. Relative paths are read from the current folder, and the
+`--results-json`, `--docs`) must not be folders, and a single file's folder must exist; an
+output folder (`--out` of `validate` and `nbgrader`) must not be a file; `--jobs` must be
+at least 1 and every limit of the sandbox (`--memory-mb`, `--call-seconds`, ...) a number
+above 0, since a limit of 0 grades every submission as 0. Relative paths are read from the current folder, and the
 message says which folder that is, since the kit's own files are elsewhere.
 """
 import os
@@ -59,6 +61,28 @@ def _output_file(flag, path, make_folders=False):
     return None
 
 
+def _output_folder(flag, path):
+    if os.path.lexists(path) and not os.path.isdir(path):
+        return f"{flag} {_shown(path)} exists and is not a folder"
+    return None
+
+
+def _limits(args):
+    """Every limit of the sandbox (grader/sandbox/limits.py) given must be a finite number
+    above 0: a limit of 0 would grade every submission, the solution too, as 0."""
+    import dataclasses
+    import math
+    from .sandbox.limits import Limits
+    for field in dataclasses.fields(Limits):
+        value = getattr(args, field.name, None)
+        if value is None:
+            continue
+        if not math.isfinite(value) or value <= 0:
+            return (f"--{field.name.replace('_', '-')} {value:g}: give a number above 0 "
+                    f"(default {field.default:g})")
+    return None
+
+
 def problem(args):
     """The first mistake in `args` (parsed by grader.cli), as one line, or None."""
     command = args.command
@@ -73,6 +97,9 @@ def problem(args):
                                           f"; the kit's Chinese README is {_shown(kit)}"))
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         checks.append(lambda: f"--jobs {args.jobs}: give 1 or more")
+    checks.append(lambda: _limits(args))
+    if command in ("validate", "nbgrader") and getattr(args, "out", None):
+        checks.append(lambda: _output_folder("--out", args.out))
     if command == "release":
         checks.append(lambda: _output_file("--output", args.output, make_folders=True))
         if args.notebook:

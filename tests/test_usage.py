@@ -50,6 +50,14 @@ MISTAKES = [
      "--solution nope.py: no such file"),
     (["nbgrader", "--course", "{tmp}", "attention", "--jobs", "-1"], "--jobs -1: give 1 or more"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    # a limit of 0 (or below, or not a number) grades every submission, the solution too, as 0
+    (["grade", ALICE, "--out", "{tmp}/g", "--memory-mb", "-5"],
+     "--memory-mb -5: give a number above 0 (default 3072)"),
+    (["grade", ALICE, "--out", "{tmp}/g", "--call-seconds", "0"],
+     "--call-seconds 0: give a number above 0 (default 10)"),
+    (["validate", "--submission-seconds", "nan"], "--submission-seconds nan: give a number above 0"),
+    (["nbgrader", "--course", "{tmp}", "attention", "--processes", "0"], "--processes 0"),
+    (["validate", "--out", "{tmp}/file"], "--out {tmp}/file exists and is not a folder"),
 ]
 
 
@@ -58,6 +66,8 @@ MISTAKES = [
 def test_a_usage_error_is_one_line_and_exit_2(tmp_path, argv, reason):
     tmp = str(tmp_path)
     argv = [a.replace("{tmp}", tmp) for a in argv]
+    if "{tmp}/file" in reason:
+        (tmp_path / "file").write_text("not a folder\n")
     done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=tmp, capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": KIT})
     assert done.returncode == 2, done.stdout + done.stderr
@@ -65,7 +75,8 @@ def test_a_usage_error_is_one_line_and_exit_2(tmp_path, argv, reason):
     assert len(lines) == 1, done.stderr
     assert reason.replace("{tmp}", tmp) in lines[0]
     assert lines[0].startswith("grader"), lines[0]
-    assert os.listdir(tmp) == [], "nothing is written on a usage error"
+    assert sorted(os.listdir(tmp)) == (["file"] if "{tmp}/file" in reason else []), \
+        "nothing is written on a usage error"
     assert done.stdout == ""
 
 
