@@ -382,7 +382,23 @@ def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
     assert missing.returncode == 2 and "is not a gradebook folder" in missing.stderr
 
 
-def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(tmp_path):
+GRADESCOPE_METADATA = """---
+submission_31000001:
+  :submitters:
+  - :name: Jane Doe
+    :sid: '12345'
+  :created_at: 2026-12-01 09:00:00.000000000 -08:00
+submission_31000002:
+  :submitters:
+  - :name: Li Lei
+    :sid: '12346'
+  - :name: Han Meimei
+    :sid: '12347'
+  :created_at: 2026-12-02 13:00:00.000000000 -08:00
+"""
+
+
+def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export(tmp_path):
     import datetime
     source = open(SOLUTION, encoding="utf-8").read()
     zero = open(os.path.join(SUBMISSIONS, "zero_stub.py"), encoding="utf-8").read()
@@ -400,18 +416,27 @@ def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(
     empty = moodle / "Zhou Tao_10007_assignsubmission_file_"
     empty.mkdir()
     (empty / "notes.txt").write_text("I will send it by email", encoding="utf-8")
+    gradescope = tmp_path / "assignment_4242_export"
+    gradescope.mkdir()
+    (gradescope / "submission_metadata.yml").write_text(GRADESCOPE_METADATA, encoding="utf-8")
+    for ident in ("31000001", "31000002"):
+        (gradescope / f"submission_{ident}").mkdir()
+        (gradescope / f"submission_{ident}" / "attention.py").write_text(source, encoding="utf-8")
     out = tmp_path / "grades"
     out.mkdir()
     (out / "course.toml").write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\n'
-                                     'kind = "per_day"\npercent = 10\nunknown_days = 1\n',
-                                     encoding="utf-8")
-    done = _grade([canvas, moodle], out)
+                                     'kind = "per_day"\npercent = 10\nunknown_days = 1\n'
+                                     '[extensions]\n"12347" = { days = 3 }\n', encoding="utf-8")
+    done = _grade([canvas, moodle, gradescope], out)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["student_id"]: r for r in _csv(out).values()}
     # Canvas's LATE without a time: 1 day at 10%; Fang Wu's Moodle file time: 2 days
     assert {i: (r["late"], r["penalty"], r["total"]) for i, r in rows.items()} == {
         "10000": ("no", "0", "100"), "10001": ("yes", "10", "90"), "10002": ("no", "0", "0"),
-        "10006": ("yes", "20", "80"), "10007": ("yes", "0", "0")}  # notes.txt was written today
+        "10006": ("yes", "20", "80"), "10007": ("yes", "0", "0"),  # notes.txt was written today
+        # Gradescope's created_at: Jane 1 hour late (1 day); the group has a member's extension
+        "12345": ("yes", "10", "90"), "12346;12347": ("no", "0", "100")}
+    assert rows["12345"]["time_source"] == "gradescope-metadata"
     assert rows["10006"]["time_source"] == "moodle-file-time"
     assert rows["10007"]["status"] == "missing work"
     assert "late without a time" in rows["10001"]["flags"]
@@ -430,7 +455,10 @@ def test_canvas_and_moodle_downloads_through_policy_override_regrade_and_export(
     target = tmp_path / "canvas.csv"
     assert _export(out, "canvas", target, "--assignment", "Attention (12345)").returncode == 0
     lines = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
-    assert sorted(lines[2:]) == [["liuyang", "10001", "", "", "", "90"],
+    assert sorted(lines[2:]) == [["Han Meimei", "", "12347", "", "", "100"],
+                                 ["Jane Doe", "", "12345", "", "", "90"],
+                                 ["Li Lei", "", "12346", "", "", "100"],
+                                 ["liuyang", "10001", "", "", "", "90"],
                                  ["wangli", "10000", "", "", "", "100"],
                                  ["zhaomin", "10002", "", "", "", "50"]]
     sheet = tmp_path / "moodle.csv"
