@@ -26,8 +26,8 @@ rule and checks it against shortcuts run for real:
     MultiHeadAttention   also one head (skipping the split into heads is right)
     transpose_qkv,       one head or one position (the heads keep the input's order, so a
     transpose_output     reshape without the permute is right)
-Every other case has a query with a masked key and two valid keys (or, for the transposes,
-heads that really move), so each of these shortcuts fails it. A degenerate case counts only
+Every other case has a query with a masked key and a query with two valid keys to weigh
+(or, for the transposes, heads that really move), so each of these shortcuts fails it. A degenerate case counts only
 once the same function passes at least one of its non-degenerate cases on the CPU, and the
 GPU share of a function is graded only then (checks.py). One, not all: a function right in
 a real case has shown it does the work, and a correct submission with an unrelated failing

@@ -3,6 +3,10 @@
 A check that fails on a submission says, when it has the evidence, which catalog mistake
 gives exactly the same results (grader/catalog: the same probe, run on the solution with
 that mistake); the catalog's mistakes are graded by these same checks (`passes`).
+
+A degenerate case (cases.py) the submission gets right counts only when its function also
+passes one of its non-degenerate cases (`shows_it_works`); otherwise it fails with the reason
+(`withheld`), never diagnosed, and the function's GPU share is not graded (`check_on_device`).
 """
 import contextlib
 
