@@ -24,7 +24,7 @@ def _fail(command, message):
     return 2
 
 
-def _rows(out_dir, command):
+def _rows(out_dir):
     if not os.path.isdir(out_dir):
         raise ledger.OverrideError(f"--out {out_dir} is not a gradebook folder (the --out of grader grade)")
     rows = gradebook.load_records(out_dir)
@@ -35,7 +35,7 @@ def _rows(out_dir, command):
 
 def rebuild(out_dir, course_file=None, stream=None):
     """Rebuild DIR's grades.csv, report.html and students' adjustments; prints one line."""
-    rows = _rows(out_dir, "gradebook")
+    rows = _rows(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
     final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries)
@@ -81,7 +81,7 @@ def override_main(args):
             if not os.path.isdir(out_dir):
                 return _fail("override", f"--out {out_dir} is not a gradebook folder")
             return _list(out_dir)
-        rows = _rows(out_dir, "override")
+        rows = _rows(out_dir)
         courses.find(out_dir, args.course)  # a broken course file is said before anything
         if args.import_file:
             if args.target or args.remove:

@@ -152,8 +152,10 @@ def entry_for(rows, student, part, points, reason, allow_bonus=False, action="se
     header = HEADER_PART.match(part)
     if header and header.group("part") in (row.get("parts") or {}):
         part = header.group("part")
-    top = _part_max(row, part)
-    if row.get("status") == "grader error":
+    # a remove is checked against the ledger instead (a part since renamed, a row that is
+    # now a grader error: its override can still be ended)
+    top = _part_max(row, part) if action == "set" else None
+    if action == "set" and row.get("status") == "grader error":
         raise OverrideError(f"{safe_text(row.get('name', ''), 100)} is a grader error, not a "
                             f"score: regrade it first (grader grade ... --force)")
     entry = {"time": (now or datetime.datetime.now(datetime.timezone.utc)).isoformat(

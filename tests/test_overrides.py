@@ -502,3 +502,17 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     assert _csv(out)["liu_10001"]["total"] == "80"
     exported = _export(out, "canvas", tmp_path / "c.csv")
     assert said in exported.stderr
+
+
+def test_an_override_of_a_part_the_row_no_longer_has_can_still_be_removed(tmp_path):
+    rows = [_row("wangli_10000", "10000")]
+    out = _gradebook_dir(tmp_path, rows)
+    assert _cli("override", "--out", out, "10000", "mask", "35", "--reason", "r",
+                no_grading=True).returncode == 0
+    # regraded against a suite whose part is now called sequence_mask
+    gradebook.save_record(dict(rows[0], parts={"sequence_mask": [30.0, 40.0],
+                                               "softmax": [50.0, 60.0]}), str(out))
+    assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
+    assert "an override names a part this row no longer has: mask" in _csv(out)["wangli_10000"]["flags"]
+    assert _cli("override", "--out", out, "--remove", "10000", "mask", no_grading=True).returncode == 0
+    assert _csv(out)["wangli_10000"]["flags"] == ""
