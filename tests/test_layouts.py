@@ -360,7 +360,11 @@ def test_hostile_paths_never_escape(tmp_path):
     batch = layouts.resolve([str(export_dir)])
     (only,) = batch.submissions
     assert only.path == str(export_dir / "submission_7")
-    assert only.student_id == "7" and "\x1b" not in only.student_name and "\u202e" not in only.student_name
+    assert "\x1b" not in only.student_name and "\u202e" not in only.student_name
+    # an SID that is an id only once cleaned ("=7" -> "7") is nobody's (test_layouts_attacks)
+    assert only.student_id == "" and only.flags == [
+        "submission_7: SID '=7' in submission_metadata.yml is not an id as it is (it would "
+        "read as '7'); no student id is given"]
 
 
 # --- identity only from what the LMS controls ----------------------------------------------
@@ -389,11 +393,11 @@ def test_a_file_named_like_a_classmates_download_name_stays_its_uploaders(tmp_pa
     assert got["10000"].path == str(canvas / "wangli_10000_90000_attention.py")
     assert got["10000"].flags == []
     assert got["10005"].path == str(canvas / "mallory_10005_90005_attention.py")
-    assert got["10005"].flags == [
-        "the uploaded file's own name claims Canvas user 10000; graded as user 10005's "
-        "(mallory_10005_90006__10000_99999_attention-9.py)",
+    assert got["10005"].flags == [   # in the order her files rank (the newest attachment first)
         "the uploaded file's own name claims Canvas user 10002; graded as user 10005's "
-        "(mallory_10005_90007__10002_99999_attention.py)"]
+        "(mallory_10005_90007__10002_99999_attention.py)",
+        "the uploaded file's own name claims Canvas user 10000; graded as user 10005's "
+        "(mallory_10005_90006__10000_99999_attention-9.py)"]
     assert sum("FLAG the uploaded file's own name claims" in n for n in batch.notes) == 2
 
 

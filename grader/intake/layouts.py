@@ -26,9 +26,12 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
 
   Cross-checks within one download: a user id has one name (a user id seen under two names
   is flagged and its rows keep no student id, so nothing is exported for it until the
-  instructor looks), an attachment id belongs to one user. One file per student is
-  graded: the one most like the assignment's file, then the highest resubmission number,
-  then the newest attachment; the others are noted. The download zip itself
+  instructor looks), an attachment id belongs to one user, and a name that splits two ways
+  (`x_10000_10005_90005_a.py`, see _Resolver._ambiguous) never counts as the user's while
+  they have a file that reads one way, else keeps no id. One file per student is graded:
+  the one most like the assignment's file, then the newest attachment (Canvas's id, rising
+  with each upload), then the resubmission number; the others are noted (two downloads
+  given together: the newest counts, in any order). The download zip itself
   (`submissions.zip`) is accepted as it is: unpacked (archive.py's checks) into a
   temporary folder that lives as long as the process.
 - `moodle`: a Moodle assignment's "Download all submissions", a folder (or, without
@@ -41,7 +44,9 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
       Fang Wu_10006_assignsubmission_file_attention.py
 
   The id is Moodle's participant id, what the assignment's grading worksheet calls
-  `Participant 10006`. A participant id seen under two names is flagged as above.
+  `Participant 10006`. A participant id seen under two names is flagged as above; of one
+  participant's folders (two downloads given together) the one with the newest file time
+  Moodle kept is graded.
 - `gradescope`: a Gradescope "Export Submissions" folder: `submission_metadata.yml` and a
   folder `submission_<id>/` per submission. The metadata is read (safely: YAML's safe
   loader, or the small parser below where PyYAML is missing; at most METADATA_BYTES) for
@@ -53,7 +58,9 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
 - `nbgrader`: `submitted/<student>/<assignment>/` (a file, the assignment folder, the
   student's folder or `submitted` itself): the id is the student's folder name, which
   nbgrader writes; `timestamp.txt` there is the submission time. A student the course's
-  gradebook.db (beside `submitted/`, read-only) does not list is flagged.
+  gradebook.db (beside `submitted/`, read-only) does not list is flagged; a folder name
+  that is an id only once cleaned (`-rf`, `alice` + a combining accent) keeps no id (so
+  does such a Gradescope SID, `=12345`).
 - `plain`: the file or folder name without its extension (intake.submission_names).
 - `auto` (the default): each path is recognised by its name (and a folder holding
   `submission_metadata.yml`, a folder named `submitted`, or a folder all of whose entries
@@ -113,13 +120,13 @@ ID_CHARS = re.compile(r"[^A-Za-z0-9._@+\-]")
 # segment between underscores
 CANVAS_ID = re.compile(r"^[0-9]{1,20}$")
 # the original name's resubmission suffix: attention-1.py, attention-12.ipynb
-RESUBMISSION = re.compile(r"^(?P<base>.+?)-(?P<n>\d{1,4})$", re.DOTALL)
+RESUBMISSION = re.compile(r"^(?P<base>.+?)-(?P<n>[0-9]{1,4})$", re.DOTALL)
 # Moodle: <full name, no "_">_<participant id>_assign<submission|feedback>_<plugin>_[<file>]
 MOODLE = re.compile(r"^(?P<name>[^_]{1,255})_(?P<id>[0-9]{1,20})_assign(?P<kind>submission|feedback)"
                     r"_(?P<plugin>[a-z0-9]{1,40})_(?P<file>.*)$", re.DOTALL)
 # anything in a student-chosen name that reads as another student's Moodle prefix
 MOODLE_CLAIM = re.compile(r"(?:^|_)(?P<id>[0-9]{1,20})_assign(?:submission|feedback)_")
-GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>\d{1,20})$")
+GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>[0-9]{1,20})$")
 ATTENTION_LIKE = re.compile(r"^attention([ _-]*(\(\d+\)|\d+|v\d+|final|copy))*$", re.IGNORECASE)
 DOWNLOAD_ZIP_BYTES = 1024 * 1024 * 1024   # an LMS's whole download, given as its zip
 DOWNLOAD_ENTRIES = 20_000
@@ -379,6 +386,43 @@ _ITEM = re.compile(r"^(?P<indent> *)- +(?P<key>:?[A-Za-z_]+):(?: +(?P<value>.*))
 _FIELD = re.compile(r"^(?P<indent> *)(?P<key>:?[A-Za-z_]+):(?: +(?P<value>.*))?$")
 
 
+_BLOCK = re.compile(r"^[|>][0-9+-]{0,2}(\s+#.*)?$")
+
+
+def _scalar_lines(first, more):
+    """One YAML scalar that starts on a key's line (`first`) and continues on the more
+    deeply indented lines after it (`more`): a block scalar (`|-`, `>`: what Psych writes
+    for a value with a line break) or a plain or quoted one folded over lines (a long
+    value)."""
+    head = first.strip()
+    if _BLOCK.match(head):
+        lines = [line for line in more]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        depth = min((len(line) - len(line.lstrip(" ")) for line in lines if line.strip()), default=0)
+        lines = [line[depth:] for line in lines]
+        if head[0] == ">":
+            body, gap = "", False
+            for line in lines:
+                if not line.strip():
+                    body, gap = body + "\n", True
+                else:
+                    body += ("" if not body or gap else " ") + line
+                    gap = False
+        else:
+            body = "\n".join(lines)
+        chomp = head[1:3]
+        return body if "-" in chomp else body + "\n"
+    joined, gap = head, False
+    for line in more:
+        if not line.strip():
+            joined, gap = joined + "\n", True
+            continue
+        joined += ("" if gap else " ") + line.strip()
+        gap = False
+    return _scalar(joined)
+
+
 def parse_metadata_subset(text):
     """{submission folder: {"people": [{"name", "sid", "email"}, ...], "created_at": ISO or
     ""}} from the part of a Gradescope submission_metadata.yml this needs, for a machine
@@ -391,9 +435,27 @@ def parse_metadata_subset(text):
             :sid: '12345'
             :email: jane@example.edu
           :created_at: 2026-11-30 12:00:00.000000000 -08:00
+
+    A value continues on every following line indented more deeply than its key (a block
+    scalar, a folded long value): those lines are the value's text, never read as keys, so
+    a name a student chose (`|-` with `- :sid: '10000'` on its second line) cannot add a
+    submitter or change one's SID.
     """
     found, created, current, submitters, item, item_indent = {}, {}, None, None, None, None
+    pending = None   # (store, first line's value, the key's indent, continuation lines)
+
+    def finish():
+        store, first, _indent, more = pending
+        store(_scalar_lines(first, more) if more else _scalar(first))
+
     for line in text.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if pending is not None:
+            if not line.strip() or indent > pending[2]:
+                pending[3].append(line)
+                continue
+            finish()
+            pending = None
         if not line.strip() or line.lstrip().startswith("#") or line.startswith("---"):
             continue
         top = _TOP_KEY.match(line)
@@ -405,16 +467,21 @@ def parse_metadata_subset(text):
             continue
         if current is None:
             continue
-        indent = len(line) - len(line.lstrip(" "))
         listed = _ITEM.match(line)
         if submitters is not None and listed and indent <= submitters + 2:
             item, item_indent = {}, indent + 2
             found[current].append(item)
-            item[listed["key"].lstrip(":")] = _scalar(listed["value"] or "")
+            key = listed["key"].lstrip(":")
+            item[key] = ""
+            pending = (lambda value, item=item, key=key: item.__setitem__(key, value),
+                       listed["value"] or "", item_indent, [])
             continue
         field = _FIELD.match(line)
         if field and item is not None and indent == item_indent:
-            item[field["key"].lstrip(":")] = _scalar(field["value"] or "")
+            key = field["key"].lstrip(":")
+            item[key] = ""
+            pending = (lambda value, item=item, key=key: item.__setitem__(key, value),
+                       field["value"] or "", indent, [])
             continue
         if field and field["key"].lstrip(":") == "submitters" and not (field["value"] or "").strip():
             submitters, item = indent, None
@@ -422,7 +489,12 @@ def parse_metadata_subset(text):
         if submitters is not None and indent <= submitters and not listed:
             submitters, item = None, None
         if field and submitters is None and field["key"].lstrip(":") == "created_at":
-            created[current] = times.parse_time(_scalar(field["value"] or ""))
+            pending = (lambda value, key=current: created.__setitem__(key, times.parse_time(value)),
+                       field["value"] or "", indent, [])
+        elif field and (field["value"] or "").strip():
+            pending = (lambda value: None, field["value"], indent, [])   # passed over, whole
+    if pending is not None:
+        finish()
     return {key: {"people": [{k: s.get(k, "") for k in ("name", "sid", "email")}
                              for s in people[:50]],
                   "created_at": created.get(key, "")}
@@ -566,6 +638,8 @@ class _Found:
     time_source: str = ""
     origin: str = ""              # the folder given that was opened as a download, if any
     row_prefix: str = ""          # set when its identity is withheld for where it came from
+    ambiguous: bool = False       # a Canvas name that splits two ways (see _cross_check)
+    outranked: bool = False       # never graded while its student has another file
 
 
 def _attention_rank(file_name):
@@ -602,14 +676,12 @@ def _canvas(path, name):
     parts = parse_canvas(name)
     if parts is None:
         return None
-    rank = _attention_rank(parts["base"]) + (parts["resubmission"], int(parts["attachment"]), name)
+    rank = _attention_rank(parts["base"]) + (int(parts["attachment"]), parts["resubmission"], name)
     found = _Found(path, "canvas", "canvas:" + parts["user"], student_id(parts["user"]),
                    parts["name"], rank, name, parts["lms_name"], parts["attachment"],
                    _claim_flags(name, parts["claims"], "canvas", parts["user"]),
                    late_flag=parts["late"])
-    if parts["ambiguous"]:
-        found.flags.append(f"{_shown(name)} can be split in more than one way (its file name starts "
-                           f"with digits); read as Canvas reads it: user {parts['user']}")
+    found.ambiguous = parts["ambiguous"]
     return found
 
 
@@ -637,8 +709,9 @@ def _moodle(path, name, is_dir, notes):
     rank = (True, True) if is_dir else _attention_rank(parts["file"])
     flags = (_folder_claims(path, parts["id"], "moodle") if is_dir
              else _claim_flags(name, parts["claims"], "moodle", parts["id"]))
+    # the newest file time Moodle kept (two downloads given together: the later one counts)
     return _Found(path, "moodle", "moodle:" + parts["id"], student_id(parts["id"]), parts["name"],
-                  rank + (0, 0, name), name, parts["lms_name"], flags=flags)
+                  rank + (times.file_time(path), 0, name), name, parts["lms_name"], flags=flags)
 
 
 def nbgrader_students(path):
@@ -671,13 +744,19 @@ def _nbgrader(path, is_dir):
     if found is None or not found[0] or non_submission(found[0]) or (not found[1] and not is_dir):
         return None  # a file right in submitted/ is no student's folder
     student = found[0]
-    flags = _folder_claims(path, student_id(student), "nbgrader") if is_dir else []
+    ident = student_id(student)
+    flags = _folder_claims(path, ident, "nbgrader") if is_dir else []
     known = nbgrader_students(path)
     if known is not None and student not in known:
         flags.append(f"nbgrader student {_shown(student)} is not in the course's gradebook.db")
-    return _Found(path, "nbgrader", "nbgrader:" + student, student_id(student),
+    prefix = ""
+    if ident != student:   # "-rf", "alice\u0301", ".alice": never read as "rf", "alice"
+        flags.append(f"nbgrader student folder {ascii(student)[:120]} is not a student id as it "
+                     f"is (it would read as {ident or 'nothing'!r}); no student id is given")
+        ident, prefix = "", "unverified"
+    return _Found(path, "nbgrader", "nbgrader:" + student, ident,
                   display_name(student), (True, True, 0, 0, _base(path)), _base(path),
-                  student, flags=flags)
+                  student, flags=flags, row_prefix=prefix)
 
 
 def _assignment_folder(path):
@@ -831,10 +910,16 @@ class _Resolver:
         self.gradescope_seen.setdefault(folder, set()).add(name)
         entry = (meta or {}).get(name) or {}
         people = entry.get("people") or []
-        ids = [student_id(p.get("sid") or p.get("email") or "") for p in people]
+        raw = [str(p.get("sid") or p.get("email") or "") for p in people]
+        ids = [student_id(r) for r in raw]
         names = [display_name(p.get("name") or "") for p in people]
+        flags = [f"{_shown(name)}: SID {ascii(r)[:60]} in {METADATA} is not an id as it is "
+                 f"(it would read as {i or 'nothing'!r}); no student id is given"
+                 for r, i in zip(raw, ids) if r and i != r]
+        prefix = ""
+        if flags:   # "=10000", "10000\n", "１００００": never read as someone's "10000"
+            ids, prefix = [], "unverified"
         ids = [i for i in ids if i]
-        flags = []
         if not people:
             note = f"{_shown(name)}: not in {METADATA}; named after its folder, no student id"
             self.notes.append(note)
@@ -844,23 +929,25 @@ class _Resolver:
         return _Found(path, "gradescope", key, ";".join(ids)[:MAX_ID * 4],
                       "; ".join(n for n in names if n)[:MAX_DISPLAY * 2],
                       (True, True, 0, int(match["id"]), name), name, flags=flags,
-                      submitted_at=when, time_source="gradescope-metadata" if when else "")
+                      submitted_at=when, time_source="gradescope-metadata" if when else "",
+                      row_prefix=prefix)
 
     def _cross_check(self):
         """Flag what one download says twice: an LMS id under two names (those rows keep no
         student id), a Canvas attachment under two users, an SID in two Gradescope
         submissions, metadata entries without a folder."""
         names, owners, sids = {}, {}, {}
+        self._ambiguous()
         for found in self.found:
-            if found.layout in ("canvas", "moodle"):
-                names.setdefault(found.key, set()).add(found.lms_name)
+            if found.layout in ("canvas", "moodle") and not found.ambiguous:
+                names.setdefault(found.key, set()).add(unicodedata.normalize("NFC", found.lms_name))
             if found.layout == "canvas":
                 owners.setdefault(found.attachment, set()).add(found.key)
             if found.layout == "gradescope" and found.student_id:
                 for sid in found.student_id.split(";"):
                     sids.setdefault(sid, set()).add(found.label)
         for found in self.found:
-            seen = names.get(found.key, ())
+            seen = names.get(found.key, ()) if not found.ambiguous else ()
             if len(seen) > 1:
                 lms = "Canvas user" if found.layout == "canvas" else "Moodle participant"
                 found.flags.append(f"{lms} {found.student_id} appears under {len(seen)} names in "
@@ -898,6 +985,33 @@ class _Resolver:
                 self.notes.append(f"{METADATA}: {len(missing)} submissions have no folder here "
                                   f"({', '.join(_shown(m) for m in missing[:5])})")
 
+    def _ambiguous(self):
+        """A Canvas name with three digits-only segments in a row (`x_10000_10005_90005_a.py`)
+        splits two ways: a name part ending in `_10000` (Canvas collapses only `_<digits>_`,
+        and a student may set their own name), or a file name starting with digits. Read as
+        Canvas reads it, it is user 10000's, but it may be user 10005's. Such a file is never
+        graded as the user's while that user has a file that reads one way (it is noted), and
+        one that only has such files keeps no student id (flagged), so a student whose name
+        ends in another's id can neither replace that student's work nor make a row for
+        them."""
+        clear = {f.key for f in self.found if f.layout == "canvas" and not f.ambiguous}
+        for found in self.found:
+            if found.layout != "canvas" or not found.ambiguous:
+                continue
+            user, other = found.key.split(":", 1)[1], found.attachment
+            if found.key in clear:
+                found.outranked = True
+                found.flags.append(f"{_shown(found.label)} splits two ways (user {user}, or user "
+                                   f"{other} whose name ends in _{user}): not graded as user "
+                                   f"{user}'s, who has a file that reads one way")
+            else:
+                found.flags.append(f"{_shown(found.label)} splits two ways (user {user}, or user "
+                                   f"{other} whose name ends in _{user}): no student id is given "
+                                   f"until you check whose it is")
+                found.key = f"{found.key}:split:{found.lms_name}"
+                found.student_id = ""
+                found.row_prefix = "unverified"
+
     def _when(self, found):
         """(submitted_at, time_source, note) for the file that is graded."""
         if found.submitted_at:
@@ -932,7 +1046,7 @@ class _Resolver:
         plain_paths = [chosen[k][0].path for k in order if chosen[k][0].layout == "plain"]
         plain_names = iter(submission_names(plain_paths)) if plain_paths else iter(())
         for key in order:
-            group = sorted(chosen[key], key=lambda f: f.rank, reverse=True)
+            group = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
             best = group[0]
             notes = []
             for other in group[1:]:
@@ -957,7 +1071,9 @@ class _Resolver:
                     name = f"{who}_{ident}" if who else ident
                 if best.row_prefix:   # never the name a real download's row would have
                     name = f"{best.row_prefix}-{name}"
-                sub = Submission(best.path, safe_text(name, 400), ident, who, best.layout, notes)
+                # one line: a folder name may hold a newline or a tab
+                name = " ".join(safe_text(name, 400).split()) or _shown(best.label) or "unnamed"
+                sub = Submission(best.path, name, ident, who, best.layout, notes)
             flags = list(dict.fromkeys(f for found in group for f in found.flags))
             sub.flags = [safe_text(f, 400) for f in flags[:20]]
             sub.late_flag = best.late_flag

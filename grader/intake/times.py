@@ -24,7 +24,7 @@ MAX_LISTED = 1000            # entries of a folder looked at for its newest file
 _TIME = re.compile(
     r"^\s*(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?:[Tt]|\s+)(?P<h>\d{1,2}):(?P<mi>\d{2})"
     r"(?::(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?)?\s*"
-    r"(?P<zone>[Zz]|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?\s*$")
+    r"(?P<zone>[Zz]|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?\s*$", re.ASCII)   # "２０２６" is no year
 
 
 def iso(moment):

@@ -1,0 +1,237 @@
+"""Identity attacks on grader/intake/layouts.py, as a hostile student and a careless
+instructor would try them (issue 14). Each test names the class it covers and what the code
+did before its fix; the expectations are literal (which file was made for whom), never
+computed by the code under test.
+
+Classes: a Canvas name part ending in another student's id; two downloads of one class
+given together (the latest file counts, whatever the order); a Gradescope metadata name
+written over several lines (read without PyYAML); ids that only read as an id once cleaned
+(nbgrader folders, Gradescope SIDs); digits that are not ASCII digits."""
+import os
+import shutil
+
+import pytest
+
+from conftest import KIT, SUBMISSIONS
+
+from grader.intake import layouts, times
+
+ALICE = os.path.join(KIT, "examples", "alice.py")
+STUB = os.path.join(SUBMISSIONS, "zero_stub.py")
+NOV_20 = 1795132800   # 2026-11-20T00:00:00Z
+NOV_30 = 1795996800   # 2026-11-30T00:00:00Z
+
+
+def _files(folder, names, source=ALICE):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(source, folder / name)
+    return folder
+
+
+def _rows(batch):
+    return {s.name: (s.student_id, os.path.basename(s.path), s.flags) for s in batch.submissions}
+
+
+# --- a Canvas name part ending in _<another student's id> ------------------------------------
+
+def test_a_name_ending_in_a_classmates_id_never_makes_a_row_for_them(tmp_path):
+    # Mallory (user 10005) sets her Canvas name to "mallory 10000": Canvas collapses only
+    # _<digits>_, so it writes mallory_10000_10005_<attachment>_<file>, which reads (as
+    # Canvas reads it back) as user 10000. Wangli (10000) handed nothing in.
+    # before: a row with student_id 10000 (exported to Canvas as 10000's grade), only flagged
+    canvas = _files(tmp_path / "canvas", ["mallory_10000_10005_90005_attention.py",
+                                          "sunqi_10003_90003_attention.py"])
+    assert _rows(layouts.resolve([str(canvas)])) == {
+        "unverified-mallory_10000": ("", "mallory_10000_10005_90005_attention.py", [
+            "mallory_10000_10005_90005_attention.py splits two ways (user 10000, or user 10005 "
+            "whose name ends in _10000): no student id is given until you check whose it is"]),
+        "sunqi_10003": ("10003", "sunqi_10003_90003_attention.py", [])}
+
+
+@pytest.mark.parametrize("attacker", ["wangli_10000_10005_95000_attention.py",
+                                      "mallory_10000_10005_95000_attention.py"])
+def test_a_name_ending_in_a_classmates_id_never_replaces_their_work(tmp_path, attacker):
+    # the same with wangli's own file there: hers is graded, under her id
+    # before: "wangli_10000..." (her name copied) replaced her graded file (a higher
+    # attachment id); "mallory_10000..." put user 10000 under two names, so wangli lost her id
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py"])
+    _files(canvas, [attacker], STUB)
+    batch = layouts.resolve([str(canvas)])
+    wangli = [s for s in batch.submissions if s.student_id == "10000"]
+    assert len(wangli) == 1 and wangli[0].path == str(canvas / "wangli_10000_90000_attention.py")
+    assert [s.student_id for s in batch.submissions] == ["10000"]
+    assert wangli[0].flags == [
+        f"{attacker} splits two ways (user 10000, or user 10005 whose name ends in _10000): "
+        f"not graded as user 10000's, who has a file that reads one way"]
+    assert f"wangli_10000: {attacker} was not graded: wangli_10000_90000_attention.py is this " \
+           f"student's latest or main file" in batch.notes
+
+
+def test_a_file_name_starting_with_digits_stays_its_uploaders(tmp_path):
+    # the honest case of the same shape: wangli also uploads 2024_hw.py
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_2024_hw.py",
+                                          "wangli_10000_90001_attention.py"])
+    assert _rows(layouts.resolve([str(canvas)])) == {"wangli_10000": (
+        "10000", "wangli_10000_90001_attention.py",
+        ["wangli_10000_90000_2024_hw.py splits two ways (user 10000, or user 90000 whose name "
+         "ends in _10000): not graded as user 10000's, who has a file that reads one way"])}
+
+
+# --- two downloads of one class given together -------------------------------------------------
+
+def test_of_two_canvas_downloads_the_newest_attachment_is_graded(tmp_path):
+    # the student's own file name may carry -2 (she named it so, or re-uploaded it);
+    # Canvas's attachment id rises with every upload
+    # before: attention-2.py of the older download was graded (its -2 outranked the newer id)
+    old = _files(tmp_path / "old", ["wangli_10000_90000_attention-2.py"], STUB)
+    new = _files(tmp_path / "new", ["wangli_10000_90500_attention.py"])
+    for order in ([old, new], [new, old]):
+        assert _rows(layouts.resolve([str(p) for p in order])) == {
+            "wangli_10000": ("10000", "wangli_10000_90500_attention.py", [])}
+
+
+def test_of_two_moodle_downloads_the_newest_is_graded_whatever_the_order(tmp_path):
+    # Moodle's zip keeps each file's time; the folder given first used to win
+    # before: `grader grade new/ old/` graded the new work, `old/ new/` the old one
+    folders = {}
+    for label, moment in (("old", NOV_20), ("new", NOV_30)):
+        folder = _files(tmp_path / label / "Fang Wu_10006_assignsubmission_file_",
+                        ["attention.py"], STUB if label == "old" else ALICE)
+        os.utime(folder / "attention.py", (moment, moment))
+        folders[label] = str(tmp_path / label)
+    for order in (["old", "new"], ["new", "old"]):
+        batch = layouts.resolve([folders[k] for k in order])
+        [sub] = batch.submissions
+        assert (sub.student_id, sub.path, sub.submitted_at, sub.time_source) == (
+            "10006", os.path.join(folders["new"], "Fang Wu_10006_assignsubmission_file_"),
+            "2026-11-30T00:00:00+00:00", "moodle-file-time")
+
+
+# --- Gradescope metadata written over several lines, read without PyYAML --------------------
+
+# what Psych (Ruby's YAML, Gradescope's writer) writes for names a student chose: a name
+# with a line break as a literal block (|-), a long one folded over lines
+HOSTILE_METADATA = """---
+submission_1:
+  :submitters:
+  - :name: |-
+      Eve
+      :submitters:
+      - :sid: '10000'
+    :sid: '10005'
+    :email: eve@example.edu
+  :created_at: 2026-11-30 12:00:00.000000000 -08:00
+submission_2:
+  :submitters:
+  - :name: 'Bob x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x :sid:
+      ''10000'' y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y
+
+      :created_at: 2020-01-01 00:00:00 +00:00'
+    :sid: '10006'
+  - :name: >-
+      Folded
+      - :sid: '10001'
+    :sid: '10009'
+  :created_at: 2026-12-30 12:00:00.000000000 -08:00
+  :score: !ruby/object:BigDecimal 18:0.1e3
+"""
+
+
+def test_a_metadata_name_over_several_lines_adds_no_submitter(tmp_path, monkeypatch):
+    # before (no PyYAML): submission_1's submitters were [{"name": "|-"}, {"sid": "10000"}]:
+    # Eve's work graded and exported as student 10000's, her own SID lost
+    expected = {
+        "submission_1": {"people": [{"name": "Eve\n:submitters:\n- :sid: '10000'",
+                                     "sid": "10005", "email": "eve@example.edu"}],
+                         "created_at": "2026-11-30T12:00:00-08:00"},
+        "submission_2": {"people": [
+            {"name": "Bob" + " x" * 33 + " :sid: '10000'" + " y" * 32
+             + "\n:created_at: 2020-01-01 00:00:00 +00:00", "sid": "10006", "email": ""},
+            {"name": "Folded - :sid: '10001'", "sid": "10009", "email": ""}],
+            "created_at": "2026-12-30T12:00:00-08:00"}}
+    assert layouts.parse_metadata_subset(HOSTILE_METADATA) == expected
+    loader = layouts._tolerant_loader()
+    if loader is not None:   # and PyYAML reads it the same
+        import yaml
+        data = yaml.load(HOSTILE_METADATA, Loader=loader)
+        assert {k: {"people": layouts._people(v), "created_at": layouts._created(v)}
+                for k, v in data.items()} == expected
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(HOSTILE_METADATA, encoding="utf-8")
+    for folder in ("submission_1", "submission_2"):
+        _files(export / folder, ["attention.py"])
+    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)   # a lean install
+    batch = layouts.resolve([str(export)])
+    assert sorted(s.student_id for s in batch.submissions) == ["10005", "10006;10009"]
+
+
+# --- ids that are ids only once cleaned ------------------------------------------------------
+
+def test_an_nbgrader_folder_that_is_not_an_id_as_it_is_keeps_none(tmp_path):
+    # `nbgrader submit --student` lets a student choose the folder's name
+    # before: "alice\u0301" (alicé, decomposed) and ".alice" became student id "alice",
+    # "-rf" became "rf", "a\nb" became "ab" (and a row name with a line break)
+    submitted = tmp_path / "course" / "submitted"
+    for student in ("alice", "alice\u0301", ".alice", "-rf", "a\nb"):
+        _files(submitted / student / "attention", ["attention.py"])
+    batch = layouts.resolve([str(submitted)])
+    got = sorted((s.name, s.student_id) for s in batch.submissions)
+    assert got == [("alice", "alice"), ("unverified--rf", ""), ("unverified-.alice", ""),
+                   ("unverified-a b", ""), ("unverified-alice\u0301", "")]
+    flags = {s.name: s.flags for s in batch.submissions}
+    assert flags["unverified-alice\u0301"] == [
+        "nbgrader student folder 'alice\\u0301' is not a student id as it is (it would read "
+        "as 'alice'); no student id is given"]
+    assert all("\n" not in note for note in batch.notes)
+
+
+def test_a_gradescope_sid_that_is_not_an_id_as_it_is_keeps_none(tmp_path):
+    # before: "=12345" and "12345\n" read as SID 12345 (Jane's), fullwidth digits as nothing
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: Jane Doe\n    :sid: '12345'\n"
+        "submission_2:\n  :submitters:\n  - :name: Eve\n    :sid: '=12345'\n"
+        "submission_3:\n  :submitters:\n  - :name: Eve Two\n    :sid: \"12345\\n\"\n"
+        "submission_4:\n  :submitters:\n  - :name: Eve Three\n    :sid: '\uff11\uff12'\n",
+        encoding="utf-8")
+    for folder in ("submission_1", "submission_2", "submission_3", "submission_4"):
+        _files(export / folder, ["attention.py"])
+    batch = layouts.resolve([str(export)])
+    assert sorted((s.name, s.student_id) for s in batch.submissions) == [
+        ("Jane Doe_12345", "12345"), ("unverified-Eve", ""), ("unverified-Eve Three", ""),
+        ("unverified-Eve Two", "")]
+    eve = next(s for s in batch.submissions if s.name == "unverified-Eve")
+    assert eve.flags == ["submission_2: SID '=12345' in submission_metadata.yml is not an id "
+                         "as it is (it would read as '12345'); no student id is given"]
+
+
+# --- digits that are not ASCII digits --------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["submission_\u0661\u0662\u0663", "submission_\uff11\uff12"])
+def test_a_gradescope_folder_id_is_ascii_digits(name):
+    # before: submission_١٢٣ was a Gradescope folder (int() reads Arabic-Indic digits)
+    assert layouts.GRADESCOPE_FOLDER.match(name) is None
+
+
+@pytest.mark.parametrize("name", ["wangli_\u0661\u0660\u0660\u0660\u0660_90000_attention.py",
+                                  "wangli_\uff11\uff10\uff10\uff10\uff10_90000_attention.py",
+                                  "Fang Wu_\u0661\u0660\u0660\u0660\u0666_assignsubmission_file_"])
+def test_lookalike_digits_are_no_lms_id(name):
+    assert layouts.parse_canvas(name) is None and layouts.parse_moodle(name) is None
+
+
+def test_lookalike_digits_in_a_resubmission_number_are_the_students_text():
+    # before: attention-٩.py was resubmission 9
+    parts = layouts.parse_canvas("wangli_10000_90000_attention-\u0669.py")
+    assert (parts["resubmission"], parts["base"]) == (0, "attention-\u0669.py")
+
+
+@pytest.mark.parametrize("text", ["\uff12\uff10\uff12\uff16-11-30 12:00:00",
+                                  "\u0662\u0660\u0662\u0666-11-30 12:00:00 UTC",
+                                  "2026-11-30 12:00:00 +\u0660\u0668:00"])
+def test_a_time_with_lookalike_digits_is_not_read(text):
+    # before: "２０２６-11-30 12:00:00" read as 2026-11-30T12:00:00+00:00
+    assert times.parse_time(text) == ""
