@@ -92,8 +92,15 @@ def override_main(args):
             if len(args.target) != 2:
                 return _fail("override", "--remove takes STUDENT PART")
             student, part = args.target
-            entry = ledger.entry_for(rows, student, part, None, args.reason or "", action="remove")
-            if (entry["student"], entry["part"]) not in ledger.active(ledger.load(out_dir)):
+            current = ledger.active(ledger.load(out_dir))
+            if (student, part) in current:  # by the ledger's own key: also when no row is left
+                entry = dict(current[(student, part)], action="remove", who=ledger.who(),
+                             reason=args.reason or "", time=ledger.now())
+                entry.pop("points", None)
+            else:
+                entry = ledger.entry_for(rows, student, part, None, args.reason or "",
+                                         action="remove")
+            if (entry["student"], entry["part"]) not in current:
                 return _fail("override", f"{safe_text(student, 100)} has no override of "
                                          f"{safe_text(part, 100)} in effect (see --list)")
             entries, said = [entry], f"removed the override of {entry['part']} for {entry['student']}"

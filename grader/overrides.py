@@ -43,6 +43,11 @@ class OverrideError(ValueError):
     """An override that cannot be recorded or a ledger that cannot be read (one line)."""
 
 
+def now():
+    """The time of an entry: UTC, ISO 8601, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def who():
     """The person running the command: $SUDO_USER, $USER, else the login name."""
     name = os.environ.get("SUDO_USER") or os.environ.get("USER")
@@ -94,14 +99,14 @@ def load(out_dir):
 
 def active(entries):
     """{(student, part): entry} of the overrides in effect (the last action of each pair)."""
-    now = {}
+    current = {}
     for entry in entries:
         key = (entry["student"], entry["part"])
         if entry["action"] == "set":
-            now[key] = entry
+            current[key] = entry
         else:
-            now.pop(key, None)
-    return now
+            current.pop(key, None)
+    return current
 
 
 def row_key(row):
@@ -145,7 +150,7 @@ def _part_max(row, part):
     return float(pair[1])
 
 
-def entry_for(rows, student, part, points, reason, allow_bonus=False, action="set", now=None):
+def entry_for(rows, student, part, points, reason, allow_bonus=False, action="set", at=None):
     """A checked ledger entry (OverrideError says why it cannot be)."""
     row = find_row(rows, student)
     part = str(part).strip()
@@ -158,8 +163,7 @@ def entry_for(rows, student, part, points, reason, allow_bonus=False, action="se
     if action == "set" and row.get("status") == "grader error":
         raise OverrideError(f"{safe_text(row.get('name', ''), 100)} is a grader error, not a "
                             f"score: regrade it first (grader grade ... --force)")
-    entry = {"time": (now or datetime.datetime.now(datetime.timezone.utc)).isoformat(
-                 timespec="seconds"),
+    entry = {"time": at or now(),
              "who": who(), "action": action, "student": row_key(row),
              "submission": safe_text(row.get("name", ""), 400), "part": part,
              "reason": safe_text(str(reason or ""), 1000).replace("\n", " ").strip()}

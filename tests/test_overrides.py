@@ -502,6 +502,10 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     assert _csv(out)["liu_10001"]["total"] == "80"
     exported = _export(out, "canvas", tmp_path / "c.csv")
     assert said in exported.stderr
+    # ended by the ledger's own key, though no row has it any more
+    done = _cli("override", "--out", out, "--remove", "10001", "total", no_grading=True)
+    assert done.returncode == 0 and "applies to no row" not in done.stderr
+    assert json.loads((out / "overrides.json").read_text(encoding="utf-8"))["entries"][-1]["action"] == "remove"
 
 
 def test_an_override_of_a_part_the_row_no_longer_has_can_still_be_removed(tmp_path):
