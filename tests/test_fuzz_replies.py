@@ -56,6 +56,7 @@ class PipeWorker(Worker):
     frame the test wrote. Everything from Worker.request on is the real code."""
 
     _over_memory = False
+    _disk_over = None  # no process: nothing written to watch
 
     def __init__(self, limits, frame):
         self.limits, self.failure, self.info = limits, None, {}
