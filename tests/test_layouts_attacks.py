@@ -9,6 +9,7 @@ written over several lines (read without PyYAML); ids that only read as an id on
 (nbgrader folders, Gradescope SIDs); digits that are not ASCII digits."""
 import os
 import shutil
+import zipfile
 
 import pytest
 
@@ -80,6 +81,33 @@ def test_a_file_name_starting_with_digits_stays_its_uploaders(tmp_path):
 
 # --- two downloads of one class given together -------------------------------------------------
 
+TOGETHER = ("2 {lms} downloads were given together ({where}); one may be a student's own, so "
+            "no student id is given (grade the newest download on its own)")
+
+
+@pytest.mark.parametrize("forged", ["eve.zip", "eve"])
+def test_a_students_zip_or_folder_named_as_a_download_beside_the_download(tmp_path, forged):
+    # a careless instructor adds Eve's emailed zip (or folder) to the class's download: it
+    # holds only Canvas-named files, so it is opened as a download too
+    # before: her wangli_10000_99999_attention.py replaced wangli's graded file, and
+    # zhang_10009_... made a row (exported) for 10009, who handed nothing in; nothing flagged
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
+                                          "eve_10005_90005_attention.py"])
+    names = ["wangli_10000_99999_attention.py", "zhang_10009_99998_attention.py"]
+    if forged == "eve.zip":
+        with zipfile.ZipFile(tmp_path / "eve.zip", "w") as archive:
+            for name in names:
+                archive.write(STUB, name)
+    else:
+        _files(tmp_path / "eve", names, STUB)
+    batch = layouts.resolve([str(canvas), str(tmp_path / forged)])
+    assert [s.student_id for s in batch.submissions] == ["", "", ""]
+    flag = TOGETHER.format(lms="Canvas", where=f"canvas, {forged}")
+    assert sorted((s.name, s.flags) for s in batch.submissions) == [
+        ("unverified-eve_10005", [flag]), ("unverified-wangli_10000", [flag]),
+        ("unverified-zhang_10009", [flag])]
+
+
 def test_of_two_canvas_downloads_the_newest_attachment_is_graded(tmp_path):
     # the student's own file name may carry -2 (she named it so, or re-uploaded it);
     # Canvas's attachment id rises with every upload
@@ -88,7 +116,8 @@ def test_of_two_canvas_downloads_the_newest_attachment_is_graded(tmp_path):
     new = _files(tmp_path / "new", ["wangli_10000_90500_attention.py"])
     for order in ([old, new], [new, old]):
         assert _rows(layouts.resolve([str(p) for p in order])) == {
-            "wangli_10000": ("10000", "wangli_10000_90500_attention.py", [])}
+            "unverified-wangli_10000": ("", "wangli_10000_90500_attention.py",
+                                        [TOGETHER.format(lms="Canvas", where="new, old")])}
 
 
 def test_of_two_moodle_downloads_the_newest_is_graded_whatever_the_order(tmp_path):
@@ -103,9 +132,20 @@ def test_of_two_moodle_downloads_the_newest_is_graded_whatever_the_order(tmp_pat
     for order in (["old", "new"], ["new", "old"]):
         batch = layouts.resolve([folders[k] for k in order])
         [sub] = batch.submissions
-        assert (sub.student_id, sub.path, sub.submitted_at, sub.time_source) == (
-            "10006", os.path.join(folders["new"], "Fang Wu_10006_assignsubmission_file_"),
-            "2026-11-30T00:00:00+00:00", "moodle-file-time")
+        assert (sub.student_id, sub.path, sub.submitted_at, sub.time_source, sub.flags) == (
+            "", os.path.join(folders["new"], "Fang Wu_10006_assignsubmission_file_"),
+            "2026-11-30T00:00:00+00:00", "moodle-file-time",
+            [TOGETHER.format(lms="Moodle", where="new, old")])
+
+
+def test_one_download_given_as_files_keeps_its_ids(tmp_path):
+    # `grader grade canvas/*`: one download, its files given one by one
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
+                                          "wangli_10000_90001_attention-1.py",
+                                          "eve_10005_90005_attention.py"])
+    batch = layouts.resolve([str(p) for p in sorted(canvas.iterdir())])
+    assert _rows(batch) == {"wangli_10000": ("10000", "wangli_10000_90001_attention-1.py", []),
+                            "eve_10005": ("10005", "eve_10005_90005_attention.py", [])}
 
 
 # --- Gradescope metadata written over several lines, read without PyYAML --------------------

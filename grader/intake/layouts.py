@@ -30,8 +30,8 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   (`x_10000_10005_90005_a.py`, see _Resolver._ambiguous) never counts as the user's while
   they have a file that reads one way, else keeps no id. One file per student is graded:
   the one most like the assignment's file, then the newest attachment (Canvas's id, rising
-  with each upload), then the resubmission number; the others are noted (two downloads
-  given together: the newest counts, in any order). The download zip itself
+  with each upload), then the resubmission number; the others are noted. Two downloads
+  given together keep no ids (_Resolver._one_download_each). The download zip itself
   (`submissions.zip`) is accepted as it is: unpacked (archive.py's checks) into a
   temporary folder that lives as long as the process.
 - `moodle`: a Moodle assignment's "Download all submissions", a folder (or, without
@@ -979,11 +979,37 @@ class _Resolver:
                 found.key = f"{found.key}:{found.origin or found.path}"
                 found.student_id = ""
                 found.row_prefix = _base(found.origin) if found.origin else "unverified"
+        self._one_download_each()
         for folder, meta in self.metadata.items():
             missing = sorted(set(meta or {}) - self.gradescope_seen.get(folder, set()))
             if missing:
                 self.notes.append(f"{METADATA}: {len(missing)} submissions have no folder here "
                                   f"({', '.join(_shown(m) for m in missing[:5])})")
+
+    def _one_download_each(self):
+        """Two downloads of one LMS given together (two folders or zips opened as downloads,
+        or one beside its files given one by one): one of them may be a student's own zip or
+        folder named as the LMS names its downloads, which would replace a classmate's file
+        (a newer attachment id) or make a row for one who handed nothing in. Nothing in the
+        names tells them apart, so their rows keep no student id (flagged); each student's
+        newest file is still the one graded. Grade the newest download on its own."""
+        sources = {}
+        for found in self.found:
+            if found.layout in ("canvas", "moodle", "gradescope") and found.student_id:
+                sources.setdefault(found.layout, set()).add(found.origin)
+        for layout, origins in sources.items():
+            if len(origins) < 2:
+                continue
+            shown = ", ".join(sorted(_shown(_base(o)) if o else "files given one by one"
+                                     for o in origins)[:4])
+            for found in self.found:
+                if found.layout != layout or not found.student_id:
+                    continue
+                found.flags.append(f"{len(origins)} {layout.capitalize()} downloads were given "
+                                   f"together ({shown}); one may be a student's own, so no "
+                                   f"student id is given (grade the newest download on its own)")
+                found.student_id = ""
+                found.row_prefix = found.row_prefix or "unverified"
 
     def _ambiguous(self):
         """A Canvas name with three digits-only segments in a row (`x_10000_10005_90005_a.py`)
