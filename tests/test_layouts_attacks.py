@@ -7,8 +7,11 @@ Classes: a Canvas name part ending in another student's id; two downloads of one
 given together (the latest file counts, whatever the order); a Gradescope metadata name
 written over several lines (read without PyYAML); ids that only read as an id once cleaned
 (nbgrader folders, Gradescope SIDs); digits that are not ASCII digits."""
+import io
 import os
 import shutil
+import subprocess
+import time
 import zipfile
 
 import pytest
@@ -275,3 +278,54 @@ def test_lookalike_digits_in_a_resubmission_number_are_the_students_text():
 def test_a_time_with_lookalike_digits_is_not_read(text):
     # before: "２０２６-11-30 12:00:00" read as 2026-11-30T12:00:00+00:00
     assert times.parse_time(text) == ""
+
+
+# --- submission times: the platform's, in any form the download arrives ----------------------
+
+def _moodle_zip(path, entries):
+    """A Moodle download zip: (name, data, date_time) per entry, as Moodle's zip keeps them."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data, when in entries:
+            archive.writestr(zipfile.ZipInfo(name, when), data)
+    return path
+
+
+def _inner_zip(entries):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data, when in entries:
+            archive.writestr(zipfile.ZipInfo(name, when), data)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def shanghai(monkeypatch):
+    """The grading machine in the Moodle server's zone (Asia/Shanghai, UTC+8)."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_moodle_download_zip_keeps_moodles_times_as_unzip_does(tmp_path, shanghai):
+    # Moodle's zip keeps each file's time in Moodle (12:00 and 13:30 in Shanghai); the
+    # student's own zip inside carries times she chose (1980, 2107): never read
+    # before: the zip given as downloaded gave no time at all (the folder unzipped by hand
+    # gave moodle-file-time): a fallback weaker than the main path
+    source = open(ALICE, "rb").read()
+    download = _moodle_zip(tmp_path / "Course-Attention-123.zip", [
+        ("Fang Wu_10006_assignsubmission_file_/attention.py", source, (2026, 11, 30, 12, 0, 0)),
+        ("Li Lei_10007_assignsubmission_file_/作业.zip",
+         _inner_zip([("attention.py", source, (1980, 1, 1, 0, 0, 0)),
+                     ("notes.txt", b"x", (2107, 12, 31, 0, 0, 0))]), (2026, 11, 30, 13, 30, 0))])
+    expected = {"10006": ("2026-11-30T04:00:00+00:00", "moodle-file-time"),
+                "10007": ("2026-11-30T05:30:00+00:00", "moodle-file-time")}
+    batch = layouts.resolve([str(download)])
+    assert {s.student_id: (s.submitted_at, s.time_source) for s in batch.submissions} == expected
+    if shutil.which("unzip"):   # the same download unzipped by hand: the same times
+        by_hand = tmp_path / "by-hand"
+        subprocess.run(["unzip", "-q", str(download), "-d", str(by_hand)], check=True)
+        batch = layouts.resolve([str(by_hand)])
+        assert {s.student_id: (s.submitted_at, s.time_source)
+                for s in batch.submissions} == expected

@@ -75,7 +75,8 @@ Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
 `:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
 newest file time in a Moodle folder (moodle-file-time: Moodle's zip keeps its files'
 times, without a zone, so unzipping reads them in the local time), else the file's own time
-(file-mtime, the last resort). Files of a download zip unpacked here have no time. A Canvas download's file
+(file-mtime, the last resort). A Moodle download zip unpacked here keeps its entries' times
+(as unzip does); other files it unpacked have no time. A Canvas download's file
 times are when the zip was made, so Canvas rows have no time; Canvas's own `LATE` is
 `late_flag` (True/False) instead.
 
@@ -616,7 +617,36 @@ def _unpack_download(path, label):
     os.mkdir(target)
     notes = extract(path, target, label, deadline=Deadline(300, label),
                     limits=(DOWNLOAD_ENTRIES, DOWNLOAD_ZIP_BYTES, DOWNLOAD_ZIP_BYTES))
+    _keep_entry_times(path, target)
     return target, notes
+
+
+def _keep_entry_times(path, target):
+    """Give each file unpacked from an LMS's download zip the time its entry carries, read
+    in local time as `unzip` reads it: Moodle's zip keeps each file's time in Moodle, so a
+    download given as its zip has the same times as the folder unzipped by hand. Only the
+    download's own entries; never a student's zip inside it."""
+    import time
+    import zipfile
+    from .archive import _entry_name, _safe_parts
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()[:DOWNLOAD_ENTRIES]
+    except Exception:  # noqa: BLE001 - unpacked already; without times then
+        return
+    for info in infos:
+        parts = _safe_parts(_entry_name(info))
+        if not parts or info.is_dir():
+            continue
+        file = os.path.join(target, *parts)
+        info_stat = _lstat(file)
+        if info_stat is None or not stat.S_ISREG(info_stat.st_mode):
+            continue
+        try:
+            moment = time.mktime(tuple(info.date_time) + (0, 0, -1))
+            os.utime(file, (moment, moment), follow_symlinks=False)
+        except (OverflowError, OSError, ValueError):
+            continue
 
 
 # --- resolving a batch ---------------------------------------------------------------------
@@ -1044,8 +1074,9 @@ class _Resolver:
             return found.submitted_at, found.time_source, None
         if found.layout == "canvas":
             return "", "", None   # its file time is when the zip was made; LATE says instead
-        if any(found.path.startswith(folder + os.sep) for folder in _UNPACKED):
-            return "", "", None   # unpacked here: its file time is now
+        if found.layout != "moodle" and any(found.path.startswith(folder + os.sep)
+                                            for folder in _UNPACKED):
+            return "", "", None   # unpacked here: only Moodle's entry times are kept
         note = None
         path = found.path
         if found.layout == "nbgrader":
