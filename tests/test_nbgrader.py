@@ -140,7 +140,7 @@ def test_nbgrader_round_trip(tmp_path):
         f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
     (tmp_path / "exchange").mkdir()
     for student, first, last in (("alice", "Alice", "Wang"), ("bob", "Bo", "Li"),
-                                 ("chen", "Chen", "Xu")):
+                                 ("chen", "Chen", "Xu"), ("dana", "Dana", "Ma")):
         _nbgrader(["db", "student", "add", student, f"--first-name={first}",
                    f"--last-name={last}"], course, env)
 
@@ -180,6 +180,9 @@ def test_nbgrader_round_trip(tmp_path):
     _fill(released, source, submitted / "bob" / ASSIGNMENT / "attention.ipynb", (RIGHT, WRONG))
     # chen: the notebook alone, copied in by hand (the README allows it)
     _fill(released, source, submitted / "chen" / ASSIGNMENT / "attention.ipynb", collected=False)
+    # dana: her folder holds no notebook (she put her answers in a text file)
+    (submitted / "dana" / ASSIGNMENT).mkdir(parents=True)
+    (submitted / "dana" / ASSIGNMENT / "answers.txt").write_text("see my email\n")
     # mallory: a folder for a student the course does not have (`nbgrader submit --student`
     # lets anyone name one)
     (submitted / "mallory" / ASSIGNMENT).mkdir(parents=True)
@@ -195,15 +198,24 @@ def test_nbgrader_round_trip(tmp_path):
     assert "alice: 100/100" in done.stdout and "chen: 100/100" in done.stdout, done.stdout
     assert re.search(r"^  bob: [\d.]+/100, late by 2 day\(s\): -20$", done.stdout, re.M), done.stdout
     copied = [line for line in done.stdout.splitlines() if line.startswith("Copied into submitted/")]
-    assert len(copied) == 1 and "by hand, not collected: chen." in copied[0], done.stdout
+    assert len(copied) == 1 and "by hand, not collected: chen, dana." in copied[0], done.stdout
     assert "alice" not in copied[0] and "bob" not in copied[0]
     assert "Not students of the course in sqlite:///" in done.stdout
     assert re.search(r"^Not students of the course in \S+: mallory\. ", done.stdout, re.M)
     assert "Wrote 3 student(s)' scores" in done.stdout
+    assert re.search(r"^  dana: missing work, no score written \(", done.stdout, re.M), done.stdout
+    told = (course / "feedback" / "dana" / ASSIGNMENT / "feedback.txt").read_text(encoding="utf-8")
+    assert "attention.ipynb was not found in the submission (it holds: answers.txt)" in told
     assert not (course / "feedback" / "mallory").exists()
 
     rows = _export(course, env, "grades.csv")
-    assert set(rows) == {"alice", "bob", "chen"}  # mallory was not added to the course
+    assert set(rows) == {"alice", "bob", "chen", "dana"}  # mallory was not added to the course
+    # dana: nbgrader's own row of a student with no submission, not a graded 0
+    assert (rows["dana"]["timestamp"], rows["dana"]["score"]) == ("", "0.0")
+    from nbgrader.api import Gradebook, MissingEntry
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-course") as book:
+        with pytest.raises(MissingEntry):
+            book.find_submission(ASSIGNMENT, "dana")
     for student in rows:
         assert float(rows[student]["max_score"]) == 100
     assert float(rows["alice"]["score"]) == 100 and float(rows["chen"]["score"]) == 100
@@ -240,7 +252,7 @@ def test_nbgrader_round_trip(tmp_path):
     _nbgrader(["release_feedback", ASSIGNMENT], course, env)
     outbound = tmp_path / "exchange" / "attention-course" / "feedback"
     released_pages = sorted(p.name for p in outbound.glob("*.html"))
-    assert len(released_pages) == 3
+    assert len(released_pages) == 4  # dana's says what her folder held
     assert any("MultiHeadAttention" in (outbound / p).read_text(encoding="utf-8")
                for p in released_pages)
     # and alice, who submitted through the exchange, fetches hers

@@ -16,7 +16,9 @@ submissions with the kit, and put the scores in nbgrader's gradebook.
        (course.write_release_files), and one line names those students
 
 A submission the grader itself failed on gets nothing in the gradebook (never a silent
-zero) and makes the exit status 2; the next run grades it again. A folder in submitted/
+zero) and makes the exit status 2; the next run grades it again. A folder where nothing
+gradable was found ("missing work") gets its feedback but no score: nbgrader export then
+shows it as not submitted, not as an earned 0. A folder in submitted/
 whose name is not a student in gradebook.db is graded but nothing is written for it (the
 default exchange lets `nbgrader submit --student` choose any name); one line names them.
 """
@@ -97,7 +99,7 @@ def main(args, options):
     # the final rows: the instructor's overrides, then the late policy (as grades.csv has them)
     final = {row["name"]: row for row in kit_gradebook.final_rows(
         list(kit_gradebook.load_records(out_dir).values()), policy, ledger.load(out_dir))}
-    failed, copied, totals, unknown = [], [], [], []
+    failed, copied, totals, unknown, missing = [], [], [], [], []
     with Gradebook(coursedir.db_url, coursedir.course_id) as book:
         for entry, result, notes in zip(entries, results, stage_notes):
             row = final.get(result.name)
@@ -109,17 +111,27 @@ def main(args, options):
             if entry.student not in names:
                 unknown.append(entry.student)
                 continue
+            target = coursedir.format_path(coursedir.feedback_directory, entry.student,
+                                           args.assignment)
+            feedback.write(os.path.join(out_dir, result.folder), target, notebook_name, notes,
+                           title=f"{args.assignment}: {entry.student}")
+            course.copy_submission_files(entry, target)
+            if row.get("status") == "missing work":
+                # nothing gradable was found: no score (not a 0 they earned), no graded copy;
+                # the feedback says what the folder held
+                missing.append(entry.student)
+                if not course.collected(entry):
+                    course.write_release_files(entry, notebook_name, [target])
+                    copied.append(entry.student)
+                print(f"  {entry.student}: missing work, no score written "
+                      f"({(row.get('reason') or 'no notebook found')[:200]})")
+                continue
             part = scores.part_scores(result, row, list(points))
             penalty = float(row.get("penalty") or 0.0)
             scores.record(book, args.assignment, notebook_name, entry.student,
                           _timestamp(entry.timestamp), part, penalty)
             if any(o.get("part") == ledger.TOTAL for o in row.get("overrides") or []):
                 totals.append(entry.student)
-            target = coursedir.format_path(coursedir.feedback_directory, entry.student,
-                                           args.assignment)
-            feedback.write(os.path.join(out_dir, result.folder), target, notebook_name, notes,
-                           title=f"{args.assignment}: {entry.student}")
-            course.copy_submission_files(entry, target)
             autograded = coursedir.format_path(coursedir.autograded_directory, entry.student,
                                                args.assignment)
             course.copy_submission_files(entry, autograded, notebook_name)
@@ -129,7 +141,7 @@ def main(args, options):
             late = (f", late by {row['days_late']} day(s): -{penalty:g}" if penalty else "")
             print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}{late}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
-    print(f"Wrote {len(entries) - len(failed) - len(unknown)} student(s)' scores to {coursedir.db_url} and "
+    print(f"Wrote {len(entries) - len(failed) - len(unknown) - len(missing)} student(s)' scores to {coursedir.db_url} and "
           f"their feedback to {coursedir.format_path(coursedir.feedback_directory, '<student>', args.assignment)}")
     if unknown:
         shown = ", ".join(unknown[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
