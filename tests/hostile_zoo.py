@@ -856,7 +856,9 @@ def _zip_bomb(folder):
 # -- issue 14, class 5: the grader's own processes, and the shared folders, at level none ---
 # Finds the grader's processes by their command lines, as a submission at level `none`
 # without a throwaway uid can (the grader's uid: it may signal them). Elsewhere /proc is
-# private or the kill is refused: the attack finds or stops nothing.
+# private or the kill is refused: the attack finds or stops nothing. It aims only at the
+# processes below its own `grader grade`, so that the test runs sharing this machine (which
+# a real attacker at that level could reach: README "Honest limits") are left alone.
 GRADER_PROCESSES = """
 import os, signal
 def _cmdline(pid):
@@ -871,8 +873,28 @@ def _parent(pid):
             return int(handle.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return 0
+def _batch():  # the `grader grade` grading this submission: its nearest such ancestor
+    pid = os.getpid()
+    for _ in range(30):
+        pid = _parent(pid)
+        if pid <= 1:
+            return None
+        if b"grader\\x00grade\\x00" in _cmdline(pid):
+            return pid
+    return None
 def _pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    # only this batch's processes: the test runs sharing the machine are left alone
+    root, children = _batch(), {}
+    for p in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+        children.setdefault(_parent(p), []).append(p)
+    found, todo = set(), [root] if root else []
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    found.discard(os.getpid())
+    return sorted(found)
 def _servers(mark):  # processes running `mark` whose parent does not: a server, not its forks
     return [p for p in _pids() if mark in _cmdline(p) and mark not in _cmdline(_parent(p))]
 def _forks(mark):
