@@ -71,3 +71,6 @@ def test_a_kept_folder_stays_and_no_new_name_takes_it():
     assert result == ["bob-2", "Bob", "BOB-3"]
     assert folders.folder_names(["alice"], kept={"alice": "grades.csv-2"}) == ["grades.csv-2"]
     assert folders.folder_names(["zoe"], kept={"alice": "alice"}) == ["zoe"]
+    # a kept name first in the list: the names after it still keep their own folders
+    assert folders.folder_names(["alice", "zoe", "Zoe"], kept={"alice": "alice"}) == \
+        ["alice", "zoe", "Zoe-2"]
