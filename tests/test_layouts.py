@@ -589,7 +589,8 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
     assert "submissions.zip: canvas's download zip, unpacked to a temporary folder" in notes
     assert "refused 1 entries" in notes and "sunqi_10003_90003_x.py" in notes
     assert (got["10000"].submitted_at, got["10000"].time_source) == ("", "")
-    # Moodle's, with folders: each folder its participant's, and no time (unpacked just now)
+    # Moodle's, with folders: each folder its participant's, with the times its entries keep
+    # (test_layouts_attacks checks them against unzip)
     moodle = _zip(tmp_path / "moodle.zip", [
         ("Fang Wu_10006_assignsubmission_file_/attention.py", alice),
         ("Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_/a.zip", b"PK"),
@@ -598,9 +599,9 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
     batch = layouts.resolve([str(moodle)])
     assert [(s.student_id, s.name, s.path.rsplit("/", 1)[1], s.time_source)
             for s in batch.submissions] == [
-        ("10006", "Fang Wu_10006", "Fang Wu_10006_assignsubmission_file_", ""),
+        ("10006", "Fang Wu_10006", "Fang Wu_10006_assignsubmission_file_", "moodle-file-time"),
         ("10007", "Zhou Tao 10006 assignsubmission file_10007",
-         "Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_", "")]
+         "Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_", "moodle-file-time")]
     assert "refused 1 entries" in "\n".join(batch.notes)
     # a student's own zip is not a download
     own = _zip(tmp_path / "dana.zip", [("dana/attention.py", alice)])
