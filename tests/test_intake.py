@@ -1095,3 +1095,43 @@ def test_status_of_a_result_with_nothing_found():
     assert SubmissionResult("a", "a", [], intake_error="x").status == "not gradable"
     assert SubmissionResult("a", "a", [], intake_error="x", missing_work=True,
                             grader_error="boom").status == "grader error"
+
+
+def _graded_status(staged):
+    """The row status grading gives what intake staged (nothing runs: intake refused it)."""
+    from grader import grade
+    catalog = [{"name": "test_mask", "part": "sequence_mask", "points": 10}]
+    return grade._grade_staged(staged, "student", "upload", catalog, None, None, None, 0.0).status
+
+
+def test_a_notebook_whose_cell_source_is_not_text_is_the_students_broken_file(tmp_path):
+    # before: TypeError inside intake, "the grader could not take in this submission ...
+    # tell your instructor", and a row "not gradable" (an unexplained 0 in the export)
+    for source in ([1, None], {"a": 1}, 7):
+        notebook = {"cells": [{"cell_type": "code", "source": source}], "nbformat": 4,
+                    "nbformat_minor": 5, "metadata": {}}
+        staged = _stage_bytes(tmp_path, "attention.ipynb", json.dumps(notebook).encode())
+        assert staged.error == ("attention.ipynb is not a valid notebook: the source of cell 1 "
+                                "is not text. Open it in Jupyter, save it again, and re-upload; "
+                                "or upload the code as attention.py.")
+        assert (staged.missing, staged.grader_failed, _graded_status(staged)) == \
+            (False, False, "not gradable")
+    old = {"worksheets": [7, {"cells": "x"}, {"cells": [{"cell_type": "code", "input": "x = 1"}]}],
+           "nbformat": 3}
+    staged = _stage_bytes(tmp_path, "attention.ipynb", json.dumps(old).encode())
+    assert staged.error is None and "x = 1" in open(staged.file, encoding="utf-8").read()
+
+
+def test_a_failure_of_intake_itself_is_a_grader_error_never_an_earned_0(tmp_path, monkeypatch):
+    # an intake bug (fault injected: the notebook converter raising where nothing should)
+    # before: the row was "not gradable" and `grader export` sent its 0 to the LMS
+    import grader.intake as intake_module
+
+    def broken(data, label):
+        raise TypeError("a bug of ours")
+    monkeypatch.setattr(intake_module, "notebook_to_module", broken)
+    staged = _stage_bytes(tmp_path, "attention.ipynb", b'{"cells": []}')
+    assert staged.grader_failed is True and staged.missing is False
+    assert staged.error == ("the grader could not take in this submission (TypeError: a bug of "
+                            "ours); tell your instructor.")
+    assert _graded_status(staged) == "grader error"

@@ -69,6 +69,11 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
 
 def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started):
     """Grade what intake staged (or record why it could not be): a SubmissionResult."""
+    if staged.error and getattr(staged, "grader_failed", False):   # intake's own failure
+        tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
+        return outcome.SubmissionResult(name, path, tests, staged.notes,
+                                        grader_error=f"intake failed: {staged.error}",
+                                        seconds=time.monotonic() - started)
     if staged.error:
         tests = outcome.from_catalog(catalog, "failed", _("Not graded: {reason}").format(reason=staged.error))
         return outcome.SubmissionResult(name, path, tests, staged.notes,

@@ -9,8 +9,9 @@ what is wrong; what it changed becomes a note in the feedback.
 Intake trusts nothing it is given (safeio.py): it reads regular files only, never follows
 a symbolic link (not the submitted path, not a folder inside it, not a file), never opens
 a named pipe, socket or device, reads at most each size limit plus one byte, and gives up
-on a submission after INTAKE_SECONDS. `stage` never raises: whatever goes wrong becomes
-the submission's reason for being `not gradable`.
+on a submission after INTAKE_SECONDS. `stage` never raises: whatever goes wrong with the submission
+becomes its reason for being `not gradable`; an unexpected failure of intake itself sets
+`Staged.grader_failed`, so the row is a grader error (regraded, never exported as 0).
 
 Found, not guessed: a folder whose only work is a zip (a Moodle folder holding `作业.zip`)
 is opened, one level, with archive.py's checks. When nothing gradable is found at all (no
@@ -51,6 +52,7 @@ class Staged:
     notes: list = dataclasses.field(default_factory=list)
     error: str = None         # why it cannot be graded (IntakeError), if so
     missing: bool = False     # nothing gradable was found (NothingFound): "missing work"
+    grader_failed: bool = False  # intake itself failed (a bug of ours): a grader error, never a 0
 
 
 def _is_real_folder(path):
@@ -254,6 +256,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
         staged.error = safe_text(_("the grader could not take in this submission ({error}); tell "
                                    "your instructor.").format(
                                        error=f"{type(error).__name__}: {error}"), 4000)
+        staged.grader_failed = True   # the grader's failure: never a 0 the student earned
     finally:
         for fd in reversed(opened):
             os.close(fd)

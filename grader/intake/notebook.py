@@ -77,8 +77,10 @@ def notebook_to_module(data, label):
               "the code as attention.py.").format(label=label, line=error.lineno,
                                                    column=error.colno, error=error.msg)) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    if cells is None and isinstance(notebook, dict) and "worksheets" in notebook:  # nbformat 3
-        cells = [c for ws in notebook["worksheets"] for c in ws.get("cells", [])]
+    worksheets = notebook.get("worksheets") if isinstance(notebook, dict) else None
+    if cells is None and isinstance(worksheets, list):  # nbformat 3
+        cells = [c for ws in worksheets if isinstance(ws, dict)
+                 for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
     if not isinstance(cells, list):
         raise IntakeError(_("{label} is JSON but not a Jupyter notebook (it has no "
                             "cells).").format(label=label))
@@ -89,7 +91,13 @@ def notebook_to_module(data, label):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", cell.get("input", ""))
-        source = "".join(source) if isinstance(source, list) else str(source)
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        elif not isinstance(source, str):   # nbformat: a string or a list of strings
+            raise IntakeError(_("{label} is not a valid notebook: the source of cell {number} "
+                                "is not text. Open it in Jupyter, save it again, and re-upload; "
+                                "or upload the code as attention.py.").format(
+                                    label=label, number=number))
         if not source.strip():
             continue
         cleaned = _clean_cell(source.replace("\r\n", "\n"), number, notes)
