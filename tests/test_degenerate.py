@@ -332,3 +332,9 @@ def test_the_feedback_of_a_shortcut_says_why_its_right_cases_do_not_count(graded
         "keys), so code that ignores valid_lens gives the same result" in none["output"]
     gpu = tests["GPU: masked_softmax makes no tensor on the default device"]
     assert gpu["score"] == 0 and "right on the CPU only in cases that cannot tell" in gpu["output"]
+    # the part's summary shows what went wrong in a real case, not the withheld one
+    lines = (out / rows["mask_returns_x"]["folder"] / "feedback.txt").read_text(
+        encoding="utf-8").splitlines()
+    at = lines.index("masked_softmax: 0/20 (passed: 0 of 12 cases)")
+    assert lines[at + 1].startswith("    1-D lengths that differ per example: the output of "
+                                    "masked_softmax("), lines[at + 1]

@@ -256,7 +256,10 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
             diagnoses.append({"part": part, "mistake": mistake.id, "text": text,
                               "experiment": "" if first else mistake.experiment(lang)})
         else:
-            first = ran[failing[0]]
+            # the first failing non-degenerate case: a degenerate one (tests_hidden/cases.py)
+            # may only have been withheld, and any shortcut gets it right anyway
+            first = ran[next((n for n in failing if not getattr(cases.get(n), "degenerate", "")),
+                             failing[0])]
             name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") \
                 else first["name"]
             text = OBSERVED[lang].format(where=part, case=name,
