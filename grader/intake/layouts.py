@@ -966,7 +966,7 @@ class _Resolver:
         """Flag what one download says twice: an LMS id under two names (those rows keep no
         student id), a Canvas attachment under two users, an SID in two Gradescope
         submissions, metadata entries without a folder."""
-        names, owners, sids = {}, {}, {}
+        names, owners, sids, keys = {}, {}, {}, {}
         self._ambiguous()
         for found in self.found:
             if found.layout in ("canvas", "moodle") and not found.ambiguous:
@@ -976,6 +976,7 @@ class _Resolver:
             if found.layout == "gradescope" and found.student_id:
                 for sid in found.student_id.split(";"):
                     sids.setdefault(sid, set()).add(found.label)
+                    keys.setdefault(sid, set()).add(found.key)
         for found in self.found:
             seen = names.get(found.key, ()) if not found.ambiguous else ()
             if len(seen) > 1:
@@ -993,6 +994,13 @@ class _Resolver:
                 if twice:
                     found.flags.append(f"SID {', '.join(twice[:3])} is in more than one submission "
                                        f"of {METADATA}")
+                if any(len(keys.get(s, ())) > 1 for s in twice):
+                    # alone and in a group (or in two groups): two rows would carry the SID,
+                    # each with its own score; which is theirs is the instructor's to say
+                    found.flags.append("those submissions have different submitters, so no "
+                                       "student id is given until you check which is theirs")
+                    found.student_id = ""
+                    found.row_prefix = "unverified"
         # beside plain submissions, an LMS name (of a file given, or of the entries of a folder
         # opened as a download for what it holds) may be one a student chose: a file or folder
         # dressed up as a download is no evidence of identity. nbgrader's is the folder
