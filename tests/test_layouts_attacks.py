@@ -379,3 +379,28 @@ def test_a_gradescope_sid_alone_and_in_a_group_gives_no_row_an_id(tmp_path):
     assert sorted((s.name, s.student_id, s.flags) for s in batch.submissions) == [
         ("Han Meimei_12347", "12347", []),
         ("unverified-Jane Doe", "", flags), ("unverified-Jane Doe; Li Lei", "", flags)]
+
+
+# --- nbgrader: a student with several assignments in submitted/ -------------------------------
+
+def test_an_nbgrader_student_with_several_assignments_keeps_the_attention_time(tmp_path):
+    # nbgrader keeps submitted/<student>/<assignment>/ per assignment; a student who also
+    # submitted "rnn" (or made such a folder) must not lose the attention submission's time
+    # before: alice's row had no submission time (never charged late), and no flag
+    submitted = tmp_path / "course" / "submitted"
+    for assignment, stamp in (("attention", "2026-12-02 10:00:00 UTC"),
+                              ("rnn", "2026-11-01 10:00:00 UTC")):
+        folder = _files(submitted / "alice" / assignment,
+                        ["attention.py" if assignment == "attention" else "rnn.py"])
+        (folder / "timestamp.txt").write_text(stamp, encoding="utf-8")
+    both = _files(submitted / "bob" / "attention", ["attention.py"])
+    _files(submitted / "bob" / "attention-copy", ["attention.py"])
+    (both / "timestamp.txt").write_text("2026-12-01 10:00:00 UTC", encoding="utf-8")
+    batch = layouts.resolve([str(submitted)])
+    got = {s.name: (s.student_id, os.path.relpath(s.path, submitted), s.submitted_at,
+                    s.time_source, s.flags) for s in batch.submissions}
+    assert got == {
+        "alice": ("alice", "alice/attention", "2026-12-02T10:00:00+00:00", "nbgrader-timestamp", []),
+        "bob": ("bob", "bob", "", "", [
+            "nbgrader student bob has 2 assignment folders (attention, attention-copy) and "
+            "several hold attention.py: graded as the whole folder, without a submission time"])}

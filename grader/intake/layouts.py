@@ -775,7 +775,12 @@ def _nbgrader(path, is_dir):
         return None  # a file right in submitted/ is no student's folder
     student = found[0]
     ident = student_id(student)
-    flags = _folder_claims(path, ident, "nbgrader") if is_dir else []
+    flags = []
+    if is_dir and not found[1]:   # submitted/<student>: the assignment folder, among several
+        path, note = _nbgrader_assignment(path)
+        if note:
+            flags.append(note)
+    flags += _folder_claims(path, ident, "nbgrader") if is_dir else []
     known = nbgrader_students(path)
     if known is not None and student not in known:
         flags.append(f"nbgrader student {_shown(student)} is not in the course's gradebook.db")
@@ -787,6 +792,26 @@ def _nbgrader(path, is_dir):
     return _Found(path, "nbgrader", "nbgrader:" + student, ident,
                   display_name(student), (True, True, 0, 0, _base(path)), _base(path),
                   student, flags=flags, row_prefix=prefix)
+
+
+def _nbgrader_assignment(folder):
+    """(path, note): a student's folder in submitted/ holding several assignment folders
+    (attention/, rnn/: nbgrader keeps one per assignment) is graded as the one holding
+    attention.py or attention.ipynb, whose timestamp.txt is then the time; without exactly
+    one such, the folder itself, and a note (its time is then unknown: flagged, never
+    guessed from another assignment's)."""
+    names, _cut = _listing(folder, 50)
+    inner = [n for n in names if _is_dir(os.path.join(folder, n)) and not non_submission(n)]
+    if len(inner) < 2:
+        return folder, None
+    holding = [n for n in inner if any(_lstat(os.path.join(folder, n, m)) is not None
+                                       for m in ("attention.py", "attention.ipynb"))]
+    if len(holding) == 1:
+        return os.path.join(folder, holding[0]), None
+    return folder, (f"nbgrader student {_shown(_base(folder))} has {len(inner)} assignment "
+                    f"folders ({', '.join(_shown(n) for n in inner[:5])}) and "
+                    f"{'none' if not holding else 'several'} hold attention.py: graded as the "
+                    f"whole folder, without a submission time")
 
 
 def _assignment_folder(path):
@@ -1125,7 +1150,7 @@ class _Resolver:
                 ident = best.student_id or ""
                 who = best.student_name or ""
                 if best.layout == "nbgrader":
-                    name = ident or best.label
+                    name = ident or best.lms_name or best.label   # the student's folder
                 elif best.layout == "gradescope":
                     name = f"{who}_{ident}" if who and ident else (ident or who or best.label)
                 elif key.startswith("canvas-anonymous:"):
