@@ -184,10 +184,11 @@ def test_nbgrader_round_trip(tmp_path):
     (submitted / "dana" / ASSIGNMENT).mkdir(parents=True)
     (submitted / "dana" / ASSIGNMENT / "answers.txt").write_text("see my email\n")
     # mallory: a folder for a student the course does not have (`nbgrader submit --student`
-    # lets anyone name one)
-    (submitted / "mallory" / ASSIGNMENT).mkdir(parents=True)
+    # lets anyone name one), with a terminal escape in the name
+    mallory = "mallory\x1b[2J"
+    (submitted / mallory / ASSIGNMENT).mkdir(parents=True)
     shutil.copy(submitted / "chen" / ASSIGNMENT / "attention.ipynb",
-                submitted / "mallory" / ASSIGNMENT / "attention.ipynb")
+                submitted / mallory / ASSIGNMENT / "attention.ipynb")
 
     # the course's late policy, beside the kit's results for the assignment
     (course / "grader" / ASSIGNMENT).mkdir(parents=True)
@@ -201,12 +202,13 @@ def test_nbgrader_round_trip(tmp_path):
     assert len(copied) == 1 and "by hand, not collected: chen, dana." in copied[0], done.stdout
     assert "alice" not in copied[0] and "bob" not in copied[0]
     assert "Not students of the course in sqlite:///" in done.stdout
-    assert re.search(r"^Not students of the course in \S+: mallory\. ", done.stdout, re.M)
+    assert re.search(r"^Not students of the course in \S+: mallory\[2J\. ", done.stdout, re.M)
+    assert "\x1b" not in done.stdout + done.stderr  # a folder's name never reaches the terminal raw
     assert "Wrote 3 student(s)' scores" in done.stdout
     assert re.search(r"^  dana: missing work, no score written \(", done.stdout, re.M), done.stdout
     told = (course / "feedback" / "dana" / ASSIGNMENT / "feedback.txt").read_text(encoding="utf-8")
     assert "attention.ipynb was not found in the submission (it holds: answers.txt)" in told
-    assert not (course / "feedback" / "mallory").exists()
+    assert not (course / "feedback" / mallory).exists()
 
     rows = _export(course, env, "grades.csv")
     assert set(rows) == {"alice", "bob", "chen", "dana"}  # mallory was not added to the course

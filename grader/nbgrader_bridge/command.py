@@ -34,6 +34,13 @@ def _say(message):
     print(f"grader nbgrader: {message}", file=sys.stderr)
 
 
+def _shown(student):
+    """A student's folder name for one line of the console: the name comes from
+    submitted/, which `nbgrader submit --student` lets a student choose."""
+    from ..textsafety import safe_text
+    return " ".join(safe_text(student, 100).split()) or "?"
+
+
 def main(args, options):
     require_nbgrader("grader nbgrader")
     from nbgrader.api import Gradebook
@@ -97,19 +104,20 @@ def main(args, options):
         shutil.rmtree(staging, ignore_errors=True)
 
     # the final rows: the instructor's overrides, then the late policy (as grades.csv has them)
-    final = {row["name"]: row for row in kit_gradebook.final_rows(
+    # (keyed by folder: a row keeps a safe copy of the name, the folder is the result's own)
+    final = {row.get("folder"): row for row in kit_gradebook.final_rows(
         list(kit_gradebook.load_records(out_dir).values()), policy, ledger.load(out_dir))}
     failed, copied, totals, unknown, missing = [], [], [], [], []
     with Gradebook(coursedir.db_url, coursedir.course_id) as book:
         for entry, result, notes in zip(entries, results, stage_notes):
-            row = final.get(result.name)
+            row = final.get(result.folder)
             if result.status == "grader error" or row is None or row.get("total") is None:
-                failed.append(entry.student)
-                print(f"  {entry.student}: grader error, nothing written "
+                failed.append(_shown(entry.student))
+                print(f"  {_shown(entry.student)}: grader error, nothing written "
                       f"(see {os.path.join(out_dir, result.folder, 'grader-errors.log')})")
                 continue
             if entry.student not in names:
-                unknown.append(entry.student)
+                unknown.append(_shown(entry.student))
                 continue
             target = coursedir.format_path(coursedir.feedback_directory, entry.student,
                                            args.assignment)
@@ -119,27 +127,27 @@ def main(args, options):
             if row.get("status") == "missing work":
                 # nothing gradable was found: no score (not a 0 they earned), no graded copy;
                 # the feedback says what the folder held
-                missing.append(entry.student)
+                missing.append(_shown(entry.student))
                 if not course.collected(entry):
                     course.write_release_files(entry, notebook_name, [target])
-                    copied.append(entry.student)
-                print(f"  {entry.student}: missing work, no score written "
-                      f"({(row.get('reason') or 'no notebook found')[:200]})")
+                    copied.append(_shown(entry.student))
+                print(f"  {_shown(entry.student)}: missing work, no score written "
+                      f"({' '.join((row.get('reason') or 'no notebook found').split())[:200]})")
                 continue
             part = scores.part_scores(result, row, list(points))
             penalty = float(row.get("penalty") or 0.0)
             scores.record(book, args.assignment, notebook_name, entry.student,
                           _timestamp(entry.timestamp), part, penalty)
             if any(o.get("part") == ledger.TOTAL for o in row.get("overrides") or []):
-                totals.append(entry.student)
+                totals.append(_shown(entry.student))
             autograded = coursedir.format_path(coursedir.autograded_directory, entry.student,
                                                args.assignment)
             course.copy_submission_files(entry, autograded, notebook_name)
             if not course.collected(entry):
                 course.write_release_files(entry, notebook_name, [autograded, target])
-                copied.append(entry.student)
+                copied.append(_shown(entry.student))
             late = (f", late by {row['days_late']} day(s): -{penalty:g}" if penalty else "")
-            print(f"  {entry.student}: {sum(part.values()):g}/{sum(points.values()):g}{late}"
+            print(f"  {_shown(entry.student)}: {sum(part.values()):g}/{sum(points.values()):g}{late}"
                   f"{' (unchanged, kept)' if result.unchanged else ''}")
     print(f"Wrote {len(entries) - len(failed) - len(unknown) - len(missing)} student(s)' scores to {coursedir.db_url} and "
           f"their feedback to {coursedir.format_path(coursedir.feedback_directory, '<student>', args.assignment)}")
@@ -174,7 +182,8 @@ def _submission(entry, path, name, known=True):
     timestamp.txt's ("nbgrader-timestamp"), which only `nbgrader collect` writes; a
     submission copied there by hand has none (no time, so no lateness is charged)."""
     from ..intake import layouts
-    submission = layouts.Submission(path=path, name=entry.student, student_id=entry.student,
+    submission = layouts.Submission(path=path, name=entry.student,
+                                    student_id=layouts.student_id(entry.student),
                                     student_name=name, layout="nbgrader")
     when = _timestamp(entry.timestamp)
     # set as attributes: grade._identify reads them with getattr, whichever fields
@@ -182,7 +191,7 @@ def _submission(entry, path, name, known=True):
     submission.submitted_at = _iso(when) if when else ""
     submission.time_source = "nbgrader-timestamp" if when else ""
     submission.flags = [] if known else [
-        f"{entry.student} is not a student in nbgrader's database: nothing written there"]
+        f"{_shown(entry.student)} is not a student in nbgrader's database: nothing written there"]
     return submission
 
 
