@@ -404,3 +404,25 @@ def test_an_nbgrader_student_with_several_assignments_keeps_the_attention_time(t
         "bob": ("bob", "bob", "", "", [
             "nbgrader student bob has 2 assignment folders (attention, attention-copy) and "
             "several hold attention.py: graded as the whole folder, without a submission time"])}
+
+
+# --- one student, one row, however the download was unzipped ----------------------------------
+
+@pytest.mark.parametrize("form", ["NFD", "NFC"])
+def test_a_download_unzipped_on_a_mac_names_the_same_rows(tmp_path, form):
+    # macOS stores names decomposed: josé is "jose" + U+0301. The same class graded twice
+    # into one gradebook (once unzipped on a Mac, once on Linux) must give the same row
+    # names, or each accented student gets two rows (two scores in an export).
+    # before: the decomposed download's rows were named "jose\u0301_10000" and
+    # "Jose\u0301 Li_10006", and one participant under both forms lost its id
+    import unicodedata
+    canvas = _files(tmp_path / "canvas", [unicodedata.normalize(form, "josé_10000_90000_attention.py")])
+    moodle = tmp_path / "moodle"
+    _files(moodle / unicodedata.normalize(form, "José Li_10006_assignsubmission_file_"),
+           ["attention.py"])
+    _files(moodle / "José Li_10006_assignsubmission_file_", ["notes.py"]) if form == "NFD" else None
+    rows = {s.student_id: s.name for s in layouts.resolve([str(canvas)]).submissions}
+    assert rows == {"10000": "josé_10000"}
+    batch = layouts.resolve([str(moodle)])
+    assert [(s.student_id, s.name, s.flags) for s in batch.submissions] == \
+        [("10006", "José Li_10006", [])]

@@ -165,8 +165,10 @@ def student_id(value):
 
 
 def display_name(value):
-    """A person's name for the gradebook: one safe line, capped ("Fang Wu", "王力")."""
-    lines = safe_text(value, MAX_DISPLAY * 2).replace("\t", " ").strip().splitlines()
+    """A person's name for the gradebook: one safe line, capped ("Fang Wu", "王力"), in NFC
+    (a download unzipped on a Mac has decomposed names: the same row either way)."""
+    lines = unicodedata.normalize("NFC", safe_text(value, MAX_DISPLAY * 2)).replace(
+        "\t", " ").strip().splitlines()
     return " ".join(lines[0].split())[:MAX_DISPLAY] if lines else ""
 
 
