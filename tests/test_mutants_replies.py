@@ -244,3 +244,102 @@ def test_the_archive_limits_are_applied_before_torch_reads_it():
     assert "more than the 16777216 allowed" in str(caught.value)
     fits = protocol.encode({"ok": True, "t": torch.zeros(4 * MB)})
     assert replies.read(fits[protocol.HEADER.size:], "other") == {"ok": True}
+
+
+LONG = "s" * 5000
+
+
+def test_every_string_of_a_reply_is_cut_at_its_own_figure():
+    """A student's long string keeps exactly its field's figure of characters (the cut
+    marker included): literals, one per field of the schema."""
+    error = {"type": LONG, "message": LONG * 2,
+             "where": [{"file": LONG, "line": 3, "function": LONG, "code": LONG}]}
+    out = replies.check({"ok": False, "error": error}, "other")["error"]
+    assert [len(out["type"]), len(out["message"])] == [100, 4000]
+    frame = out["where"][0]
+    assert [len(frame["file"]), len(frame["function"]), len(frame["code"])] == [200, 200, 300]
+    values = [{"kind": "other", "type": LONG, "repr": LONG}, {"kind": "missing", "repr": LONG},
+              {"kind": "tensor-on-meta", "device": LONG, "dtype": LONG, "shape": [2**62]},
+              {"kind": "tensor", "tensor": torch.zeros(1), "device": LONG, "dtype": LONG}]
+    result = replies.check(probe({
+        "calls": [{"output": v, "captured": {"k" * 300: v}} for v in values],
+        "guard": {"g" * 100: LONG, "list": [LONG] * 32},
+        "device_violations": [LONG] * 32, "stage": LONG,
+        "state_keys": [[LONG, [1]]] * 256,
+        "grads": {"args": {"123456789": values[1]}, "params": {"p" * 300: values[1]}}}),
+        "probe")["result"]
+    other, missing, meta, tensor = (c["output"] for c in result["calls"])
+    assert [len(other["type"]), len(other["repr"]), len(missing["repr"])] == [100, 400, 400]
+    assert [len(meta["device"]), len(meta["dtype"]), meta["shape"]] == [40, 40, [2**62]]
+    assert [len(tensor["device"]), len(tensor["dtype"])] == [40, 40]
+    assert [len(k) for c in result["calls"] for k in c["captured"]] == [200] * 4
+    assert sorted(len(k) for k in result["guard"]) == [4, 40]
+    assert len(result["guard"][next(k for k in result["guard"] if k != "list")]) == 600
+    assert [len(s) for s in result["guard"]["list"]] == [600] * 32
+    assert [len(s) for s in result["device_violations"]] == [600] * 32
+    assert len(result["stage"]) == 40
+    assert len(result["state_keys"]) == 256 and len(result["state_keys"][0][0]) == 200
+    assert list(result["grads"]["args"]) == ["\n[... cu"]  # 8 characters, the marker's start
+    assert [len(k) for k in result["grads"]["params"]] == [200]
+    load = replies.check({"ok": True, "api": {"f" * 100: LONG},
+                          "cell_errors": [[1, LONG, LONG]] * 50}, "load")
+    assert [(len(k), len(v)) for k, v in load["api"].items()] == [(80, 40)]
+    assert [len(load["cell_errors"][0][1]), len(load["cell_errors"][0][2])] == [200, 2000]
+    hello = replies.check({"ok": True, "ready": True, "torch": LONG}, "hello")
+    assert len(hello["torch"]) == 80
+
+
+def test_every_list_and_map_of_a_reply_has_its_own_figure():
+    value = {"kind": "missing"}
+    assert "has 33 entries, more than the 32 allowed" in refused(probe({"device_violations": ["v"] * 33}))
+    assert refused(probe({"guard": {"l": ["v"] * 33}})) == \
+        "result.guard['l'] has 33 entries, more than the 32 allowed"
+    assert "has 257 entries, more than the 256 allowed" in refused(probe({"state_keys": [["w", None]] * 257}))
+    assert "has 17 entries, more than the 16 allowed" in refused(probe({"state_keys": [["w", [1] * 17]]}))
+    assert "has 17 entries, more than the 16 allowed" in refused(
+        probe({"calls": [{"output": value, "captured": {str(i): value for i in range(17)}}]}))
+    assert "has 17 entries, more than the 16 allowed" in refused(
+        probe({"grads": {"args": {str(i): value for i in range(17)}}}))
+    assert "has 257 entries, more than the 256 allowed" in refused(
+        probe({"grads": {"params": {str(i): value for i in range(257)}}}))
+    assert "has 17 entries, more than the 16 allowed" in refused(
+        {"ok": False, "error": {"where": [{"file": "f"}] * 17}}, "other")
+    assert "has 51 entries, more than the 50 allowed" in refused(
+        {"ok": True, "cell_errors": [[1, "E", "m"]] * 51}, "load")
+    assert "has 33 entries, more than the 32 allowed" in refused(
+        {"ok": True, "api": {str(i): "function" for i in range(33)}}, "load")
+    assert len(replies.check(probe({"device_violations": ["v"] * 32}), "probe")["result"]
+               ["device_violations"]) == 32
+
+
+def test_integers_and_shapes_have_their_ranges():
+    hello = {"ok": True, "ready": True}
+    assert refused(dict(hello, pid=-2**63 - 1), "hello") == "pid is out of range"
+    assert refused(dict(hello, uid=2**63), "hello") == "uid is out of range"
+    meta = {"kind": "tensor-on-meta", "shape": [2**62 + 1]}
+    assert refused(probe({"calls": [{"output": meta}]})) == \
+        "result.calls[0].output.shape[0] is out of range"
+    assert refused(probe({"calls": [{"output": dict(meta, shape=[-1])}]})) == \
+        "result.calls[0].output.shape[0] is out of range"
+
+
+def _nodes(reply, kind="probe"):
+    walk = replies._Walk(64, None)
+    replies.SCHEMAS[kind].check(reply, walk, "", 0)
+    return walk.nodes
+
+
+def test_the_deadline_is_looked_at_every_512_values():
+    def reply(rows):
+        return probe({"state_keys": [["w", [1] * 16]] * rows})
+    rows = next(r for r in range(1, 100) if _nodes(reply(r)) >= 512)
+    short, enough = reply(rows - 1), reply(rows)
+    assert _nodes(short) < 512 <= _nodes(enough)
+    below = probe({"state_keys": [["w", [1] * 16]] * (rows - 1) + [["w", [1] * (511 - _nodes(short) - 3)]]})
+    assert _nodes(below) == 511
+    past = time.monotonic() - 1
+    replies.check(below, "probe", deadline=past)
+    exactly = probe({"state_keys": [["w", [1] * 16]] * (rows - 1) + [["w", [1] * (512 - _nodes(short) - 3)]]})
+    assert _nodes(exactly) == 512
+    with pytest.raises(ReplyTooSlow):
+        replies.check(exactly, "probe", deadline=past)
