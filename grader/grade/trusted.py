@@ -407,7 +407,7 @@ def run_suite(options, submission_file, stage_dir, zygote=None):
     elif notes:
         report["isolation"] = dict(notes)
     if _BATCH["restarts"] and isinstance(report.get("isolation"), dict) \
-            and "worker_template" not in notes:
+            and "worker_template" not in notes and report["isolation"].get("worker_start"):
         start = str(report["isolation"].get("worker_start", ""))
         report["isolation"]["worker_start"] = (
             f"{start} (the batch's template was started again {_BATCH['restarts']} time(s); "
