@@ -83,6 +83,9 @@ def test_a_huge_string_is_cut_before_cleaning_at_twice_the_limit_plus_64():
     # remain and 1000 "z" count as cut; 38 "y" fit beside the 46-character marker
     out = safe_text("\x00" * 180 + "y" * 84 + "z" * 1000, limit=100)
     assert out == "y" * 38 + "\n[... cut by the grader: 1000 more characters]"
+    # one character past 264: it is cut uncleaned (and counted), even where it would stay
+    assert safe_text("\x00" * 264 + "a", limit=100) == "\n[... cut by the grader: 1 more characters]"
+    assert safe_text("a" * 200, limit=100).endswith("\n[... cut by the grader: 100 more characters]")
     out = safe_text("z" * 1_000_000, limit=100)
     assert out.endswith("\n[... cut by the grader: 999900 more characters]") and len(out) == 100
 
