@@ -426,3 +426,21 @@ def test_a_download_unzipped_on_a_mac_names_the_same_rows(tmp_path, form):
     batch = layouts.resolve([str(moodle)])
     assert [(s.student_id, s.name, s.flags) for s in batch.submissions] == \
         [("10006", "José Li_10006", [])]
+
+
+# --- names a student may give themselves that start or end with digits -----------------------
+
+@pytest.mark.parametrize("name, user, who, late", [
+    ("0_a_10005_90005_attention.py", "10005", "0_a", False),
+    ("0_10005_90005_attention.py", "10005", "0", False),
+    ("a_0_LATE_10005_90005_attention.py", "10005", "a_0", True),
+])
+def test_a_name_starting_or_ending_in_digits_still_reads(tmp_path, name, user, who, late):
+    # before: None, so the whole download was not opened (one student's name made every
+    # classmate's row "not gradable"), or, given file by file, a plain row that withheld
+    # every Canvas id in the batch
+    parts = layouts.parse_canvas(name)
+    assert (parts["user"], parts["name"], parts["late"]) == (user, who, late)
+    canvas = _files(tmp_path / "canvas", [name, "sunqi_10003_90003_attention.py"])
+    batch = layouts.resolve([str(canvas)])
+    assert sorted(s.student_id for s in batch.submissions) == ["10003", "10005"]

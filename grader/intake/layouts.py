@@ -245,7 +245,14 @@ def parse_canvas(name):
         parse_canvas("alice.py") is None
     """
     segments = name[:MAX_NAME].split("_")
-    first = next((i for i, s in enumerate(segments) if CANVAS_ID.match(s)), None)
+    # the ids are the first digits-only segment and the next; the name is never empty, so
+    # they never start it, and a name that ends in digits may be followed by LATE
+    # (`a_0_LATE_10005_...`): a name the student set to start or end with digits (`0_a`,
+    # `a_0`, which Canvas leaves as they are) still reads
+    first = next((i for i, s in enumerate(segments) if i and CANVAS_ID.match(s)), None)
+    if first is not None and first + 3 < len(segments) and segments[first + 1] == "LATE" \
+            and CANVAS_ID.match(segments[first + 2]) and CANVAS_ID.match(segments[first + 3]):
+        first += 2
     if first is None or first + 2 >= len(segments) or not CANVAS_ID.match(segments[first + 1]):
         return None
     head = segments[:first]
