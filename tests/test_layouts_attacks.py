@@ -444,3 +444,16 @@ def test_a_name_starting_or_ending_in_digits_still_reads(tmp_path, name, user, w
     canvas = _files(tmp_path / "canvas", [name, "sunqi_10003_90003_attention.py"])
     batch = layouts.resolve([str(canvas)])
     assert sorted(s.student_id for s in batch.submissions) == ["10003", "10005"]
+
+
+def test_an_nbgrader_timestamp_after_now_is_not_charged(tmp_path):
+    # a wrong clock on the hub, or an edited timestamp.txt: 2099 would be ~26 000 days late
+    # before: submitted_at 2099-01-01 (nbgrader-timestamp), charged by the late policy
+    submitted = tmp_path / "course" / "submitted"
+    folder = _files(submitted / "alice" / "attention", ["attention.py"])
+    (folder / "timestamp.txt").write_text("2099-01-01 00:00:00 UTC", encoding="utf-8")
+    os.utime(folder / "attention.py", (NOV_30, NOV_30))
+    [sub] = layouts.resolve([str(submitted)]).submissions
+    assert (sub.submitted_at, sub.time_source) == ("2026-11-30T00:00:00+00:00", "file-mtime")
+    assert sub.flags == ["timestamp.txt says 2099-01-01T00:00:00+00:00, after the time it was "
+                         "graded; not used; no submission time from nbgrader"]

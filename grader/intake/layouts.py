@@ -1180,6 +1180,7 @@ class _Resolver:
             self.notes.extend(f"{sub.name}: {note}" for note in notes)
             if when_note:
                 self.notes.append(f"{sub.name}: {when_note}; no submission time from nbgrader")
+                sub.flags.append(safe_text(f"{when_note}; no submission time from nbgrader", 400))
             counts[sub.layout] = counts.get(sub.layout, 0) + 1
             submissions.append(sub)
         taken = set()

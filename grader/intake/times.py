@@ -5,7 +5,8 @@
   ("2026-11-30 12:00:00.000000000 -08:00"), ISO 8601 ("2026-11-30T12:00:00+08:00").
   A time without a zone is UTC (as nbgrader reads its own); anything else is "".
 - `nbgrader_time(folder)`: the assignment folder's timestamp.txt, read like any upload
-  (a regular file, never through a link, at most TIMESTAMP_BYTES).
+  (a regular file, never through a link, at most TIMESTAMP_BYTES); a time more than a day
+  after now (a wrong clock, an edited file) is not used, with a note.
 - `file_time(path)`: the last resort, the newest modification time of the file (or of the
   regular files directly in the folder), never through a link.
 """
@@ -20,6 +21,7 @@ from .errors import IntakeError
 TIMESTAMP = "timestamp.txt"
 TIMESTAMP_BYTES = 1024
 MAX_LISTED = 1000            # entries of a folder looked at for its newest file
+FUTURE_SLACK = datetime.timedelta(days=1)   # a timestamp.txt later than now plus this: not used
 
 _TIME = re.compile(
     r"^\s*(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?:[Tt]|\s+)(?P<h>\d{1,2}):(?P<mi>\d{2})"
@@ -91,6 +93,11 @@ def nbgrader_time(folder):
     found = parse_time(text)
     if not found:
         return "", f"{TIMESTAMP} does not hold a time the grader reads ({safe_text(text, 60)!r})"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if datetime.datetime.fromisoformat(found) > now + FUTURE_SLACK:
+        # no submission is handed in after it is graded: a wrong clock or an edited file,
+        # never charged as days late
+        return "", f"{TIMESTAMP} says {found}, after the time it was graded; not used"
     return found, None
 
 
