@@ -51,6 +51,40 @@ SUBMISSIONS = {
                                             "return 2 * self.W_o(output_concat)")),
     # masks nothing: it must not be told to store its weights before dropout
     "masks_nothing": lambda: _solution_with("dot-masks-nothing"),
+    # two independent mistakes in one function: every case with dropout off shows only the
+    # missing scaling, the dropout case shows both at once
+    "two_in_one_part": lambda: _edit(
+        SOLUTION, ("scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)",
+                   "scores = torch.bmm(queries, keys.transpose(1, 2))"),
+        ("        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)"
+         "\n        ### END SOLUTION\n\n\ndef transpose_qkv",
+         "        return self.dropout(torch.bmm(self.attention_weights, values))"
+         "\n        ### END SOLUTION\n\n\ndef transpose_qkv")),
+    # near-variants of catalog mistakes, each written otherwise than the catalog's edit:
+    # a fill of -10 in Python loops (the catalog's instance fills with -1)
+    "loops_fill_ten": lambda: _edit(
+        os.path.join(ALTERNATIVES, "loops.py"),
+        ("filler = torch.full((X.shape[2] - length,), -1e6,",
+         "filler = torch.full((X.shape[2] - length,), -10.0,")),
+    # every layer of AdditiveAttention with nn.Linear's default bias (the catalog's: W_q)
+    "all_biases": lambda: _edit(
+        SOLUTION, *[(line, line.replace(", bias=False)", ")")) for line in (
+            "self.W_k = nn.Linear(key_size, num_hiddens, bias=False)",
+            "self.W_q = nn.Linear(query_size, num_hiddens, bias=False)",
+            "self.w_v = nn.Linear(num_hiddens, 1, bias=False)")]),
+    # a length off by one the other way (one position too few)
+    "one_too_few": lambda: _edit(
+        SOLUTION, ("mask = positions[None, :] < valid_len[:, None]",
+                   "mask = positions[None, :] + 1 < valid_len[:, None]")),
+    # sequence_mask ignores `value`, but masked_softmax masks by itself and passes: the
+    # catalog's mask-ignores-value equals its sequence_mask cases, yet it would fail the
+    # masked_softmax cases this file passes, so it is not this file's mistake
+    "own_masking": lambda: _edit(
+        SOLUTION, ("X[~mask] = value", "X[~mask] = 0"),
+        ("X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)",
+         "X = X.reshape(-1, shape[-1])\n"
+         "    keep = torch.arange(shape[-1], device=X.device)[None, :] < valid_lens[:, None]\n"
+         "    X = X.masked_fill(~keep, -1e6)")),
 }
 
 
@@ -72,6 +106,11 @@ def _diagnosis(result, part):
     return found[0]
 
 
+def _named(result, part):
+    """The catalog ids a part's diagnosis names, in order (observations left out)."""
+    return [d["mistake"] for d in result.diagnoses if d["part"] == part and d["mistake"]]
+
+
 def test_a_catalog_mistake_in_another_style_is_diagnosed(graded):
     results, _ = graded
     assert _diagnosis(results["einsum_fill_positive"], "masked_softmax")["mistake"] == \
@@ -84,7 +123,12 @@ def test_two_mistakes_are_each_named_in_their_own_part(graded):
     results, _ = graded
     result = results["two_mistakes"]
     assert _diagnosis(result, "masked_softmax")["mistake"] == "softmax-neg-inf"
-    assert _diagnosis(result, "MultiHeadAttention")["mistake"] == "mha-no-output-projection"
+    # MultiHeadAttention has both: its own mistake, and the masking it inherits (its case
+    # with a length 0 gives NaN)
+    assert _named(result, "MultiHeadAttention") == ["mha-no-output-projection",
+                                                    "softmax-neg-inf"]
+    again = [d for d in result.diagnoses if d["part"] == "MultiHeadAttention"][1]
+    assert "the same mistake as in masked_softmax above" in again["text"]
     dot = _diagnosis(result, "DotProductAttention")
     assert dot["mistake"] == "softmax-neg-inf" and "which DotProductAttention calls" in dot["text"]
 
@@ -113,6 +157,63 @@ def test_code_that_masks_nothing_is_not_told_about_dropout(graded):
             "eval mode", 1)[1][:200], test.name
 
 
+def test_two_independent_mistakes_in_one_part_are_both_named(graded):
+    results, _ = graded
+    result = results["two_in_one_part"]
+    entries = [d for d in result.diagnoses if d["part"] == "DotProductAttention"]
+    assert [d["mistake"] for d in entries] == ["dot-no-scale", "dot-dropout-on-output"]
+    scale, dropout = entries
+    assert scale["text"] == ("DotProductAttention: in 9 of the 11 failing cases of "
+                                    "this part the results are exactly what you get if the "
+                                    "scores are not divided by sqrt(d).")
+    assert dropout["text"] == (
+        "DotProductAttention: in 1 of the 11 failing cases of this part the results are exactly "
+        "what you get if dropout is applied to the output instead of the attention weights, "
+        "together with the other mistake named for this part.")
+    assert scale["experiment"] and dropout["experiment"] == ""  # the same target's: said once
+    (dropout_case,) = [t for t in result.tests
+                       if t.name == "DotProductAttention: dropout in training mode acts on the weights"]
+    assert dropout_case.message.endswith(
+        "Your result is exactly what you get if dropout is applied to the output instead of the "
+        "attention weights, and also the scores are not divided by sqrt(d).")
+    # the student's summary says both, each on its own line
+    from grader.report import summary
+    (block,) = [b for b in summary.part_summaries(result) if b["part"] == "DotProductAttention"]
+    assert [d["mistake"] for d in block["diagnoses"]] == ["dot-no-scale", "dot-dropout-on-output"]
+    lines = summary.block_lines([block])
+    assert sum("exactly what you get if" in line for line in lines) == 2
+
+
+@pytest.mark.parametrize("name, part, mistake, clause", [
+    ("loops_fill_ten", "masked_softmax", "softmax-fill-small",
+     "masked scores are set to -10, which is not small enough to vanish in the softmax"),
+    ("all_biases", "AdditiveAttention", "additive-bias",
+     "W_k, W_q and w_v are built with a bias (nn.Linear's default; the model has none)"),
+    ("one_too_few", "sequence_mask", "mask-off-by-one-short",
+     "position t is kept only when t < valid_len - 1"),
+])
+def test_a_near_variant_is_diagnosed_as_itself(graded, name, part, mistake, clause):
+    results, _ = graded
+    result = results[name]
+    assert _named(result, part) == [mistake]
+    assert clause in _diagnosis(result, part)["text"]
+
+
+def test_a_per_case_match_the_part_rejected_is_not_shown(graded):
+    results, _ = graded
+    result = results["own_masking"]
+    by_part = result.by_part()
+    assert by_part["masked_softmax"][0] == by_part["masked_softmax"][1]  # it passes there
+    assert by_part["sequence_mask"][0] < by_part["sequence_mask"][1]
+    diagnosis = _diagnosis(result, "sequence_mask")
+    assert diagnosis["mistake"] is None
+    failing = [t for t in result.tests if t.part == "sequence_mask" and t.status == "failed"]
+    assert failing
+    for test in failing:
+        assert "exactly what you get" not in test.message, test.name
+        assert not test.mistakes, test.name
+
+
 def test_diagnoses_reach_results_json_and_grades_csv(graded):
     import csv
     import json
@@ -121,9 +222,11 @@ def test_diagnoses_reach_results_json_and_grades_csv(graded):
         else "two_mistakes"
     with open(out / folder / "results.json", encoding="utf-8") as handle:
         data = json.load(handle)
-    ids = {d["part"]: d["mistake"] for d in data["extra_data"]["diagnoses"]}
-    assert ids["masked_softmax"] == "softmax-neg-inf"
-    assert ids["MultiHeadAttention"] == "mha-no-output-projection"
+    ids = {}
+    for d in data["extra_data"]["diagnoses"]:
+        ids.setdefault(d["part"], []).append(d["mistake"])
+    assert ids["masked_softmax"] == ["softmax-neg-inf"]
+    assert ids["MultiHeadAttention"] == ["mha-no-output-projection", "softmax-neg-inf"]
     with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert "softmax-neg-inf" in rows["two_mistakes"]["diagnoses"].split()
@@ -174,3 +277,50 @@ def test_the_search_narrows_after_the_first_failing_cases_of_a_part():
     # while nothing has matched, a few more full searches, then none
     assert all(search.narrow("q", everything) == everything for _ in range(4))
     assert search.narrow("q", everything) == []
+
+
+def test_a_fill_value_is_read_from_the_weights_it_gives():
+    """softmax-fill-small stands for every fill from -1000 to 0: the value is read from the
+    weights (computed here with torch.softmax, not with the catalog's code)."""
+    import torch
+    from grader.catalog.mistakes import _infer_fill, by_id, instance
+    X = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(3))
+    lens = torch.tensor([2, 4])
+
+    def weights(fill):
+        keep = torch.arange(5)[None, None, :] < lens[:, None, None]
+        return torch.softmax(X.masked_fill(~keep, fill), dim=-1)
+
+    def raw(w):
+        return {"ok": True, "calls": [{"output": {"kind": "tensor", "tensor": w}}]}
+
+    probe = {"target": "masked_softmax", "args": [X, lens]}
+    assert _infer_fill(probe, raw(weights(-10.0))) == "-10"
+    assert _infer_fill(probe, raw(weights(-37.5))) == "-37.5"
+    assert _infer_fill(probe, raw(weights(-1e6))) is None  # masked: no weight left to read
+    assert _infer_fill(probe, raw(weights(5.0))) is None   # not a small negative fill
+    mixed = weights(-10.0)
+    mixed[1] = weights(-3.0)[1]  # two fills in one result: no single value
+    assert _infer_fill(probe, raw(mixed)) is None
+    ten = by_id("softmax-fill-small@-10")
+    assert ten.id == "softmax-fill-small@-10" and "-10," in ten.en
+    assert instance(by_id("softmax-fill-small"), "-1").id == "softmax-fill-small"
+    assert by_id("softmax-fill-small@1") is None and by_id("softmax-fill-small@x") is None
+    assert by_id("additive-bias@W_q+W_k") is None  # not in the module's order
+    assert by_id("additive-bias@W_k+w_v").edits[0][1] == \
+        "self.W_k = nn.Linear(key_size, num_hiddens)"
+
+
+def test_two_mistakes_at_once_combine_only_when_they_edit_different_lines():
+    from grader.catalog.mistakes import combined, members
+    both = combined(["dot-dropout-on-output", "dot-no-scale"])
+    assert both.id == "dot-dropout-on-output&dot-no-scale"
+    assert members(both.id) == ["dot-dropout-on-output", "dot-no-scale"]
+    with open(SOLUTION, encoding="utf-8") as handle:
+        source = handle.read()
+    changed = both.apply(source)
+    assert "/ math.sqrt(d)" in source and "/ math.sqrt(d)" not in changed
+    assert "return self.dropout(torch.bmm(self.attention_weights, values))" in changed
+    # dot-scale-after-softmax edits the lines dot-no-dropout edits: no such combination
+    assert combined(["dot-scale-after-softmax", "dot-no-dropout"]) is None
+    assert combined(["dot-no-scale", "dot-no-scale"]) is None

@@ -117,6 +117,35 @@ def test_a_message_naming_a_known_mistake_is_the_fallback_diagnosis():
     assert block["mistake"] == "softmax-neg-inf"
 
 
+def test_each_diagnosis_of_a_part_gets_its_own_lines_and_an_observation_only_at_full():
+    named = [dict(DIAGNOSIS), {"part": "MultiHeadAttention", "mistake": "mha-no-output-projection",
+                               "text": "MultiHeadAttention: the output projection W_o is left out.",
+                               "experiment": ""},
+             {"part": "MultiHeadAttention", "mistake": None,
+              "text": "MultiHeadAttention: no catalog mistake explains the other 2 failing "
+                      "case(s) of this part; the first, 2-D lengths 0: raised RuntimeError",
+              "experiment": ""}]
+    text = fb.feedback_text(_mha_result(diagnoses=named))
+    block = text.split("MultiHeadAttention: 1/14 (passed: 1 of 9 cases)\n")[1].splitlines()[:4]
+    assert block == [
+        "    valid_lens is repeated as a whole, so head h of example b gets another example's "
+        "length.",
+        "    Try this: Call MultiHeadAttention with 2 heads and valid_lens [1, 4] and look at "
+        "attention.attention_weights per head.",
+        "    The output projection W_o is left out.",
+        "    No catalog mistake explains the other 2 failing case(s) of this part; the first, "
+        "2-D lengths 0: raised RuntimeError"]
+    blocks = {b["part"]: b for b in summary.part_summaries(_mha_result(diagnoses=named),
+                                                           "summary")}
+    # below `full`, the observation (it quotes a case) is left out; the named ones stay
+    assert [d["mistake"] for d in blocks["MultiHeadAttention"]["diagnoses"]] == [
+        "mha-repeat", "mha-no-output-projection"]
+    assert blocks["MultiHeadAttention"]["mistake"] == "mha-repeat"
+    assert [(d["part"], d["mistake"]) for d in summary.diagnoses_data(
+        _mha_result(diagnoses=named), "summary")] == [
+        ("MultiHeadAttention", "mha-repeat"), ("MultiHeadAttention", "mha-no-output-projection")]
+
+
 def test_the_file_holds_to_its_line_and_byte_budget_with_a_visible_cut():
     tests = [T(f"p: case {i}", "p", 1.0, "failed",
                f"failure kind {'abcdefghijklmnopqrstuvwxyz'[i % 26] * (i + 1)}\n"

@@ -3,20 +3,24 @@
 In a failing case the trusted process runs the same probe on the catalog mistakes that can
 change that target's results (its own and those of the functions it calls) and keeps those
 whose every result (outputs, stored weights, gradients, errors, device verdict) equals the
-submission's: `matching`. At the end of the session, `diagnose_parts` names at most one
-mistake per part that lost points, and only with evidence: it matched in that part's
-failing cases, and graded by the same checks it fails nothing the submission passed. When
-no mistake qualifies, the part gets an observation (what its first failing case saw), never
-a cause.
+submission's: `matching`. At the end of the session, `diagnose_parts` names, per part that
+lost points, the smallest set of mistakes (up to three) that explains its failing cases,
+each only with evidence: it matched in that part's failing cases, and graded by the same
+checks it fails nothing the submission passed. Failing cases no named mistake explains get
+an observation (what the first of them saw), never a cause; so does a part where no
+mistake qualifies.
 """
 import collections
+import itertools
 
 from ..harness.compare import same
 from ..harness.devices import device_failure
 from .build import MistakeImplementation
-from .mistakes import EXPERIMENTS, PART_TARGETS, by_id, callers, suspects_for
+from .mistakes import (EXPERIMENTS, PART_TARGETS, base_id, by_id, callers, combined, instance,
+                       members, suspects_for)
 
-MAX_CANDIDATES = 4  # per part: the mistakes that matched most often are checked further
+MAX_CANDIDATES = 6  # per part: the mistakes that matched most often are checked further
+MAX_NAMED = 3       # per part: the most mistakes one diagnosis names
 
 SENTENCE = {
     "en": "Your result is exactly what you get if {clause}.",
@@ -27,6 +31,13 @@ DIAGNOSIS = {
           "exactly what you get if {clause}.",
     "zh": "{where}：本部分 {failing} 个未通过的用例中，有 {matched} 个的结果恰好等于这样做时"
           "得到的结果：{clause}。",
+}
+TOGETHER = {
+    "en": "{where}: in {matched} of the {failing} failing cases of this part the results are "
+          "exactly what you get if {clause}, together with the other mistake named for this "
+          "part.",
+    "zh": "{where}：本部分 {failing} 个未通过的用例中，有 {matched} 个的结果恰好等于这样做、"
+          "同时犯了本部分指出的另一处错误时得到的结果：{clause}。",
 }
 AGAIN = {
     "en": "{where}: the same mistake as in {first} above (in {matched} of the {failing} "
@@ -41,6 +52,11 @@ ELSEWHERE = {
 OBSERVED = {
     "en": "{where}: {case}: {what}",
     "zh": "{where}：{case}：{what}",
+}
+UNEXPLAINED = {
+    "en": "{where}: no catalog mistake explains the other {count} failing case(s) of this "
+          "part; the first, {case}: {what}",
+    "zh": "{where}：本部分其余 {count} 个未通过的用例不能用目录中的错误解释；第一个，{case}：{what}",
 }
 
 
@@ -126,6 +142,14 @@ class Search:
 
     def __init__(self):
         self.parts = {}
+        self.params = {}  # class mistake id -> the parameters read so far (latest last)
+
+    def remember(self, mistake_id, value):
+        values = self.params.setdefault(mistake_id, [])
+        if value in values:
+            values.remove(value)
+        values.append(value)
+        del values[:-3]
 
     def narrow(self, part, plausible):
         state = self.parts.setdefault(part, {"full": 0, "seen": set()})
@@ -137,6 +161,19 @@ class Search:
 
     def record(self, part, found):
         self.parts.setdefault(part, {"full": 0, "seen": set()})["seen"].update(found)
+
+    COMBINED = 3  # searches for two mistakes at once per part, while none has matched
+
+    def combined(self, part):
+        """This part's state of the search for two mistakes at once: "found" (combinations
+        that matched), "searches" (how many were made)."""
+        return self.parts.setdefault(part, {"full": 0, "seen": set()}).setdefault(
+            "combined", {"found": [], "searches": 0})
+
+    def singles(self, found):
+        """Remember single mistakes (instance ids) that matched, in order."""
+        self.__dict__.setdefault("matched", [])
+        self.matched += [i for i in found if "&" not in i and i not in self.matched]
 
 
 def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None):
@@ -153,17 +190,82 @@ def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None
                  and (failed_parts is None or m.part in (case.part, "GPU")
                       or m.part in failed_parts)]
     for mistake in (search.narrow(case.part, plausible) if search else plausible):
+        for candidate in _instances(mistake, probe, got_raw, search):
+            try:
+                mine = MistakeImplementation(candidate, solution_path).raw(probe)
+            except Exception:
+                continue  # this mistake cannot run these inputs: it is no evidence either way
+            if mine.get("ok") is not True and got_raw.get("ok") is True:
+                continue
+            if same_results(got_raw, mine, probe):
+                found.append(candidate.id)
+                break
+    if not found and search is not None:
+        found = _two_at_once(case, probe, got_raw, solution_path, plausible, search)
+    if search:
+        search.record(case.part, [m for i in found for m in members(i)])
+        search.singles(found)
+    return found
+
+
+def _two_at_once(case, probe, got_raw, solution_path, plausible, search):
+    """A case no single mistake matches may be two at once: a mistake already matched in
+    this session (one a case of this target can show) combined with each plausible one.
+    A few such searches per part; a combination found is tried first in later cases."""
+    state = search.combined(case.part)
+
+    def same_as(mistake):
+        if mistake is None:
+            return False
         try:
             mine = MistakeImplementation(mistake, solution_path).raw(probe)
         except Exception:
-            continue  # this mistake cannot run these inputs: it is no evidence either way
-        if mine.get("ok") is not True and got_raw.get("ok") is True:
+            return False
+        return (mine.get("ok") is True or got_raw.get("ok") is not True) and \
+            same_results(got_raw, mine, probe)
+
+    for combo in state["found"]:
+        if all(base_id(m) in {p.id for p in plausible} for m in combo.split("&")) \
+                and same_as(by_id(combo)):
+            return [combo]
+    ids = {m.id for m in plausible}
+    singles = [i for i in getattr(search, "matched", []) if base_id(i) in ids][-2:]
+    if not singles or state["searches"] >= search.COMBINED:
+        return []
+    state["searches"] += 1
+    for first in singles:
+        if by_id(first) is None or by_id(first).part == "GPU":
             continue
-        if same_results(got_raw, mine, probe):
-            found.append(mistake.id)
-    if search:
-        search.record(case.part, found)
-    return found
+        for other in plausible:
+            if other.id == base_id(first) or other.part == "GPU":
+                continue
+            for candidate in _instances(other, probe, got_raw, search):
+                combo = combined(sorted([first, candidate.id]))
+                if same_as(combo):
+                    state["found"].append(combo.id)
+                    return [combo.id]
+    return []
+
+
+def _instances(mistake, probe, got_raw, search):
+    """The mistakes to run for a catalog entry: itself, or for a class mistake (a fill value,
+    a set of layers) the instance its `infer` reads from this case, else its default and the
+    instances read in this session's earlier cases (a caller's case shows a callee's fill
+    only through its own computation)."""
+    if mistake.infer is None:
+        return [mistake]
+    try:
+        value = mistake.infer(probe, got_raw)
+    except Exception:
+        value = None
+    found = instance(mistake, value) if value is not None else None
+    if found is not None:
+        if search:
+            search.remember(mistake.id, value)
+        return [found]
+    seen = [instance(mistake, v) for v in reversed(search.params.get(mistake.id, []))] \
+        if search else []
+    return [mistake] + [m for m in seen if m is not None and m.id != mistake.id]
 
 
 def sentence(mistake_ids, lang="en"):
@@ -179,7 +281,7 @@ def sentence(mistake_ids, lang="en"):
 def _footprint(mistake, cases):
     """The cases a mistake can change: its target's and its callers', and the device cases
     only for device mistakes."""
-    reach = callers(mistake.target)
+    reach = set().union(*(callers(by_id(m).target) for m in mistake.id.split("&")))
     return [c for c in cases if c.target in reach and
             (c.check not in ("device", "cuda")) == (mistake.part != "GPU")]
 
@@ -198,13 +300,55 @@ def _first_line(message):
     return ""
 
 
+def _observation(part, names, ran, cases, lang, template):
+    """A part's observation: what its first failing non-degenerate case among `names` saw (a
+    degenerate one, tests_hidden/cases.py, may only have been withheld, and any shortcut gets
+    it right anyway)."""
+    first = ran[next((n for n in names if not getattr(cases.get(n), "degenerate", "")), names[0])]
+    name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") else first["name"]
+    return template[lang].format(where=part, case=name,
+                                 what=_first_line(first.get("message")),
+                                 count=len(names))
+
+
+def _smallest_cover(candidates, covers, failing):
+    """The set of candidates (in their order of preference) naming the fewest mistakes, at
+    most MAX_NAMED (a combination names each of its own), that explains the most failing
+    cases; each candidate in it explains a case the others do not."""
+    best, best_key = [], (0, 0)
+    for size in range(1, min(MAX_NAMED, len(candidates)) + 1):
+        for combo in itertools.combinations(range(len(candidates)), size):
+            chosen = [candidates[i] for i in combo]
+            named = {m for c in chosen for m in members(c.id)}
+            if len(named) > MAX_NAMED:
+                continue
+            union = set().union(*(covers[m.id] for m in chosen)) & failing
+            if any(not (covers[m.id] - set().union(*(covers[o.id] for o in chosen if o is not m)))
+                   & failing for m in chosen):
+                continue  # a candidate that explains nothing the others do not
+            key = (len(union), -len(named))
+            if key > best_key:  # the first combination of the preferred candidates wins ties
+                best, best_key = chosen, key
+    return best
+
+
 def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
-    """One diagnosis per part that lost points.
+    """The diagnoses of each part that lost points: the smallest set of catalog mistakes
+    (at most MAX_NAMED, from the part and the functions it calls) that explains its failing
+    cases, each with its own sentence and experiment, and an observation for the failing
+    cases none of them explains (the only entry when none qualifies).
+
+    A mistake qualifies only with evidence: its results equal the submission's in at least
+    one failing case of the part, and graded by the same checks it fails nothing the
+    submission passed. It explains the part's failing cases whose results it matched, and
+    those it fails too that no qualified mistake matched. A failing case's "exactly what you get if" line is kept only for a
+    mistake that qualified in its part (rewritten to name it) and dropped otherwise; the
+    recorder's entries are edited in place.
 
     tests:      the recorder's entries (name, part, outcome, blame, mistakes, message)
     cases:      {name: Case} of the hidden suite
     grade_case: (case, implementation) -> True when the implementation passes the case
-    Returns [{"part", "mistake" (id or None), "text", "experiment"}].
+    Returns [{"part", "mistake" (id or None), "text", "experiment"}], a part's entries together.
     """
     lang = _lang(lang)
     ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
@@ -226,45 +370,87 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
             footprints[mistake.id] = out
         return footprints[mistake.id]
 
-    diagnoses = []
+    diagnoses, qualified = [], {}
     parts = list(dict.fromkeys(t["part"] for t in tests))
     for part in parts:
         failing = [n for n, t in ran.items() if t["part"] == part and n in student_failed]
         if not failing:
             continue
-        counts = collections.Counter(i for n in failing for i in ran[n].get("mistakes") or []
-                                     if by_id(i))
-        best = None
-        for rank, (mistake_id, matched) in enumerate(counts.most_common(MAX_CANDIDATES)):
+        matched_in = collections.defaultdict(set)
+        for n in failing:
+            for i in ran[n].get("mistakes") or []:
+                if by_id(i):
+                    matched_in[i].add(n)
+        ranked = sorted(matched_in, key=lambda i: -len(matched_in[i]))[:MAX_CANDIDATES]
+        candidates, keys, covers = [], {}, {}
+        for rank, mistake_id in enumerate(ranked):
             mistake = by_id(mistake_id)
             fails = fails_of(mistake)
             if fails & passed:
                 continue  # it would fail a case the submission passes: not this mistake
-            own = mistake.part == part
-            key = (matched, -len(student_failed - fails), own, -rank)
-            if best is None or key > best[0]:
-                best = (key, mistake, matched)
-        if best is not None:
-            _, mistake, matched = best
-            first = next((d["part"] for d in diagnoses if d["mistake"] == mistake.id), None)
+            candidates.append(mistake)
+            keys[mistake.id] = (len(matched_in[mistake_id]), -len(student_failed - fails),
+                                -mistake_id.count("&"), mistake.part == part, -rank)
+            covers[mistake.id] = fails
+        # a case whose results some qualified mistake equals is explained only by those; one
+        # no mistake matched, by the mistakes that fail it too
+        evidenced = set().union(*(matched_in[m.id] for m in candidates))
+        for mistake in candidates:
+            covers[mistake.id] = (matched_in[mistake.id] |
+                                  (covers[mistake.id] - evidenced)) & set(failing)
+        candidates.sort(key=lambda m: keys[m.id], reverse=True)
+        chosen = _smallest_cover(candidates, covers, set(failing))
+        qualified[part] = [m.id for m in chosen]
+        named = list(dict.fromkeys(i for m in chosen for i in m.id.split("&")))
+        for own_id in named:
+            mistake = by_id(own_id)
+            # the cases whose results equal it alone, or (named only in a combination) made
+            # at once with another
+            alone = own_id in qualified[part]
+            matched = len({n for i, cases_of in matched_in.items() if i in qualified[part]
+                           and (i == own_id if alone else own_id in i.split("&"))
+                           for n in cases_of})
+            first = next((d["part"] for d in diagnoses if d["mistake"] == base_id(own_id)), None)
             if first is None:
-                text = DIAGNOSIS[lang].format(where=_where(part, mistake, lang), matched=matched,
-                                              failing=len(failing), clause=mistake.text(lang))
+                template = DIAGNOSIS if alone else TOGETHER
+                text = template[lang].format(where=_where(part, mistake, lang), matched=matched,
+                                             failing=len(failing), clause=mistake.text(lang))
             else:  # said once, with its experiment, where it was first diagnosed
                 text = AGAIN[lang].format(where=_where(part, mistake, lang), first=first,
                                           matched=matched, failing=len(failing))
-            diagnoses.append({"part": part, "mistake": mistake.id, "text": text,
-                              "experiment": "" if first else mistake.experiment(lang)})
-        else:
-            # the first failing non-degenerate case: a degenerate one (tests_hidden/cases.py)
-            # may only have been withheld, and any shortcut gets it right anyway
-            first = ran[next((n for n in failing if not getattr(cases.get(n), "degenerate", "")),
-                             failing[0])]
-            name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") \
-                else first["name"]
-            text = OBSERVED[lang].format(where=part, case=name,
-                                         what=_first_line(first.get("message")))
-            en, zh = EXPERIMENTS.get(PART_TARGETS.get(part, (part,))[0], ("", ""))
-            diagnoses.append({"part": part, "mistake": None, "text": text,
-                              "experiment": zh if lang == "zh" else en})
+            shown = {d["experiment"] for d in diagnoses if d["part"] == part}
+            experiment = "" if first else mistake.experiment(lang)
+            diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,
+                              "experiment": "" if experiment in shown else experiment})
+        explained = set().union(*(covers[m.id] for m in chosen)) if chosen else set()
+        rest = [n for n in failing if n not in explained]
+        if not rest:
+            continue
+        en, zh = EXPERIMENTS.get(PART_TARGETS.get(part, (part,))[0], ("", ""))
+        shown = {d["experiment"] for d in diagnoses if d["part"] == part}
+        diagnoses.append({"part": part, "mistake": None,
+                          "text": _observation(part, rest, ran, cases, lang,
+                                               UNEXPLAINED if chosen else OBSERVED),
+                          "experiment": "" if (zh if lang == "zh" else en) in shown
+                          else (zh if lang == "zh" else en)})
+    _keep_qualified_lines(ran, student_failed, qualified, lang)
     return diagnoses
+
+
+def _keep_qualified_lines(ran, student_failed, qualified, lang):
+    """A failing case's "exactly what you get if" line (tests_hidden/checks.py adds it for
+    the first mistake whose results equal the case's) stays only for a mistake its part's
+    diagnosis qualified: it then names the first such one; otherwise it is dropped, and the
+    case's `mistakes` keep only the qualified ones."""
+    for name in student_failed:
+        entry = ran[name]
+        found = [i for i in entry.get("mistakes") or [] if by_id(i)]
+        if not found:
+            continue
+        kept = [i for i in found if i in qualified.get(entry.get("part"), ())]
+        message = str(entry.get("message") or "")
+        line = "\n  " + sentence(found, lang)
+        if line in message:
+            message = message.replace(line, "\n  " + sentence(kept, lang) if kept else "")
+        entry["message"] = message
+        entry["mistakes"] = list(dict.fromkeys(m for i in kept for m in members(i)))

@@ -79,6 +79,11 @@ class Mistake:
     en: str                  # completes "your result is exactly what you get if ..."
     zh: str                  # the same in the terms of the Chinese edition
     edits: tuple             # ((old, new), ...): each old text occurs once in the solution
+    # a mistake that stands for a class (a fill value, a set of layers): `infer` reads the
+    # parameter from a probe's inputs and the submission's results (None: it cannot tell),
+    # `param` makes the instance of a parameter: (en, zh, edits), ValueError when none
+    infer: object = None
+    param: object = None
 
     def apply(self, source):
         for old, new in self.edits:
@@ -130,6 +135,97 @@ SPLIT = "    X = X.permute(0, 2, 1, 3)  # (B, heads, n, hidden/heads)\n"
 MERGE = "    X = X.permute(0, 2, 1, 3)  # (B, n, heads, hidden/heads)\n"
 REPEAT = "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)"
 
+def _tensor_of(raw):
+    """The submission's first output tensor, or None."""
+    calls = raw.get("calls") if isinstance(raw, dict) else None
+    output = calls[0].get("output") if isinstance(calls, list) and calls and \
+        isinstance(calls[0], dict) else None
+    return output.get("tensor") if isinstance(output, dict) and output.get("kind") == "tensor" \
+        else None
+
+
+def _infer_fill(probe, raw):
+    """The constant that masked scores were replaced by, read from masked_softmax's weights:
+    with scores x and a fill c, a masked key's weight over the first key's is exp(c - x_0).
+    A value only when every row that has both kinds of key says the same one."""
+    import math
+
+    import torch
+    if probe.get("target") != "masked_softmax" or not isinstance(raw, dict) or not raw.get("ok"):
+        return None
+    args = list(probe.get("args") or [])
+    X = args[0] if args else None
+    lens = args[1] if len(args) > 1 else (probe.get("kwargs") or {}).get("valid_lens")
+    weights = _tensor_of(raw)
+    if not all(isinstance(t, torch.Tensor) for t in (X, lens, weights)) or X.dim() != 3 \
+            or weights.shape != X.shape or not X.is_floating_point():
+        return None
+    lens = (torch.repeat_interleave(lens, X.shape[1]) if lens.dim() == 1 else lens.reshape(-1))
+    rows, w = X.reshape(-1, X.shape[-1]).double(), weights.reshape(-1, X.shape[-1]).double()
+    if lens.numel() != rows.shape[0]:
+        return None
+    found = []
+    for row, length in enumerate(lens.tolist()):
+        length = int(length)
+        if not 1 <= length < rows.shape[1]:
+            continue
+        kept, masked = float(w[row, 0]), w[row, length:]
+        if not (kept > 0 and bool((masked > 0).all()) and math.isfinite(kept)):
+            return None  # a masked key without weight: the fill was small enough there
+        found += [float(rows[row, 0]) + math.log(float(m) / kept) for m in masked.tolist()]
+    if not found:
+        return None
+    value = float(f"{sorted(found)[len(found) // 2]:.3g}")
+    if not -1000 <= value < 0 or any(abs(c - value) > 1e-3 * max(1.0, abs(value)) for c in found):
+        return None
+    return f"{value:g}"
+
+
+def _fill(value):
+    """softmax-fill-small for one fill value (a negative number too close to 0)."""
+    fill = float(value)
+    if not (-1000 <= fill < 0) or f"{fill:g}" != value:
+        raise ValueError(value)
+    return (f"masked scores are set to {value}, which is not small enough to vanish in the "
+            f"softmax",
+            f"被掩蔽的分数设为 {value}，它在 softmax 中不够小，不会消失",
+            ((FILL, f"valid_lens, value={value})"),))
+
+
+ADDITIVE_LAYERS = ("W_k", "W_q", "w_v")
+
+
+def _infer_biases(probe, raw):
+    """Which of AdditiveAttention's layers have a bias, read from the module's parameter
+    names (state_keys): the model has none."""
+    if probe.get("target") != "AdditiveAttention" or not isinstance(raw, dict):
+        return None
+    keys = raw.get("state_keys")
+    if not isinstance(keys, list):
+        return None
+    names = {str(k[0]) for k in keys if isinstance(k, (list, tuple)) and k}
+    layers = [layer for layer in ADDITIVE_LAYERS if f"{layer}.bias" in names]
+    if not layers or layers == ["w_v"] or not all(f"{l}.weight" in names for l in ADDITIVE_LAYERS):
+        return None  # no bias, or the catalog's own additive-bias-w_v
+    return "+".join(layers)
+
+
+def _biases(value):
+    """additive-bias for one set of layers built with nn.Linear's default bias=True."""
+    layers = value.split("+")
+    if not layers or layers != [l for l in ADDITIVE_LAYERS if l in layers]:
+        raise ValueError(value)
+    names = " and ".join(layers) if len(layers) < 3 else "W_k, W_q and w_v"
+    zh = "、".join(layers)
+    built = {"W_k": "self.W_k = nn.Linear(key_size, num_hiddens, bias=False)",
+             "W_q": "self.W_q = nn.Linear(query_size, num_hiddens, bias=False)",
+             "w_v": "self.w_v = nn.Linear(num_hiddens, 1, bias=False)"}
+    verb = "is" if len(layers) == 1 else "are"
+    return (f"{names} {verb} built with a bias (nn.Linear's default; the model has none)",
+            f"{zh} 带了偏置（nn.Linear 的默认设置；模型中没有偏置）",
+            tuple((built[l], built[l].replace(", bias=False)", ")")) for l in layers))
+
+
 M = Mistake
 MISTAKES = [
     # -- sequence_mask -------------------------------------------------------------------
@@ -137,6 +233,12 @@ MISTAKES = [
       "position t is kept when t <= valid_len (one position too many: positions count from 0)",
       "当 t <= valid_len 时保留位置 t（多保留了一个位置：位置从 0 开始编号）",
       ((MASK_LINE, "mask = positions[None, :] <= valid_len[:, None]"),)),
+    M("mask-off-by-one-short", "sequence_mask", "sequence_mask",
+      "position t is kept only when t < valid_len - 1 (one position too few: valid_len "
+      "positions, 0 to valid_len - 1, are valid)",
+      "只有当 t < valid_len - 1 时才保留位置 t（少保留了一个位置：有效的是 0 到 valid_len - 1 "
+      "这 valid_len 个位置）",
+      ((MASK_LINE, "mask = positions[None, :] < valid_len[:, None] - 1"),)),
     M("mask-maxlen-from-batch", "sequence_mask", "sequence_mask",
       "the number of positions is read from the batch axis (axis 0) instead of axis 1",
       "位置的个数取自批量维（第 0 维）而不是第 1 维",
@@ -186,10 +288,8 @@ MISTAKES = [
       "weight",
       "被掩蔽的分数设为一个很大的正数，于是被掩蔽的键拿走了全部权重",
       ((FILL, "valid_lens, value=1e6)"),)),
-    M("softmax-fill-small", "masked_softmax", "masked_softmax",
-      "masked scores are set to -1, which is not small enough to vanish in the softmax",
-      "被掩蔽的分数设为 -1，它在 softmax 中不够小，不会消失",
-      ((FILL, "valid_lens, value=-1)"),)),
+    M("softmax-fill-small", "masked_softmax", "masked_softmax", *_fill("-1"),
+      infer=_infer_fill, param=_fill),  # any fill from -1000 to 0 (-10, -1e2): its own value
     M("softmax-wrong-axis", "masked_softmax", "masked_softmax",
       "the softmax is taken over axis 1 (the queries) instead of the last axis (the keys)",
       "softmax 沿第 1 维（查询）计算，而不是沿最后一维（键）",
@@ -249,11 +349,8 @@ MISTAKES = [
       "the unsqueeze axes are swapped, so the features are laid out keys x queries",
       "unsqueeze 的维度对调了，特征因而按“键 x 查询”排列",
       ((TANH, "features = torch.tanh(queries.unsqueeze(1) + keys.unsqueeze(2))"),)),
-    M("additive-bias", "AdditiveAttention", "AdditiveAttention",
-      "W_q is built with a bias (the model has none)",
-      "W_q 带了偏置（模型中没有偏置）",
-      (("self.W_q = nn.Linear(query_size, num_hiddens, bias=False)",
-        "self.W_q = nn.Linear(query_size, num_hiddens)"),)),
+    M("additive-bias", "AdditiveAttention", "AdditiveAttention", *_biases("W_q"),
+      infer=_infer_biases, param=_biases),  # any set of its layers with a bias
     M("additive-bias-w_v", "AdditiveAttention", "AdditiveAttention",
       "w_v is built with a bias (the model has none)",
       "w_v 带了偏置（模型中没有偏置）",
@@ -441,10 +538,65 @@ MISTAKES = [
 
 _BY_ID = {m.id: m for m in MISTAKES}
 assert len(_BY_ID) == len(MISTAKES), "mistake ids must be unique"
+_INSTANCES = {}
 
 
 def by_id(mistake_id):
-    return _BY_ID.get(mistake_id)
+    """The mistake of an id; "base@parameter" is a class mistake's instance (`instance`)."""
+    if not isinstance(mistake_id, str):
+        return None
+    if "&" in mistake_id:
+        return combined(mistake_id.split("&"))
+    if "@" not in mistake_id:
+        return _BY_ID.get(mistake_id)
+    base, _, value = mistake_id.partition("@")
+    return instance(_BY_ID.get(base), value)
+
+
+def combined(ids):
+    """Several mistakes made at once (their edits applied in turn), as one mistake whose id is
+    their ids joined by "&"; None when an edit of one undoes the text another needs."""
+    members = [by_id(i) for i in ids]
+    if len(members) < 2 or not all(members) or len({m.id for m in members}) != len(members):
+        return None
+    key = "&".join(m.id for m in members)
+    if key not in _INSTANCES:
+        source_edits = tuple(e for m in members for e in m.edits)
+        olds = [old for old, _ in source_edits]
+        # every edit must find its own text: no two members edit the same line
+        if len(set(olds)) != len(olds) or any(a != b and a in b for a in olds for b in olds):
+            _INSTANCES[key] = None
+        else:
+            first = members[0]
+            _INSTANCES[key] = dataclasses.replace(
+                first, id=key, en=", and also ".join(m.en for m in members),
+                zh="；同时".join(m.zh for m in members), edits=source_edits, infer=None, param=None)
+    return _INSTANCES[key]
+
+
+def members(mistake_id):
+    """The catalog ids of a mistake, or of each mistake of a combination."""
+    return [base_id(i) for i in str(mistake_id).split("&")]
+
+
+def instance(mistake, value):
+    """A class mistake for one parameter (its default's id is the base id), or None."""
+    if mistake is None or mistake.param is None or not isinstance(value, str) or len(value) > 40:
+        return None
+    key = (mistake.id, value)
+    if key not in _INSTANCES:
+        try:
+            en, zh, edits = mistake.param(value)
+        except ValueError:
+            return None
+        own = mistake.id if edits == mistake.edits else f"{mistake.id}@{value}"
+        _INSTANCES[key] = dataclasses.replace(mistake, id=own, en=en, zh=zh, edits=edits)
+    return _INSTANCES[key]
+
+
+def base_id(mistake_id):
+    """The catalog id of a mistake or of a class mistake's instance."""
+    return str(mistake_id).partition("@")[0]
 
 
 def callers(target):

@@ -4,6 +4,8 @@ points, what is wrong and an experiment to see it.
     for block in part_summaries(result, feedback):   # feedback: "full" | "summary" | "score"
         block["part"], block["score"], block["max"], block["passed"], block["cases"]
         block["text"], block["experiment"], block["mistake"]   # "" / None when it lost nothing
+        block["diagnoses"]   # [{"text", "experiment", "mistake"}]: each mistake named, and
+                             # an observation of what none explains; text etc. are the first
 
 What a block says about a part that lost points comes from the trusted process's diagnosis
 of that part (result.diagnoses: grader/catalog/), when it names a catalog mistake; the
@@ -138,9 +140,9 @@ def part_summaries(result, feedback="full"):
     """One dict per part, in the parts' order (see the module's docstring)."""
     check_level(feedback)
     whole = whole_file_problem(result)
-    diagnoses = {}
+    diagnoses = {}  # part -> its entries: named mistakes first, then an observation
     for entry in result.diagnoses or []:
-        diagnoses.setdefault(entry.get("part"), entry)
+        diagnoses.setdefault(entry.get("part"), []).append(entry)
     missing = missing_names(result)
     blocks = []
     for part, (score, top) in result.by_part().items():
@@ -150,26 +152,41 @@ def part_summaries(result, feedback="full"):
         failed = [t for t in part_tests if t.status != "passed"]
         block = {"part": safe_text(part, 100), "score": score, "max": top,
                  "passed": len(part_tests) - len(failed), "cases": len(part_tests),
-                 "text": "", "experiment": "", "mistake": None}
+                 "text": "", "experiment": "", "mistake": None, "diagnoses": []}
         if score < top and feedback != "score":
-            diagnosis = diagnoses.get(part) or {}
             stopped = bool(failed) and all(needs_missing(t, missing) for t in failed)
             if whole is not None:
-                block["text"] = first_line(whole[1], TEXT_CHARS)
-            elif diagnosis.get("text") and (diagnosis.get("mistake") or
-                                            (feedback == "full" and not stopped)):
-                # a diagnosis with evidence; an observation of the catalog names a case's
+                block["diagnoses"] = [_said(first_line(whole[1], TEXT_CHARS))]
+            else:
+                # diagnoses with evidence; an observation of the catalog names a case's
                 # inputs (its first line), so only `full` shows it
-                block["text"] = _without_part(safe_text(diagnosis["text"], 4000), part)
-                block["mistake"] = diagnosis.get("mistake")
-            elif failed:
-                block["text"], block["mistake"] = _observation(part_tests, failed, feedback,
-                                                               missing)
-            if diagnosis.get("experiment") and not stopped and block["text"]:
-                block["experiment"] = _clip(safe_text(diagnosis["experiment"], 2000),
-                                            EXPERIMENT_CHARS)
+                block["diagnoses"] = [
+                    _said(_without_part(safe_text(d["text"], 4000), part), d.get("mistake"),
+                          "" if stopped else d.get("experiment"))
+                    for d in diagnoses.get(part) or []
+                    if d.get("text") and (d.get("mistake") or (feedback == "full" and not stopped))
+                ][:MAX_DIAGNOSES]
+                if not block["diagnoses"] and failed:
+                    text, mistake = _observation(part_tests, failed, feedback, missing)
+                    experiment = next((d.get("experiment") for d in diagnoses.get(part) or []),
+                                      "")
+                    block["diagnoses"] = [_said(text, mistake, "" if stopped else experiment)]
+            if block["diagnoses"]:  # the first, as before; "diagnoses" holds them all
+                first = block["diagnoses"][0]
+                block.update(text=first["text"], experiment=first["experiment"],
+                             mistake=first["mistake"])
         blocks.append(block)
     return blocks
+
+
+MAX_DIAGNOSES = 4  # per part: up to three named mistakes and an observation
+
+
+def _said(text, mistake=None, experiment=""):
+    """One diagnosis of a block: its text, the catalog id it names and its experiment."""
+    return {"text": text, "mistake": mistake,
+            "experiment": _clip(safe_text(experiment, 2000), EXPERIMENT_CHARS)
+            if experiment and text else ""}
 
 
 def _fmt(value):
@@ -189,12 +206,16 @@ def block_lines(blocks, feedback="full", whole=None):
             head += _(" (passed: {passed} of {cases} cases)").format(passed=block["passed"],
                                                                      cases=block["cases"])
         lines.append(head)
-        if whole is None and block["text"]:
-            lines += ["    " + line for line in block["text"].splitlines()[:3]]
-            if block["experiment"]:
-                experiment = block["experiment"].splitlines()
-                lines.append("    " + _("Try this: ") + experiment[0])
-                lines += ["      " + line for line in experiment[1:4]]
+        if whole is None:
+            for said in block.get("diagnoses") or [{"text": block["text"],
+                                                     "experiment": block["experiment"]}]:
+                if not said["text"]:
+                    continue
+                lines += ["    " + line for line in said["text"].splitlines()[:3]]
+                if said["experiment"]:
+                    experiment = said["experiment"].splitlines()
+                    lines.append("    " + _("Try this: ") + experiment[0])
+                    lines += ["      " + line for line in experiment[1:4]]
     return lines
 
 
@@ -202,8 +223,9 @@ def diagnoses_data(result, feedback="full"):
     """extra_data.diagnoses: {"part", "mistake", "text"} per part that lost points, as the
     summary says it (below `full`, never a case's inputs or expected values)."""
     blocks = part_summaries(result, "full" if feedback == "full" else "summary")
-    return [{"part": b["part"], "mistake": b["mistake"], "text": b["text"]}
-            for b in blocks if b["score"] < b["max"]]
+    return [{"part": b["part"], "mistake": d["mistake"], "text": d["text"]}
+            for b in blocks if b["score"] < b["max"]
+            for d in b["diagnoses"] or [{"mistake": b["mistake"], "text": b["text"]}]]
 
 
 def mistake_ids(result):
