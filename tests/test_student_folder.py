@@ -39,6 +39,19 @@ MUTANTS = {
                    "a reshape alone", "只做 reshape"),
     "mha_repeat": (("valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)",
                     "valid_lens = valid_lens.repeat(self.num_heads)"), "torch.repeat_interleave does", "整体复制"),
+    # right on the CPU, wrong on a GPU: only the device check (or, with CUDA, the GPU test) sees it;
+    # the phrase is CUDA's own error text, which both messages quote
+    "arange_no_device": (("torch.arange(maxlen, dtype=torch.float32, device=X.device)",
+                          "torch.arange(maxlen, dtype=torch.float32)"),
+                         "Expected all tensors to be on the same device", "Expected all tensors to be on the same device"),
+    # right in eval mode: only the dropout-order check in training mode sees it
+    "additive_weights_after_dropout": ((
+        "self.w_v(features).squeeze(-1)  # (B, Q, K, 1) -> (B, Q, K)\n"
+        "        self.attention_weights = masked_softmax(scores, valid_lens)  # (B, Q, K)\n"
+        "        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, V)",
+        "self.w_v(features).squeeze(-1)\n"
+        "        self.attention_weights = self.dropout(masked_softmax(scores, valid_lens))\n"
+        "        return torch.bmm(self.attention_weights, values)"), "before dropout", "暂退法（dropout）之前"),
 }
 
 # Fragments of the solution that no message may print (besides every whole solution line).
@@ -213,6 +226,8 @@ def broken_runs(tmp_path_factory, solution_source):
         (folder / "attention.py").write_text(solution_source.replace(old, new), encoding="utf-8")
         runs.append([f"{name}/default", str(folder), ["-x"], None])
         runs.append([f"{name}/zh", str(folder), ["-x", "--lang", "zh"], None])
+    for name in ("arange_no_device", "additive_weights_after_dropout"):  # every check, not only the first
+        runs.append([f"{name}/all", str(base / name), [], None])
     runs.append(["mha_repeat/env", str(base / "mha_repeat"), ["-x"], "zh"])
     runs.append(["mha_repeat/en", str(base / "mha_repeat"), ["-x", "--lang", "en"], None])
     done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(runs)], cwd=base, capture_output=True,
@@ -265,6 +280,141 @@ def test_no_message_prints_the_fixing_code(broken_runs, run):
     text = _failure_text(broken_runs[run][1])
     for fragment in _forbidden():
         assert fragment not in text, f"{run} prints {fragment!r}:\n{text}"
+
+
+def _failed_tests(output):
+    return sorted(line.split("::")[1].split(" - ")[0] for line in output.splitlines() if line.startswith("FAILED "))
+
+
+def test_each_hidden_behaviour_has_its_own_public_check(broken_runs):
+    """A mistake that every other public check passes is caught by the check for its behaviour:
+    a tensor made without device= by the device-discipline check (by the GPU test where CUDA
+    is), weights stored after dropout by the dropout-order check (run without -x: nothing else fails)."""
+    rc, output = broken_runs["arange_no_device/all"]
+    assert rc == 1, output[-3000:]
+    device = [f"test_no_tensor_made_on_the_default_device[{t}]" for t in
+              ("AdditiveAttention", "DotProductAttention", "MultiHeadAttention", "masked_softmax", "sequence_mask")]
+    assert _failed_tests(output) in (device, ["test_runs_on_the_gpu"]), output[-3000:]
+    if _failed_tests(output) == device:
+        text = _failure_text(output)
+        assert "attention.sequence_mask would fail on a GPU:" in text
+        assert "torch.arange(...) without device= (attention.py line " in text and ", in sequence_mask)" in text
+    rc, output = broken_runs["additive_weights_after_dropout/all"]
+    assert rc == 1, output[-3000:]
+    assert _failed_tests(output) == ["test_additive_attention_dropout_acts_on_the_weights_in_training_only"]
+    assert "AdditiveAttention.attention_weights in training mode (dropout=0.5): the sum of each row" in output
+
+
+def test_the_solution_passes_the_device_and_dropout_checks_and_none_is_skipped_without_cuda(tmp_path):
+    folder = _copy(tmp_path)
+    shutil.copy(SOLUTION, folder / "attention.py")
+    done = _run_pytest(folder, "-vv", "-p", "no:cacheprovider", "-k", "default_device or dropout or gpu")  # -vv: pytest.ini adds -q
+    assert done.returncode == 0, done.stdout[-3000:]
+    passed = sorted(re.findall(r"::(\S+) PASSED", done.stdout))
+    skipped = sorted(re.findall(r"::(\S+) SKIPPED", done.stdout))
+    modules = ["AdditiveAttention", "DotProductAttention", "MultiHeadAttention"]
+    dropout = sorted(["test_additive_attention_dropout_acts_on_the_weights_in_training_only",
+                      "test_dot_product_attention_dropout_acts_on_the_weights_in_training_only",
+                      "test_multihead_attention_dropout_acts_on_the_weights_in_training_only"])
+    device = sorted(f"test_no_tensor_made_on_the_default_device[{t}]"
+                    for t in ["sequence_mask", "masked_softmax", *modules])
+    if "test_runs_on_the_gpu" in passed:  # a machine with CUDA: the GPU test runs instead
+        assert passed == sorted(dropout + ["test_runs_on_the_gpu"]) and skipped == device
+    else:
+        assert passed == sorted(dropout + device) and skipped == ["test_runs_on_the_gpu"]
+
+
+# The public device check and the hidden suite's guard (grader/sandbox/runtime/guards.py),
+# run on the same calls of the same submissions: they must flag exactly the same ones.
+# (the line of the solution, what the variant writes, the targets whose calls meet the tensor)
+DEVICE_VARIANTS = {
+    "solution": (None, set()),
+    "arange_no_device": (MUTANTS["arange_no_device"][0], {"sequence_mask", "masked_softmax", "AdditiveAttention",
+                                                          "DotProductAttention", "MultiHeadAttention"}),
+    "arange_moved": (("torch.arange(maxlen, dtype=torch.float32, device=X.device)",
+                      "torch.arange(maxlen, dtype=torch.float32).to(X.device)"), set()),
+    "output_from_zeros": (("d = queries.shape[-1]\n",
+                           "d = queries.shape[-1]\n        values = values + torch.zeros(values.shape[1], 1)\n"),
+                          {"DotProductAttention", "MultiHeadAttention"}),
+    "lengths_rebuilt": (("valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)",
+                         "valid_lens = torch.tensor(valid_lens.tolist()).repeat_interleave(self.num_heads, dim=0)"),
+                        {"MultiHeadAttention"}),
+    "zero_d_scale": (("/ math.sqrt(d)", "/ torch.sqrt(torch.tensor(d))"), set()),  # 0-d mixes on a GPU too
+    # a blind spot of both, stated in both docstrings: a hard-coded "cpu" is the default device here
+    "hard_coded_cpu": (("torch.arange(maxlen, dtype=torch.float32, device=X.device)",
+                        "torch.arange(maxlen, dtype=torch.float32, device='cpu')"), set()),
+}
+
+COMPARE = r"""
+import json, sys
+runs, kit = json.loads(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, kit)
+import torch
+from grader.sandbox.runtime import guards
+verdicts = {}
+for variant, folder in runs:
+    for mod in ("attention", "test_attention"):
+        sys.modules.pop(mod, None)
+    sys.path.insert(0, folder)
+    import test_attention as public
+    sys.path.remove(folder)
+    a = public.attention
+    gen = torch.Generator().manual_seed(5)
+    X = torch.randn(2, 3, 4, generator=gen)
+    K, V = torch.randn(2, 5, 4, generator=gen), torch.randn(2, 5, 3, generator=gen)
+    lens = [torch.tensor([1, 3]), torch.tensor([[1, 0, 4], [2, 3, 9]]), torch.tensor([2.0, 1.0]), None]
+    mods = {"AdditiveAttention": a.AdditiveAttention(4, 4, 5, 0.1), "DotProductAttention": a.DotProductAttention(0.1),
+            "MultiHeadAttention": a.MultiHeadAttention(4, 4, 3, 8, 2, 0.1)}
+    calls = {"sequence_mask": [(a.sequence_mask, (X[:, 0], lens[0])), (a.sequence_mask, (X, lens[2]))],
+             "masked_softmax": [(a.masked_softmax, (X, l)) for l in lens]}
+    for name, m in mods.items():
+        m.eval()
+        calls[name] = [(m, (X, K, V, l)) for l in lens]
+    verdict = {}
+    for target, pairs in calls.items():
+        flags = []
+        for fn, args in pairs:
+            mode = public.DeviceDiscipline()
+            with mode:
+                out = fn(*[t.clone() if isinstance(t, torch.Tensor) else t for t in args])
+            mine = bool(mode.problems) or bool(public._marked(out))
+            with guards.device_guard() as watch:
+                out = fn(*[t.clone() if isinstance(t, torch.Tensor) else t for t in args])
+            theirs = bool(watch.violations) or guards.output_is_marked(out)
+            flags.append([mine, theirs])
+        verdict[target] = flags
+    verdicts[variant] = verdict
+print(json.dumps(verdicts))
+"""
+
+
+@pytest.fixture(scope="module")
+def device_verdicts(tmp_path_factory, solution_source):
+    base = tmp_path_factory.mktemp("device")
+    runs = []
+    for variant, (edit, _) in DEVICE_VARIANTS.items():
+        source = solution_source
+        if edit:
+            assert source.count(edit[0]) == 1, edit[0]
+            source = source.replace(*edit)
+        folder = _copy(base, variant)
+        (folder / "attention.py").write_text(source, encoding="utf-8")
+        runs.append([variant, str(folder)])
+    done = subprocess.run([sys.executable, "-c", COMPARE, json.dumps(runs), KIT], cwd=base, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("variant", sorted(DEVICE_VARIANTS))
+def test_the_public_device_check_flags_what_the_hidden_guard_flags(device_verdicts, variant):
+    verdict = device_verdicts[variant]
+    assert sorted(verdict) == ["AdditiveAttention", "DotProductAttention", "MultiHeadAttention", "masked_softmax",
+                               "sequence_mask"]
+    for target, flags in verdict.items():
+        assert all(mine == theirs for mine, theirs in flags), (target, flags)
+    flagged = {target for target, flags in verdict.items() if any(mine for mine, _ in flags)}
+    assert flagged == DEVICE_VARIANTS[variant][1]
 
 
 # ---------------------------------------------------------------------------
@@ -334,7 +484,7 @@ def test_the_student_readme_links_the_chinese_version():
 # ---------------------------------------------------------------------------
 
 def test_public_tests_import_only_torch_pytest_and_the_student_file():
-    allowed = {"torch", "pytest", "math", "attention", "gettext", "os"}
+    allowed = {"torch", "pytest", "math", "attention", "gettext", "os", "sys"}
     for name in os.listdir(FOLDER):
         if not name.endswith(".py") or name == "attention.py":
             continue

@@ -14,6 +14,7 @@ locale/zh_CN/LC_MESSAGES/selfcheck.po (compiled into selfcheck.mo next to it).
 import gettext
 import math
 import os
+import sys
 
 import pytest
 import torch
@@ -368,6 +369,77 @@ def kept_keys(weights):
     return (weights.detach() != 0).sum(-1)
 
 
+DROPOUT_STORED = _("self.attention_weights holds the weights as masked_softmax returns them, before dropout; "
+                   "dropout acts only on the weights that are multiplied with the values. A stored row that "
+                   "does not sum to 1 in training mode, or that differs from eval mode, has been through "
+                   "dropout. See \"Rules for every part\" in README.md.")
+DROPOUT_TRAINING = _("in training mode (module.train()) dropout sets each attention weight to 0 with probability "
+                     "p and multiplies the others by 1/(1-p), and it acts on the weights that are multiplied "
+                     "with the values: not on the scores, not on the stored weights, not on the output.")
+DROPOUT_EVAL = _("in eval mode (module.eval()) dropout does nothing, so the output is exactly the stored weights "
+                 "times the values. A dropout layer created in __init__ follows the module's mode; a dropout "
+                 "that still acts in eval mode does not know that mode.")
+
+
+def check_dropout(label, module, args, weights_of, used_of, shape, p=0.5):
+    """The dropout order of one attention module, the rule the hidden suite grades.
+
+    The values are the unit vectors and a column of ones (see `showing_values`), so the output
+    shows the weights it was built from and their row sums: used_of(out) returns both, the
+    weights in the stored weights' shape. In eval mode they must equal the stored weights; in
+    training mode the stored weights must not change (taken before dropout), each weight used
+    must be 0 or the stored one times 1/(1-p), and the output must be those weights times the
+    values (dropout on the output instead drops the ones column on its own).
+    """
+    module.eval()
+    out = call(f"{label}.forward", module, *args)
+    stored = weights_of(module)
+    check_shape(f"{label}.attention_weights", stored, shape)
+    stored = stored.detach().clone()
+    check_close(_("{name} in eval mode, the weights the output was built from (values chosen so that the output "
+                  "shows them) vs. the stored weights").format(name=label), used_of(out)[0], stored, hint=DROPOUT_EVAL)
+    module.train()
+    torch.manual_seed(0)  # for the dropout mask
+    out = call(f"{label}.forward", module, *args)
+    kept = weights_of(module)
+    check_shape(f"{label}.attention_weights", kept, shape)
+    rows = tuple(shape[:-1])
+    check_close(_("{name}.attention_weights in training mode (dropout={p}): the sum of each row").format(
+        name=label, p=p), kept.sum(-1), torch.ones(rows), hint=DROPOUT_STORED)
+    check_close(_("{name}.attention_weights in training mode vs. eval mode (dropout={p})").format(name=label, p=p),
+                kept, stored, hint=DROPOUT_STORED)
+    used, sums = (t.detach().cpu().double() for t in used_of(out))
+    stored = stored.cpu().double()
+    if torch.allclose(used, stored, rtol=RTOL, atol=ATOL):
+        fail(_("{name}: in training mode (dropout={p}) the output was built from the stored weights unchanged: "
+               "dropout did not act on the attention weights.").format(name=label, p=p), DROPOUT_TRAINING)
+    scaled = stored / (1 - p)
+    bad = ~(torch.isclose(used, torch.zeros_like(used), rtol=RTOL, atol=ATOL)
+            | torch.isclose(used, scaled, rtol=RTOL, atol=ATOL))
+    if bad.any():
+        first = tuple(bad.nonzero()[0].tolist())
+        fail(_("{name}: in training mode (dropout={p}), {bad} of {total} weights the output was built from are "
+               "neither 0 nor the stored weight times 1/(1-p) = {scale}; the first is at index {index}: stored "
+               "{stored}, used {used}.").format(
+            name=label, p=p, bad=int(bad.sum()), total=bad.numel(), scale=_num(1 / (1 - p)), index=list(first),
+            stored=_num(stored[first].item()), used=_num(used[first].item())), DROPOUT_TRAINING)
+    check_close(_("{name} in training mode (dropout={p}): the column of the output that sums each row of the "
+                  "weights used (the values hold a column of ones) vs. the sum of those weights").format(
+        name=label, p=p), sums, used.sum(-1), hint=DROPOUT_TRAINING)
+
+
+def showing_values(B, K):
+    """(B, K, K + 1) values [unit vectors | 1]: weights @ values = [the weights | their row sums]."""
+    return torch.cat([torch.eye(K), torch.ones(K, 1)], dim=1).expand(B, K, K + 1).clone()
+
+
+def split_shown(out):
+    """The weights and row sums that an output computed from `showing_values` shows."""
+    if not isinstance(out, torch.Tensor) or out.dim() < 1:
+        return out, out
+    return out[..., :-1], out[..., -1]
+
+
 # ---------------------------------------------------------------------------
 # Independent reference computations (plain loops, float64), used for random inputs.
 # ---------------------------------------------------------------------------
@@ -685,6 +757,16 @@ def test_additive_attention_several_queries_2d_lengths():
     check_close(_("AdditiveAttention output (Q=3, K=4, (B, Q) valid_lens)"), out, ref_out)
 
 
+def test_additive_attention_dropout_acts_on_the_weights_in_training_only():
+    gen = torch.Generator().manual_seed(19)
+    m = build("AdditiveAttention", key_size=2, query_size=3, num_hiddens=4, dropout=0.5)
+    load_random("AdditiveAttention(key_size=2, query_size=3, num_hiddens=4)", m,
+                {"W_k.weight": (4, 2), "W_q.weight": (4, 3), "w_v.weight": (1, 4)}, gen)
+    args = (randn(2, 3, 3, gen=gen), randn(2, 6, 2, gen=gen), showing_values(2, 6), torch.tensor([3, 5]))
+    check_dropout("AdditiveAttention", m, args, lambda mod: stored_weights(mod, "AdditiveAttention.forward",
+                                                                        (2, 3, 6)), split_shown, (2, 3, 6))
+
+
 # ---------------------------------------------------------------------------
 # Part 4: DotProductAttention
 # ---------------------------------------------------------------------------
@@ -738,28 +820,12 @@ def test_dot_product_attention_shapes_values_and_no_parameters():
                 hint=_("in eval mode dropout does nothing, so two calls must give the same result."))
 
 
-def test_dot_product_attention_weights_are_stored_before_dropout():
+def test_dot_product_attention_dropout_acts_on_the_weights_in_training_only():
     gen = torch.Generator().manual_seed(12)
     m = build("DotProductAttention", dropout=0.5)
-    queries, keys, values = randn(2, 3, 4, gen=gen), randn(2, 6, 4, gen=gen), randn(2, 6, 3, gen=gen)
-    lens = torch.tensor([3, 5])
-    m.eval()
-    call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
-    eval_weights = stored_weights(m, "DotProductAttention.forward", (2, 3, 6))
-    check_shape("DotProductAttention.attention_weights", eval_weights, (2, 3, 6))
-    eval_weights = eval_weights.detach().clone()
-    m.train()
-    torch.manual_seed(0)  # for the dropout mask
-    call("DotProductAttention.forward", m, queries, keys, values, lens, hint=DOT_STEPS)
-    train_weights = stored_weights(m, "DotProductAttention.forward", (2, 3, 6))
-    check_shape("DotProductAttention.attention_weights", train_weights, (2, 3, 6))
-    hint = _("self.attention_weights must hold the weights as masked_softmax returns them, before dropout; "
-             "dropout acts only on the copy that is multiplied with the values. A stored row that does "
-             "not sum to 1 in training mode has been through dropout.")
-    check_close(_("DotProductAttention.attention_weights in training mode (dropout=0.5): the sum of each row"),
-                train_weights.sum(-1), torch.ones(2, 3), hint=hint)
-    check_close(_("DotProductAttention.attention_weights in training mode vs. eval mode (dropout=0.5)"),
-                train_weights, eval_weights, hint=hint)
+    args = (randn(2, 3, 4, gen=gen), randn(2, 6, 4, gen=gen), showing_values(2, 6), torch.tensor([3, 5]))
+    check_dropout("DotProductAttention", m, args, lambda mod: stored_weights(mod, "DotProductAttention.forward",
+                                                                          (2, 3, 6)), split_shown, (2, 3, 6))
 
 
 # ---------------------------------------------------------------------------
@@ -906,6 +972,199 @@ def test_multihead_attention_matches_the_formula():
     again = call("MultiHeadAttention.forward", m, queries, keys, values, None, hint=MHA_STEPS)
     check_close(_("MultiHeadAttention output, second call in eval mode"), again, out,
                 hint=_("in eval mode dropout does nothing, so two calls must give the same result."))
+
+
+def test_multihead_attention_dropout_acts_on_the_weights_in_training_only():
+    # 2 heads of size K + 1 = 4 (K = 3 keys); W_v and W_o are the identity and head i's slice of
+    # every value is [unit vectors | 1], so each head's slice of the output shows its weights.
+    gen = torch.Generator().manual_seed(20)
+    B, Q, K, h = 2, 3, 3, 2
+    H = h * (K + 1)
+    m = build("MultiHeadAttention", 4, 4, H, H, h, 0.5)
+    check_parameters("MultiHeadAttention(4, 4, 8, num_hiddens=8, num_heads=2)", m, mha_shapes(4, 4, H, H, False))
+    m.load_state_dict({"W_q.weight": torch.randn(H, 4, generator=gen), "W_k.weight": torch.randn(H, 4, generator=gen),
+                       "W_v.weight": torch.eye(H), "W_o.weight": torch.eye(H)})
+    values = showing_values(B, K).repeat(1, 1, h)  # (B, K, h*(K+1))
+    args = (randn(B, Q, 4, gen=gen), randn(B, K, 4, gen=gen), values, torch.tensor([2, 3]))
+
+    def used(out):
+        check_shape(_("MultiHeadAttention output"), out, (B, Q, H), hint=MHA_STEPS)
+        heads = out.reshape(B, Q, h, K + 1).permute(0, 2, 1, 3).reshape(B * h, Q, K + 1)  # row b*h + i
+        return split_shown(heads)
+    check_dropout("MultiHeadAttention", m, args, lambda mod: mha_weights(mod, (B * h, Q, K)), used, (B * h, Q, K))
+
+
+# ---------------------------------------------------------------------------
+# Without a GPU: the hidden suite's device-discipline check, with the same rule.
+# ---------------------------------------------------------------------------
+
+try:
+    from torch.overrides import TorchFunctionMode
+except ImportError:  # a torch older than 2.0
+    TorchFunctionMode = None
+
+
+def _factories():
+    """torch's functions that create a tensor on the default device unless given device=."""
+    try:
+        from torch.utils._device import _device_constructors
+        return frozenset(_device_constructors())
+    except Exception:  # that helper is private: fall back to the common ones
+        names = ("arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint", "randn",
+                 "randperm", "range", "scalar_tensor", "tensor", "as_tensor", "asarray", "zeros")
+        return frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
+
+
+_MARK = "_selfcheck_made_on_the_default_device"
+
+
+def _tensors(tree):
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if isinstance(tree, (list, tuple)):
+        return [t for item in tree for t in _tensors(item)]
+    return []
+
+
+def _marked(tensor):
+    return getattr(tensor, "__dict__", {}).get(_MARK)
+
+
+def _where_in_attention():
+    """'attention.py line N, in f' for the innermost frame of the student's file now running."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == attention.__file__:
+            return _("attention.py line {line}, in {function}").format(line=frame.f_lineno,
+                                                                        function=_frame_name(frame))
+        frame = frame.f_back
+    return ""
+
+
+if TorchFunctionMode is not None:
+    class DeviceDiscipline(TorchFunctionMode):
+        """The rule of the hidden suite's check on machines without a GPU.
+
+        A tensor made by a factory function (torch.arange, torch.zeros, torch.tensor, ...) without
+        device= and with no tensor among its arguments is marked as made on the default device,
+        unless it is 0-dimensional (those mix with GPU tensors on a real GPU). What is computed
+        from a marked tensor stays marked, unless the code moves it (.to(X.device), .to(X),
+        .type_as(X), .cuda()). An operation that combines a marked tensor with an unmarked one
+        (made from the inputs or the parameters), and an output still marked, are what would fail
+        or stay behind on a GPU. Same blind spots as the hidden check: it does not see .cpu(),
+        torch.from_numpy or a hard-coded device="cpu" (the CPU is the default device here), and
+        it trusts the code not to switch it off; only a run on a real GPU proves GPU execution.
+        """
+        FACTORIES = _factories()
+
+        def __init__(self):
+            super().__init__()
+            self.problems = {}  # one per origin: {where the tensor was made: what happened}
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            inputs = _tensors((args, kwargs))
+            result = func(*args, **kwargs)
+            if func in self.FACTORIES and not inputs:
+                if kwargs.get("device") is None:
+                    made = _("{function}(...) without device=").format(function=f"torch.{func.__name__}")
+                    where = _where_in_attention()
+                    for tensor in _tensors(result):
+                        if tensor.dim() > 0:
+                            tensor.__dict__[_MARK] = f"{made} ({where})" if where else made
+                return result
+            marked = [m for m in (_marked(t) for t in inputs if t.dim() > 0) if m]
+            if not marked:
+                return result
+            if func in (torch.Tensor.cuda, torch.Tensor.type_as) or (func is torch.Tensor.to and (
+                    "device" in kwargs or any(isinstance(a, (torch.device, str, torch.Tensor))
+                                              for a in list(args[1:]) + list(kwargs.values())))):
+                for tensor in _tensors(result):  # .to(X.device) on the CPU returns the same object
+                    tensor.__dict__.pop(_MARK, None)
+                return result
+            if any(t.dim() > 0 and not _marked(t) for t in inputs) and marked[0] not in self.problems:
+                self.problems[marked[0]] = _("{made} made a tensor on the default device (the CPU), and {operation} then combined "
+                            "it with a tensor on the inputs' device; on a GPU this fails with 'Expected all "
+                            "tensors to be on the same device'.").format(made=marked[0], operation=_op_name(func))
+            for tensor in _tensors(result):
+                if tensor.dim() > 0:
+                    tensor.__dict__[_MARK] = marked[0]
+            return result
+else:
+    DeviceDiscipline = None
+
+
+def _op_name(func):
+    owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
+    name = getattr(func, "__name__", repr(func))
+    if isinstance(owner, type) and (issubclass(owner, torch.Tensor) or issubclass(torch.Tensor, owner)):
+        return f"Tensor.{name}"
+    return f"torch.{name}"
+
+
+def device_discipline(label, fn, *args):
+    """Call fn on copies of args under the check; fail with what it saw, in plain words."""
+    args = [_copy(a) for a in args]
+    mode, error, out = DeviceDiscipline(), None, None
+    with mode:
+        try:
+            out = fn(*args)
+        except Exception as exc:  # reported below, outside the check
+            error = exc
+    if error is not None:
+        call(label, fn, *args)  # the same call without the check: its usual message
+        fail(_("attention.{name} raised {kind} only under the device check: {error}").format(
+            name=label, kind=type(error).__name__, error=str(error).strip()[:300]), DEVICE_HINT)
+    problems = list(mode.problems.values())
+    if isinstance(out, torch.Tensor) and _marked(out):
+        problems.append(_("the output was built from {made}, so it would stay on the CPU when the inputs are "
+                          "on a GPU.").format(made=_marked(out)))
+    if problems:
+        fail(_("attention.{name} would fail on a GPU:").format(name=label) + "\n  " + "\n  ".join(problems[:3]),
+             DEVICE_HINT)
+
+
+NO_GPU_CHECK = (torch.cuda.is_available() or DeviceDiscipline is None)
+NO_GPU_REASON = _("a CUDA GPU is here (test_runs_on_the_gpu runs your code on it instead), or this torch has no "
+                  "TorchFunctionMode (torch 2.0 or newer has it)")
+
+
+@pytest.mark.skipif(NO_GPU_CHECK, reason=NO_GPU_REASON)
+@pytest.mark.parametrize("target", ["sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
+                                    "MultiHeadAttention"])
+def test_no_tensor_made_on_the_default_device(target):
+    """What the hidden suite grades for the GPU part on a machine without one: every tensor your
+    code creates meets the inputs on their device (see DeviceDiscipline for the rule and what it
+    cannot see). On a machine with CUDA, test_runs_on_the_gpu runs instead."""
+    gen = torch.Generator().manual_seed(21)
+    X = randn(2, 3, 4, gen=gen)
+    lens_1d, lens_2d, lens_float = torch.tensor([1, 3]), torch.tensor([[1, 0, 4], [2, 3, 9]]), torch.tensor([2.0, 1.0])
+    if target == "sequence_mask":
+        fn = api("sequence_mask")
+        for args in ((X[:, 0], lens_1d), (X, lens_float), (X[:, :, 0], torch.tensor([0, 2]), -1.0)):
+            device_discipline("sequence_mask", fn, *args)
+        return
+    if target == "masked_softmax":
+        for lens in (lens_1d, lens_2d, lens_float, None):
+            device_discipline("masked_softmax", api("masked_softmax"), X, lens)
+        return
+    if target == "AdditiveAttention":
+        m = build("AdditiveAttention", key_size=2, query_size=4, num_hiddens=5, dropout=0.1)
+        load_random("AdditiveAttention(key_size=2, query_size=4, num_hiddens=5)", m,
+                    {"W_k.weight": (5, 2), "W_q.weight": (5, 4), "w_v.weight": (1, 5)}, gen)
+        keys, values = randn(2, 5, 2, gen=gen), randn(2, 5, 3, gen=gen)
+    elif target == "DotProductAttention":
+        m = build("DotProductAttention", dropout=0.1)
+        keys, values = randn(2, 5, 4, gen=gen), randn(2, 5, 3, gen=gen)
+    else:
+        m = build("MultiHeadAttention", 4, 4, 3, 8, 2, 0.1)
+        load_random("MultiHeadAttention(4, 4, 3, num_hiddens=8, num_heads=2)", m, mha_shapes(4, 4, 3, 8, False), gen)
+        keys, values = randn(2, 5, 4, gen=gen), randn(2, 5, 3, gen=gen)
+    m.eval()
+    for lens in (lens_1d, lens_2d, lens_float, None):
+        device_discipline(f"{target}.forward", m, X, keys, values, lens)
 
 
 # ---------------------------------------------------------------------------
