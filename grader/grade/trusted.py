@@ -17,10 +17,11 @@ import threading
 from .. import paths
 from ..i18n import N_, _
 from ..sandbox import cleanup, isolation, template
-from .zygote import FD_ENVIRONMENT
-
-EVENTS_ENV = FD_ENVIRONMENT["events"]  # the events pipe (sandbox/client.py EVENTS_FD)
 from ..sandbox.limits import Limits
+
+# the events pipe (sandbox/client.py EVENTS_FD; zygote.py FD_ENVIRONMENT): named here, not
+# imported from zygote.py, which `python -m grader.grade.zygote` runs as __main__
+EVENTS_ENV = "ATTNKIT_EVENTS_FD"
 
 
 @dataclasses.dataclass(frozen=True)
