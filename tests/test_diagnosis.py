@@ -76,6 +76,11 @@ SUBMISSIONS = {
     "one_too_few": lambda: _edit(
         SOLUTION, ("mask = positions[None, :] < valid_len[:, None]",
                    "mask = positions[None, :] + 1 < valid_len[:, None]")),
+    # the softmax taken before reshaping back, down the (batch x queries) rows, with
+    # valid_lens only (the catalog's instance takes it over axis 1, with or without)
+    "softmax_down_rows": lambda: _edit(
+        SOLUTION, ("return nn.functional.softmax(X.reshape(shape), dim=-1)",
+                   "return torch.softmax(X, dim=0).view(shape)")),
     # sequence_mask ignores `value`, but masked_softmax masks by itself and passes: the
     # catalog's mask-ignores-value equals its sequence_mask cases, yet it would fail the
     # masked_softmax cases this file passes, so it is not this file's mistake
@@ -189,6 +194,8 @@ def test_two_independent_mistakes_in_one_part_are_both_named(graded):
      "masked scores are set to -10, which is not small enough to vanish in the softmax"),
     ("all_biases", "AdditiveAttention", "additive-bias",
      "W_k, W_q and w_v are built with a bias (nn.Linear's default; the model has none)"),
+    ("softmax_down_rows", "masked_softmax", "softmax-wrong-axis",
+     "the softmax is taken down the columns of the scores flattened to (batch x queries, keys)"),
     ("one_too_few", "sequence_mask", "mask-off-by-one-short",
      "position t is kept only when t < valid_len - 1"),
 ])

@@ -255,16 +255,20 @@ def _instances(mistake, probe, got_raw, search):
     if mistake.infer is None:
         return [mistake]
     try:
-        value = mistake.infer(probe, got_raw)
+        values = mistake.infer(probe, got_raw)
     except Exception:
-        value = None
-    found = instance(mistake, value) if value is not None else None
-    if found is not None:
-        if search:
-            search.remember(mistake.id, value)
-        return [found]
-    seen = [instance(mistake, v) for v in reversed(search.params.get(mistake.id, []))] \
-        if search else []
+        values = None
+    remembered = list(reversed(search.params.get(mistake.id, []))) if search else []
+    if isinstance(values, str):
+        values = [values]
+    if isinstance(values, list) and values:
+        if search and len(values) == 1:
+            search.remember(mistake.id, values[0])
+        # when several fit, the one read in an earlier case first
+        values = sorted(values, key=lambda v: v not in remembered)
+        found = [instance(mistake, v) for v in values[:4] if isinstance(v, str)]
+        return [m for m in found if m is not None]
+    seen = [instance(mistake, v) for v in remembered]
     return [mistake] + [m for m in seen if m is not None and m.id != mistake.id]
 
 
@@ -319,7 +323,7 @@ def _smallest_cover(candidates, covers, failing):
     for size in range(1, min(MAX_NAMED, len(candidates)) + 1):
         for combo in itertools.combinations(range(len(candidates)), size):
             chosen = [candidates[i] for i in combo]
-            named = {m for c in chosen for m in members(c.id)}
+            named = {m for c in chosen for m in members(c.id)}  # catalog ids
             if len(named) > MAX_NAMED:
                 continue
             union = set().union(*(covers[m.id] for m in chosen)) & failing
@@ -402,6 +406,9 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
         chosen = _smallest_cover(candidates, covers, set(failing))
         qualified[part] = [m.id for m in chosen]
         named = list(dict.fromkeys(i for m in chosen for i in m.id.split("&")))
+        # one class mistake read with two parameters (cases that cannot tell them apart) is
+        # one mistake: named once, with the parameter its first instance has
+        named = [i for n, i in enumerate(named) if base_id(i) not in map(base_id, named[:n])]
         for own_id in named:
             mistake = by_id(own_id)
             # the cases whose results equal it alone, or (named only in a combination) made

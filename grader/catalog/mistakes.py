@@ -80,7 +80,8 @@ class Mistake:
     zh: str                  # the same in the terms of the Chinese edition
     edits: tuple             # ((old, new), ...): each old text occurs once in the solution
     # a mistake that stands for a class (a fill value, a set of layers): `infer` reads the
-    # parameter from a probe's inputs and the submission's results (None: it cannot tell),
+    # parameter from a probe's inputs and the submission's results (None: it cannot tell; a
+    # list: each of these fits),
     # `param` makes the instance of a parameter: (en, zh, edits), ValueError when none
     infer: object = None
     param: object = None
@@ -192,6 +193,52 @@ def _fill(value):
             ((FILL, f"valid_lens, value={value})"),))
 
 
+def _infer_axis(probe, raw):
+    """The axis masked_softmax's weights sum to 1 over, when it is not the keys' (the last):
+    "1" (the queries), "0" (the batch) or "rows" (the flattened batch x queries rows)."""
+    import torch
+    weights = _tensor_of(raw) if probe.get("target") == "masked_softmax" else None
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 3 or \
+            not weights.is_floating_point() or weights.numel() == 0:
+        return None
+    w = weights.double()
+
+    def ones(sums):
+        return bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-3))
+
+    if ones(w.sum(-1)):
+        return None
+    # all that fit: with one example, the rows are the queries
+    return [value for value, sums in (("1", w.sum(1)), ("0", w.sum(0)),
+                                      ("rows", w.reshape(-1, w.shape[-1]).sum(0)))
+            if ones(sums)] or None
+
+
+def _axis(value):
+    """softmax-wrong-axis for one wrong axis."""
+    none_branch = "    if valid_lens is None:\n        return nn.functional.softmax(X, dim=-1)\n"
+    said = {
+        "1": ("the softmax is taken over axis 1 (the queries) instead of the last axis (the keys)",
+              "softmax 沿第 1 维（查询）计算，而不是沿最后一维（键）",
+              "nn.functional.softmax(X.reshape(shape), dim=1)", "nn.functional.softmax(X, dim=1)"),
+        "0": ("the softmax is taken over axis 0 (the batch) instead of the last axis (the keys)",
+              "softmax 沿第 0 维（批量）计算，而不是沿最后一维（键）",
+              "nn.functional.softmax(X.reshape(shape), dim=0)", "nn.functional.softmax(X, dim=0)"),
+        "rows": ("the softmax is taken down the columns of the scores flattened to (batch x "
+                 "queries, keys), across examples and queries, instead of along each row (over "
+                 "the keys)",
+                 "softmax 沿展平为 (批量 x 查询, 键) 的分数的列计算，跨越了样本和查询，"
+                 "而不是沿每一行（对键）",
+                 "nn.functional.softmax(X, dim=0).reshape(shape)",
+                 "nn.functional.softmax(X.reshape(-1, X.shape[-1]), dim=0).reshape(X.shape)"),
+    }
+    if value not in said:
+        raise ValueError(value)
+    en, zh, masked, unmasked = said[value]
+    return en, zh, ((SOFTMAX_LAST, "return " + masked),
+                    (none_branch, none_branch.replace("nn.functional.softmax(X, dim=-1)", unmasked)))
+
+
 ADDITIVE_LAYERS = ("W_k", "W_q", "w_v")
 
 
@@ -290,12 +337,8 @@ MISTAKES = [
       ((FILL, "valid_lens, value=1e6)"),)),
     M("softmax-fill-small", "masked_softmax", "masked_softmax", *_fill("-1"),
       infer=_infer_fill, param=_fill),  # any fill from -1000 to 0 (-10, -1e2): its own value
-    M("softmax-wrong-axis", "masked_softmax", "masked_softmax",
-      "the softmax is taken over axis 1 (the queries) instead of the last axis (the keys)",
-      "softmax 沿第 1 维（查询）计算，而不是沿最后一维（键）",
-      ((SOFTMAX_LAST, "return nn.functional.softmax(X.reshape(shape), dim=1)"),
-       ("    if valid_lens is None:\n        return nn.functional.softmax(X, dim=-1)\n",
-        "    if valid_lens is None:\n        return nn.functional.softmax(X, dim=1)\n"))),
+    M("softmax-wrong-axis", "masked_softmax", "masked_softmax", *_axis("1"),
+      infer=_infer_axis, param=_axis),  # whichever axis the weights sum to 1 over
     M("softmax-log", "masked_softmax", "masked_softmax",
       "log_softmax is used, so the weights are log-probabilities",
       "用了 log_softmax，权重因而是对数概率",
