@@ -457,3 +457,14 @@ def test_an_nbgrader_timestamp_after_now_is_not_charged(tmp_path):
     assert (sub.submitted_at, sub.time_source) == ("2026-11-30T00:00:00+00:00", "file-mtime")
     assert sub.flags == ["timestamp.txt says 2099-01-01T00:00:00+00:00, after the time it was "
                          "graded; not used; no submission time from nbgrader"]
+
+
+def test_files_given_one_by_one_from_two_folders_are_two_downloads(tmp_path):
+    # `grader grade canvas/* late/*`: Eve's wangli_10000_99999_attention.py in late/
+    # before: it replaced wangli's graded file, unflagged (both given one by one)
+    canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py"])
+    late = _files(tmp_path / "late", ["wangli_10000_99999_attention.py"], STUB)
+    batch = layouts.resolve([str(canvas / "wangli_10000_90000_attention.py"),
+                             str(late / "wangli_10000_99999_attention.py")])
+    assert _rows(batch) == {"unverified-wangli_10000": (
+        "", "wangli_10000_99999_attention.py", [TOGETHER.format(lms="Canvas", where="canvas, late")])}

@@ -1060,20 +1060,20 @@ class _Resolver:
 
     def _one_download_each(self):
         """Two downloads of one LMS given together (two folders or zips opened as downloads,
-        or one beside its files given one by one): one of them may be a student's own zip or
+        or files given one by one from two folders): one of them may be a student's own zip or
         folder named as the LMS names its downloads, which would replace a classmate's file
         (a newer attachment id) or make a row for one who handed nothing in. Nothing in the
         names tells them apart, so their rows keep no student id (flagged); each student's
         newest file is still the one graded. Grade the newest download on its own."""
         sources = {}
-        for found in self.found:
+        for found in self.found:   # a file given by itself: the folder it was given from
             if found.layout in ("canvas", "moodle", "gradescope") and found.student_id:
-                sources.setdefault(found.layout, set()).add(found.origin)
+                sources.setdefault(found.layout, set()).add(
+                    found.origin or os.path.dirname(os.path.abspath(found.path)))
         for layout, origins in sources.items():
             if len(origins) < 2:
                 continue
-            shown = ", ".join(sorted(_shown(_base(o)) if o else "files given one by one"
-                                     for o in origins)[:4])
+            shown = ", ".join(sorted(_shown(_base(o)) for o in origins)[:4])
             for found in self.found:
                 if found.layout != layout or not found.student_id:
                     continue
