@@ -70,6 +70,46 @@ def ngettext(singular, plural, n):
     return _translation.ngettext(singular, plural, n)
 
 
+def case_title(name, lang=None):
+    """A hidden case's name, "part: what it tries", in this process's language (or `lang`):
+    the part (a code name) stays, what it tries is translated (tests_hidden/cases.py marks
+    each); a GPU case's "<target> <what>" keeps the target. Unknown text stays as it is."""
+    if not isinstance(name, str) or not name:
+        return name
+    part, sep, rest = name.partition(": ")
+    return f"{part}: {case_words(rest, lang)}" if sep else case_words(name, lang)
+
+
+def case_words(text, lang=None):
+    """What a case tries (a case's name without its part) in this process's language, or in
+    `lang` ('en' or 'zh') when given."""
+    if not isinstance(text, str) or not text.strip():
+        return text
+    say = _translation.gettext if lang is None else _translator(lang)
+    said = say(text)
+    if said != text:
+        return said
+    target, sep, label = text.partition(" ")
+    said = say(label) if sep and label.strip() else label
+    return f"{target} {said}" if said != label else text
+
+
+_TRANSLATORS = {}
+
+
+def _translator(lang):
+    """gettext of `lang`, whatever this process's language (for text made in both)."""
+    lang = normalize(lang)
+    if lang not in _TRANSLATORS:
+        if lang == "zh":
+            with open(os.path.join(LOCALE_DIR, "zh_CN", "LC_MESSAGES", DOMAIN + ".mo"),
+                      "rb") as handle:
+                _TRANSLATORS[lang] = gettext.GNUTranslations(handle).gettext
+        else:
+            _TRANSLATORS[lang] = gettext.NullTranslations().gettext
+    return _TRANSLATORS[lang]
+
+
 def N_(message):
     """Marks `message` for the catalog without translating it (translate it with _ at use)."""
     return message

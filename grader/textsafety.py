@@ -11,11 +11,13 @@ visible marker.
 """
 import re
 
+from .i18n import N_, _
+
 # C0 controls but TAB and LF, DEL, C1 controls, and the bidirectional overrides that can
 # make a line read differently from what it holds
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-CUT = "[... cut by the grader: {n} more characters]"
+CUT = N_("[... cut by the grader: {n} more characters]")  # in the feedback's language
 
 
 def capped(text, limit, dropped=0):
@@ -23,7 +25,7 @@ def capped(text, limit, dropped=0):
     (`dropped`: characters already cut before `text`)."""
     if limit is None or (len(text) <= limit and not dropped):
         return text
-    marker = "\n" + CUT.format(n=len(text) + dropped - min(len(text), limit))
+    marker = "\n" + _(CUT).format(n=len(text) + dropped - min(len(text), limit))
     keep = max(0, min(len(text), limit) - len(marker))
     return text[:keep] + marker[: limit - keep]
 

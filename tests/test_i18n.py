@@ -8,6 +8,7 @@ cannot see it, and that a real grading run in Chinese writes Chinese feedback.
 """
 import ast
 import gettext
+import html
 import json
 import os
 import re
@@ -182,12 +183,33 @@ def test_set_language_switches_and_english_is_the_default():
     assert decode_source(b"x = 1\r\n", "a.py")[1][0].startswith("a.py had Windows")
 
 
+# catalog mistakes graded in Chinese beside chen and fatima: "many" fails in every part
+# (a device failure, a wrong mask, -inf, no scaling, dropout order, heads, no projection)
+MISTAKE_FILES = {"many": ("gpu-arange-no-device", "softmax-neg-inf", "dot-no-scale",
+                          "additive-dropout-stored", "transpose-no-permute",
+                          "mha-no-output-projection", "mask-off-by-one"),
+                 "device": ("gpu-arange-no-device",), "heads": ("mha-repeat",)}
+
+
+def _mistake_file(folder, name, ids):
+    from grader.catalog.mistakes import MISTAKES
+    with open(os.path.join(KIT, "solutions", "attention.py"), encoding="utf-8") as handle:
+        source = handle.read()
+    for mistake in ids:
+        source = next(m for m in MISTAKES if m.id == mistake).apply(source)
+    path = folder / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def graded_in_chinese(tmp_path_factory):
     out = tmp_path_factory.mktemp("zh") / "out"
+    made = tmp_path_factory.mktemp("mistakes")
+    mistakes = [_mistake_file(made, name, ids) for name, ids in MISTAKE_FILES.items()]
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "--lang", "zh",
                            os.path.join(EXAMPLES, "chen.py"), os.path.join(EXAMPLES, "fatima.py"),
-                           "--out", str(out), "--jobs", "2"],
+                           *mistakes, "--out", str(out), "--jobs", "1"],
                           cwd=KIT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return out
@@ -238,3 +260,83 @@ def test_the_feedback_page_is_in_chinese_too(graded_in_chinese):
         assert heading in page, heading
     for english in ("Score by part", "What to look at", "First failing case"):
         assert english not in page, english
+
+
+# -- no English prose in Chinese feedback ----------------------------------------------------
+# What may stay English in a Chinese page, and is not counted: code (identifiers with _ . or
+# digits, CamelCase, calls with their arguments, `backticks`, keyword=, shapes such as
+# (batch, heads, queries, keys)), numbers and tensors ([0.25, nan]), and text quoted from
+# Python or PyTorch or the student's own file (an exception after "SomethingError:", a
+# source line shown in a traceback, anything in quotes): the student meets those verbatim.
+CODE_WORDS = {"torch", "softmax", "d2l", "eval", "train", "None", "True", "False", "nan", "inf",
+              "exp", "sqrt", "bias", "dim", "return", "squeeze", "unsqueeze", "permute",
+              "reshape", "transpose", "view", "device", "dtype", "forward", "Tensor",
+              "dropout", "Dropout", "Linear", "Python", "README", "GBK", "UTF", "CRLF",
+              "Windows", "nbgrader"}
+
+
+def _without(text, pattern, opener, closer):
+    """`text` with each match of `pattern` (ending in `opener`) cut out up to its closer."""
+    out, at, start = [], 0, re.compile(pattern)
+    while True:
+        found = start.search(text, at)
+        if not found:
+            return "".join(out) + text[at:]
+        depth, end = 0, found.end() - 1
+        while end < len(text):
+            depth += {opener: 1, closer: -1}.get(text[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        out.append(text[at:found.start()] + " ")
+        at = end + 1
+
+
+def page_text(page):
+    page = re.sub(r"(?is)<(style|script|code|title)\b.*?</\1>", " ", page)
+    return html.unescape(re.sub(r"(?s)<[^>]+>", " ", page))
+
+
+def english_words(text):
+    """The English words of prose in `text` (see above for what is not prose)."""
+    text = re.sub(r"`[^`\n]*`|\u201c[^\u201d]{0,400}\u201d|'[^'\n]{0,400}'|\"[^\"\n]{0,400}\"",
+                  " ", text)
+    text = re.sub(r"\b[A-Z]\w*(Error|Exception|Warning)\b:?[^\n\u3002]*", " ", text)
+    text = re.sub(r"(?m)(\u4e2d: |in \S+: ).*$", " ", text)    # a traceback's source line
+    text = re.sub(r"<[\w.]+>", " ", text)                             # a frame: <module>
+    text = _without(text, r"[A-Za-z_][\w.]*\(", "(", ")")          # calls, with arguments
+    text = re.sub(r"\(\s*\w+(\s*,\s*\w+)+\s*\)", " ", text)          # shapes
+    text = re.sub(r"\[[-+\d\s.,:e\[\]naninf]*\]", " ", text)            # numbers, indices
+    text = re.sub(r"[A-Za-z_]\w*\s*=", " ", text)                        # keyword=
+    words = []
+    for token in re.findall(r"[A-Za-z_][\w.'-]*", text):
+        token = token.rstrip(".'-")
+        if len(token) < 2 or token in CODE_WORDS or re.search(r"[_\d.]", token) \
+                or re.search(r"[A-Z]", token[1:]):
+            continue
+        words.append(token)
+    return words
+
+
+def test_the_word_counter_sees_english_prose_and_not_code():
+    said = ("GPU: sequence_mask makes no tensor on the default device: calling "
+            "MultiHeadAttention(num_heads=2) in eval mode, forward(queries (2, 3) float32) "
+            "gives [0.25, nan]; shape (batch, heads, queries, keys); ModuleNotFoundError: No "
+            "module named 'd2l'\n[... cut by the grader: 3 more characters]")
+    assert english_words(said) == ["makes", "no", "tensor", "on", "the", "default", "calling",
+                                   "in", "mode", "gives", "shape", "cut", "by", "the",
+                                   "grader", "more", "characters"]
+    assert english_words("查询 (2, 3) float32，torch.arange(3)，`x`，有效长度 [0, 3]") == []
+
+
+def test_chinese_feedback_has_no_english_prose(graded_in_chinese):
+    """Every student-facing message of a real run in Chinese: the summary, each failing
+    case's call and name, the device check, the catalog's sentences, the HTML page."""
+    counts = {}
+    for name in ("chen", "fatima", *MISTAKE_FILES):
+        for file in ("feedback.txt", "feedback.html"):
+            text = _read(graded_in_chinese, name, file).replace(name, "student_file")
+            found = english_words(page_text(text) if file.endswith(".html") else text)
+            assert found == [], (name, file, found)
+            counts[(name, file)] = CJK.findall(text)
+    assert all(len(found) > 50 for found in counts.values())  # the pages were read

@@ -7,6 +7,7 @@ decodes as PNG) and, where Debian's chromium is installed, in the real browser a
 phone's width with name resolution switched off.
 """
 import base64
+import hashlib
 import html
 import html.parser
 import io
@@ -28,7 +29,7 @@ from conftest import KIT
 EXAMPLES = os.path.join(KIT, "examples")
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
-FORBIDDEN = {"script", "link", "iframe", "object", "embed", "base", "form", "video", "audio",
+FORBIDDEN = {"link", "iframe", "object", "embed", "base", "form", "video", "audio",
              "source", "frame", "frameset", "svg"}
 
 
@@ -39,7 +40,7 @@ class Page(html.parser.HTMLParser):
     def __init__(self, text):
         super().__init__(convert_charrefs=True)
         self.stack, self.errors, self.tags, self.images, self.urls = [], [], [], [], []
-        self.meta, self.text = [], []
+        self.meta, self.text, self.scripts = [], [], []
         self.feed(text)
         self.close()
         if self.stack:
@@ -75,7 +76,9 @@ class Page(html.parser.HTMLParser):
         self.stack.pop()
 
     def handle_data(self, data):
-        if self.stack[-1:] not in (["style"], ["title"]):
+        if self.stack[-1:] == ["script"]:
+            self.scripts.append(data)
+        elif self.stack[-1:] not in (["style"], ["title"]):
             self.text.append(data)
 
 
@@ -91,6 +94,13 @@ def check_page(text, limit=pages.PAGE_BYTES):
     assert any(m.get("charset") == "utf-8" for m in page.meta)
     csp = [m["content"] for m in page.meta if m.get("http-equiv") == "Content-Security-Policy"]
     assert csp and "default-src 'none'" in csp[0]
+    # a script only inline, and only one the CSP names by its hash: nothing else runs
+    allowed = re.findall(r"'(sha256-[A-Za-z0-9+/=]+)'", csp[0])
+    assert page.tags.count("script") == len(page.scripts)
+    for script in page.scripts:
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert f"sha256-{digest}" in allowed
+    assert "unsafe-inline" not in "".join(re.findall(r"script-src[^;]*", csp[0]))
     for tag, key, url in page.urls:  # nothing external: data: images and relative links only
         if tag == "img" and key == "src":
             assert url.startswith("data:image/png;base64,"), url[:80]
@@ -279,7 +289,7 @@ def test_report_leaves_out_grader_errors_and_reads_odd_folders(tmp_path):
     assert re.search(r"case A\s*1 / 1", body) and re.search(r"case B\s*0 / 1", body)
     assert re.search(r"repeat\s*2", body) and re.search(r"no-scale\s*1", body)
     assert re.search(r"p1\s*30\.00\s*50", body)
-    assert "<script>" not in text
+    assert page.scripts == [pages.SORT_SCRIPT]  # the table's sorting, nothing else
     assert len(page.images) == 3  # histogram, part means, diagnoses
 
 
@@ -329,3 +339,120 @@ def test_pages_in_a_real_browser_at_a_phones_width(batch, tmp_path):
         assert seen["resources"] == [], seen          # nothing fetched
         assert seen["scrollWidth"] <= seen["clientWidth"] <= 390, seen  # no sideways scrolling
         assert shot.exists() and shot.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------- the class view
+
+def _class_rows():
+    return [
+        {"name": "ann", "student_id": "10001", "status": "graded", "total": 80, "max": 100,
+         "folder": "ann", "parts": {"p1": [40, 50], "p2": [40, 50]},
+         "diagnoses": ["mha-repeat", "not-in-the-catalog"], "late": False},
+        {"name": "Ben", "student_id": "10002", "status": "graded", "total": 9, "max": 100,
+         "folder": "Ben", "parts": {"p1": [4, 50], "p2": [5, 50]}, "diagnoses": [],
+         "late": True, "days_late": 2, "penalty": 1},
+        {"name": "cy", "student_id": "10003", "status": "graded", "total": 100, "max": 100,
+         "folder": "cy", "parts": {"p1": [50, 50], "p2": [50, 50]}, "diagnoses": []},
+    ]
+
+
+def test_report_opens_with_the_class_table_and_explains_each_diagnosis():
+    from grader.catalog.mistakes import MISTAKES
+    text = pages.report_html(_class_rows(), charts=False)
+    check_page(text, 4 * pages.PAGE_BYTES)
+    # the class first, then the charts and the per-case table
+    assert text.index("<h2>Submissions</h2>") < text.index("<h2>Score distribution</h2>") \
+        < text.index("<h2>Pass rate per case</h2>")
+    table = text[text.index("<h2>Submissions</h2>"):text.index("<h2>Score distribution</h2>")]
+    heads = re.findall(r"<th[^>]*><button type=\"button\">([^<]*)</button></th>", table)
+    assert heads == ["student", "id", "total", "p1 /50", "p2 /50", "late", "penalty",
+                     "diagnoses", "status", "overrides", "flags"]
+    assert ('<tr><td><a href="ann/feedback.html">ann</a></td><td>10001</td>'
+            '<td class="num" data-key="80">80</td><td class="num lost" data-key="40">40</td>'
+            '<td class="num lost" data-key="40">40</td><td>on time</td><td></td>') in table
+    assert '<td class="num" data-key="50">50</td>' in table  # cy lost nothing: not bold
+    assert "<td>late, 2 day(s)</td><td>-1</td>" in table
+    # a catalog id links to its entry on this page, which says what the mistake is
+    assert '<a href="#mistake-mha-repeat"><code>mha-repeat</code></a>' in table
+    assert "<code>not-in-the-catalog</code>" in table and "#mistake-not-in" not in text
+    said = {m.id: m.en for m in MISTAKES}["mha-repeat"]
+    assert re.search(r'<dt id="mistake-mha-repeat"><code>mha-repeat</code> \(MultiHeadAttention'
+                     r'\)</dt><dd>' + re.escape(html.escape(said)) + "</dd>", text)
+    # rows by name, whatever the order given
+    assert [m for m in re.findall(r'feedback.html">(\w+)</a>', table)] == ["ann", "Ben", "cy"]
+
+
+def _drawn(monkeypatch):
+    """The matplotlib figures the next pictures make, instead of their PNGs."""
+    figures = []
+    monkeypatch.setattr(pictures, "_png", lambda figure, canvas: figures.append(figure) or "")
+    return figures
+
+
+@needs_matplotlib
+def test_count_charts_have_whole_number_ticks(monkeypatch):
+    figures = _drawn(monkeypatch)
+    pictures.bar_chart(["a", "b", "c"], [1, 2, 1], "t", "submissions", horizontal=True,
+                       counts=True)
+    pictures.bar_chart(["a", "b"], [3, 1], "t", "submissions", counts=True)
+    pictures.histogram([10, 20, 20, 95], "t", "total", 100)
+    ticks = [figures[0].axes[0].get_xticks(), figures[1].axes[0].get_yticks(),
+             figures[2].axes[0].get_yticks()]
+    for values in ticks:
+        assert len(values) >= 2 and all(float(v).is_integer() for v in values), values
+
+
+@needs_matplotlib
+def test_heatmaps_use_a_colour_blind_safe_map_and_write_each_value(monkeypatch):
+    figures = _drawn(monkeypatch)
+    pictures._DRAWN.clear()
+    pictures.heatmap_pair([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]], [[0.2, 0.8, 0.0], [1.0, 0.0, 0.0]])
+    axes = [ax for ax in figures[0].axes if ax.images]
+    assert len(axes) == 2
+    for ax, numbers in zip(axes, (["0.50", "0.50", "0.00", "1.00", "0.00", "0.00"],
+                                  ["0.20", "0.80", "0.00", "1.00", "0.00", "0.00"])):
+        assert ax.images[0].get_cmap().name == "cividis"
+        assert [t.get_text() for t in ax.texts] == numbers
+    assert [ax.get_title() for ax in axes] == ["expected", "yours"]
+    assert axes[0].get_xlabel() == "Keys" and axes[0].get_ylabel() == "Queries"
+
+
+SORT_PROBE = """<!DOCTYPE html><html><body>
+<iframe id="f" width="390" height="844" srcdoc="{page}"></iframe>
+<script>
+document.getElementById('f').addEventListener('load', function () {{
+  var d = this.contentDocument, seen = [];
+  function names() {{
+    return [].map.call(d.querySelectorAll('table.sortable tbody tr'),
+                       function (r) {{ return r.cells[0].textContent; }});
+  }}
+  var buttons = d.querySelectorAll('table.sortable thead button');
+  seen.push(names());
+  buttons[2].click(); seen.push(names());   // total, up
+  buttons[2].click(); seen.push(names());   // total, down
+  buttons[5].click(); seen.push(names());   // late: by its text, numbers as numbers
+  document.body.setAttribute('data-probe', JSON.stringify(seen));
+}});
+</script></body></html>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_class_table_sorts_in_a_real_browser(tmp_path):
+    rows = _class_rows() + [{"name": "dee", "student_id": "10004", "status": "graded",
+                             "total": 50, "max": 100, "folder": "dee",
+                             "parts": {"p1": [25, 50], "p2": [25, 50]}, "late": True,
+                             "days_late": 10}]
+    probe = tmp_path / "sort.html"
+    probe.write_text(SORT_PROBE.format(page=html.escape(
+        pages.report_html(rows, charts=False), quote=True)), encoding="utf-8")
+    command = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+               "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'p'}",
+               "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90)
+    found = re.search(r'data-probe="([^"]*)"', done.stdout)
+    assert found, done.stderr[-2000:]
+    assert json.loads(html.unescape(found.group(1))) == [
+        ["ann", "Ben", "cy", "dee"],     # by name, as written
+        ["Ben", "dee", "ann", "cy"],     # total 9, 50, 80, 100
+        ["cy", "ann", "dee", "Ben"],
+        ["Ben", "dee", "ann", "cy"]]     # late, 2 day(s) < late, 10 day(s) < on time; cy: blank last

@@ -38,7 +38,7 @@ import zlib
 
 import torch
 
-from grader.i18n import N_  # `about` is translated where it is shown (checks.py)
+from grader.i18n import N_, _  # `about` and names are translated where shown (checks.py)
 
 TOTAL_POINTS = 100  # what the assignment is worth; the hidden suite refuses to run otherwise
 PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
@@ -53,6 +53,11 @@ ARG_NAMES = {
     "DotProductAttention": ("queries", "keys", "values", "valid_lens"),
     "MultiHeadAttention": ("queries", "keys", "values", "valid_lens"),
 }
+# a module's call, in the language of the feedback (call_text)
+IN_EVAL_MODE = N_("{module} in eval mode, forward({args})")
+IN_TRAIN_MODE = N_("{module} in training mode, forward({args})")
+# the GPU part's case names, "<target> <label>": the label is translated where shown
+GPU_LABELS = {"device": N_("makes no tensor on the default device"), "cuda": N_("on CUDA")}
 WEIGHTS = {"AdditiveAttention": "attention_weights", "DotProductAttention": "attention_weights",
            "MultiHeadAttention": "attention.attention_weights"}
 
@@ -109,7 +114,8 @@ class Case:
         shown += [_describe(k, v) for k, v in self.kwargs.items()]
         if self.is_module:
             init = ", ".join(f"{k}={v!r}" for k, v in self.init.items())
-            return f"{self.target}({init}) in {self.mode} mode, forward({', '.join(shown)})"
+            said = IN_TRAIN_MODE if self.mode == "train" else IN_EVAL_MODE
+            return _(said).format(module=f"{self.target}({init})", args=", ".join(shown))
         return f"{self.target}({', '.join(shown)})"
 
 
@@ -161,54 +167,54 @@ def lens(values, dtype=torch.int64):
 def sequence_mask_cases():
     part = "sequence_mask"
     r = Inputs(part)
-    yield Case(part, "the book's example", 1, "sequence_mask",
+    yield Case(part, N_("the book's example"), 1, "sequence_mask",
                (torch.tensor([[1, 2, 3], [4, 5, 6]]), lens([1, 2])))
-    yield Case(part, "lengths 0, full and in between", 1, "sequence_mask",
+    yield Case(part, N_("lengths 0, full and in between"), 1, "sequence_mask",
                (r.randn(3, 5), lens([0, 5, 2])))
-    yield Case(part, "value=-1.5 and a length larger than the row", 1, "sequence_mask",
+    yield Case(part, N_("value=-1.5 and a length larger than the row"), 1, "sequence_mask",
                (r.randn(4, 6), lens([6, 1, 3, 9]), -1.5))
-    yield Case(part, "3-D X: whole feature vectors are masked", 2, "sequence_mask",
+    yield Case(part, N_("3-D X: whole feature vectors are masked"), 2, "sequence_mask",
                (r.randn(2, 4, 3), lens([1, 3])), kwargs={"value": -7.0})
-    yield Case(part, "more rows than positions (batch 5, length 2)", 1, "sequence_mask",
+    yield Case(part, N_("more rows than positions (batch 5, length 2)"), 1, "sequence_mask",
                (r.randn(5, 2), lens([0, 1, 2, 1, 3])))
-    yield Case(part, "int32 lengths", 1, "sequence_mask",
+    yield Case(part, N_("int32 lengths"), 1, "sequence_mask",
                (r.randn(3, 4), lens([3, 0, 2], torch.int32)))
-    yield Case(part, "float lengths holding whole numbers", 1, "sequence_mask",
+    yield Case(part, N_("float lengths holding whole numbers"), 1, "sequence_mask",
                (r.randn(3, 4), lens([2.0, 4.0, 1.0], torch.float32)))
-    yield Case(part, "batch of one, length one", 1, "sequence_mask",
+    yield Case(part, N_("batch of one, length one"), 1, "sequence_mask",
                (r.randn(1, 1, 2), lens([0])), kwargs={"value": -3.0}, degenerate=MASKS_EVERYTHING)
-    yield Case(part, "float64 X and value=-1e6", 1, "sequence_mask",
+    yield Case(part, N_("float64 X and value=-1e6"), 1, "sequence_mask",
                (r.randn(2, 5, dtype=torch.float64), lens([4, 2])), kwargs={"value": -1e6})
-    yield Case(part, "bfloat16 X", 1, "sequence_mask",
+    yield Case(part, N_("bfloat16 X"), 1, "sequence_mask",
                (r.randn(3, 3, dtype=torch.bfloat16), lens([1, 3, 2])))
 
 
 def masked_softmax_cases():
     part = "masked_softmax"
     r = Inputs(part)
-    yield Case(part, "valid_lens None is a plain softmax", 2, "masked_softmax",
+    yield Case(part, N_("valid_lens None is a plain softmax"), 2, "masked_softmax",
                (r.randn(2, 3, 4, scale=3), None), degenerate=NO_KEY_MASKED)
-    yield Case(part, "1-D lengths that differ per example", 3, "masked_softmax",
+    yield Case(part, N_("1-D lengths that differ per example"), 3, "masked_softmax",
                (r.randn(3, 2, 5, scale=2), lens([2, 5, 1])))
-    yield Case(part, "2-D lengths that differ per query", 3, "masked_softmax",
+    yield Case(part, N_("2-D lengths that differ per query"), 3, "masked_softmax",
                (r.randn(2, 3, 5, scale=2), lens([[1, 3, 5], [2, 4, 1]])))
-    yield Case(part, "length 0 gives a uniform row", 2, "masked_softmax",
+    yield Case(part, N_("length 0 gives a uniform row"), 2, "masked_softmax",
                (r.randn(2, 3, 4, scale=2), lens([0, 3])))
-    yield Case(part, "2-D lengths with 0 and more than the keys", 1, "masked_softmax",
+    yield Case(part, N_("2-D lengths with 0 and more than the keys"), 1, "masked_softmax",
                (r.randn(2, 2, 3, scale=2), lens([[0, 7], [3, 1]])))
-    yield Case(part, "int32 lengths", 1, "masked_softmax",
+    yield Case(part, N_("int32 lengths"), 1, "masked_softmax",
                (r.randn(2, 4, 3), lens([1, 2], torch.int32)))
-    yield Case(part, "float lengths holding whole numbers", 1, "masked_softmax",
+    yield Case(part, N_("float lengths holding whole numbers"), 1, "masked_softmax",
                (r.randn(2, 3, 6), lens([[2.0, 6.0, 1.0], [5.0, 3.0, 4.0]], torch.float32)))
-    yield Case(part, "batch, queries and keys of size 1", 1, "masked_softmax",
+    yield Case(part, N_("batch, queries and keys of size 1"), 1, "masked_softmax",
                (r.randn(1, 1, 1), lens([1])), degenerate=ONE_KEY)
-    yield Case(part, "one query and one key per example", 1, "masked_softmax",
+    yield Case(part, N_("one query and one key per example"), 1, "masked_softmax",
                (r.randn(3, 1, 4), lens([4, 1, 2])))
-    yield Case(part, "float64 scores", 1, "masked_softmax",
+    yield Case(part, N_("float64 scores"), 1, "masked_softmax",
                (r.randn(2, 3, 4, dtype=torch.float64, scale=2), lens([3, 1])))
-    yield Case(part, "bfloat16 scores", 1, "masked_softmax",
+    yield Case(part, N_("bfloat16 scores"), 1, "masked_softmax",
                (r.randn(2, 2, 5, dtype=torch.bfloat16, scale=2), lens([[2, 5], [0, 4]])))
-    yield Case(part, "gradient with respect to the scores", 3, "masked_softmax",
+    yield Case(part, N_("gradient with respect to the scores"), 3, "masked_softmax",
                (r.randn(2, 3, 4, scale=2), lens([[1, 4, 0], [2, 3, 9]])), grad_args=(0,))
 
 
@@ -227,35 +233,35 @@ def additive_cases():
                 "dropout": dropout}
 
     q, k, v = _attention_inputs(r, 2, 1, 10, 20, 2, 4)
-    yield Case(part, "the book's shapes, random values", 2, target, (q, k, v, lens([2, 6])),
+    yield Case(part, N_("the book's shapes, random values"), 2, target, (q, k, v, lens([2, 6])),
                init=init(20, 2))
     q, k, v = _attention_inputs(r, 2, 4, 4, 5, 3, 6)
-    yield Case(part, "as many queries as keys, 2-D lengths", 2, target,
+    yield Case(part, N_("as many queries as keys, 2-D lengths"), 2, target,
                (q, k, v, lens([[1, 4, 2, 3], [4, 3, 1, 2]])), init=init(5, 3, hidden=6))
     q, k, v = _attention_inputs(r, 3, 2, 5, 4, 4, 3)
-    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 9, 3])),
+    yield Case(part, N_("lengths 0 and larger than the keys"), 2, target, (q, k, v, lens([0, 9, 3])),
                init=init(4, 4, hidden=5))
     q, k, v = _attention_inputs(r, 1, 1, 3, 3, 2, 2)
-    yield Case(part, "batch of one and a single query", 1, target, (q, k, v, lens([2])),
+    yield Case(part, N_("batch of one and a single query"), 1, target, (q, k, v, lens([2])),
                init=init(3, 2, hidden=4))
     q, k, v = _attention_inputs(r, 2, 3, 1, 3, 2, 2)
-    yield Case(part, "a single key", 1, target, (q, k, v, lens([1, 1])), init=init(3, 2, hidden=4),
+    yield Case(part, N_("a single key"), 1, target, (q, k, v, lens([1, 1])), init=init(3, 2, hidden=4),
                degenerate=ONE_KEY)
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 5, 2)
-    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(3, 5, hidden=4),
+    yield Case(part, N_("valid_lens None"), 1, target, (q, k, v, None), init=init(3, 5, hidden=4),
                degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 2, 2, dtype=torch.float64)
-    yield Case(part, "float64", 1, target, (q, k, v, lens([4, 2])), init=init(3, 2),
+    yield Case(part, N_("float64"), 1, target, (q, k, v, lens([4, 2])), init=init(3, 2),
                module_dtype="float64")
     q, k, v = _attention_inputs(r, 2, 3, 5, 4, 3, 2)
-    yield Case(part, "gradients of inputs and parameters", 2, target,
+    yield Case(part, N_("gradients of inputs and parameters"), 2, target,
                (q, k, v, lens([[2, 5, 1], [3, 4, 5]])), init=init(4, 3, hidden=6),
                grad_args=(0, 1, 2), grad_params=True)
     q, k, v = _attention_inputs(r, 2, 3, 5, 4, 3, 2)
-    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+    yield Case(part, N_("eval mode with dropout=0.5 is deterministic"), 1, target,
                (q, k, v, lens([3, 5])), init=init(4, 3, dropout=0.5), check="eval", calls=2)
     q, k, _ = _attention_inputs(r, 2, 3, 6, 4, 3, 1)
-    yield Case(part, "dropout in training mode acts on the weights", 2, target,
+    yield Case(part, N_("dropout in training mode acts on the weights"), 2, target,
                (q, k, dropout_values(r, 2, 6), lens([4, 6])), init=init(4, 3, dropout=0.5),
                check="dropout", mode="train", calls=3)
 
@@ -264,35 +270,35 @@ def dot_product_cases():
     part = target = "DotProductAttention"
     r = Inputs(part)
     q, k, v = _attention_inputs(r, 2, 3, 5, 4, 4, 3)
-    yield Case(part, "feature size differs from the number of keys", 2, target,
+    yield Case(part, N_("feature size differs from the number of keys"), 2, target,
                (q * 2, k, v, lens([2, 4])), init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 4, 3, 6, 6, 2)
-    yield Case(part, "2-D lengths that differ per query", 2, target,
+    yield Case(part, N_("2-D lengths that differ per query"), 2, target,
                (q, k, v, lens([[1, 3, 2, 3], [3, 2, 1, 2]])), init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 2, 3, 5, 5, 2)
-    yield Case(part, "valid_lens left out (it defaults to None)", 1, target, (q, k, v),
+    yield Case(part, N_("valid_lens left out (it defaults to None)"), 1, target, (q, k, v),
                init={"dropout": 0.0}, degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 2)
-    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 4, 8])),
+    yield Case(part, N_("lengths 0 and larger than the keys"), 2, target, (q, k, v, lens([0, 4, 8])),
                init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 1, 1, 1, 2, 2, 3)
-    yield Case(part, "batch, queries and keys of size 1", 1, target, (q, k, v, lens([1])),
+    yield Case(part, N_("batch, queries and keys of size 1"), 1, target, (q, k, v, lens([1])),
                init={"dropout": 0.0}, degenerate=ONE_KEY)
     q, k, v = _attention_inputs(r, 2, 1, 4, 3, 3, 2)
-    yield Case(part, "a single query per example", 1, target, (q, k, v, lens([3, 1])),
+    yield Case(part, N_("a single query per example"), 1, target, (q, k, v, lens([3, 1])),
                init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 3, 4, 5, 5, 2, dtype=torch.float64)
-    yield Case(part, "float64", 1, target, (q, k, v, lens([2, 3])), init={"dropout": 0.0})
+    yield Case(part, N_("float64"), 1, target, (q, k, v, lens([2, 3])), init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 3, 4, 4, 4, 2, dtype=torch.bfloat16)
-    yield Case(part, "bfloat16", 1, target, (q, k, v, lens([1, 4])), init={"dropout": 0.0})
+    yield Case(part, N_("bfloat16"), 1, target, (q, k, v, lens([1, 4])), init={"dropout": 0.0})
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 3, 2)
-    yield Case(part, "gradients of queries, keys and values", 2, target,
+    yield Case(part, N_("gradients of queries, keys and values"), 2, target,
                (q, k, v, lens([[1, 2, 4], [4, 0, 3]])), init={"dropout": 0.0}, grad_args=(0, 1, 2))
     q, k, v = _attention_inputs(r, 2, 3, 5, 4, 4, 2)
-    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+    yield Case(part, N_("eval mode with dropout=0.5 is deterministic"), 1, target,
                (q, k, v, lens([2, 5])), init={"dropout": 0.5}, check="eval", calls=2)
     q, k, _ = _attention_inputs(r, 2, 4, 5, 3, 3, 1)
-    yield Case(part, "dropout in training mode acts on the weights", 1, target,
+    yield Case(part, N_("dropout in training mode acts on the weights"), 1, target,
                (q, k, dropout_values(r, 2, 5), lens([[5, 3, 4, 5], [2, 5, 5, 4]])),
                init={"dropout": 0.5}, check="dropout", mode="train", calls=3)
 
@@ -300,18 +306,18 @@ def dot_product_cases():
 def transpose_cases():
     part = "transpose"
     r = Inputs(part)
-    yield Case(part, "transpose_qkv with 4 heads", 2, "transpose_qkv", (r.randn(2, 3, 8), 4))
-    yield Case(part, "transpose_qkv with 1 head", 1, "transpose_qkv", (r.randn(3, 2, 4), 1),
+    yield Case(part, N_("transpose_qkv with 4 heads"), 2, "transpose_qkv", (r.randn(2, 3, 8), 4))
+    yield Case(part, N_("transpose_qkv with 1 head"), 1, "transpose_qkv", (r.randn(3, 2, 4), 1),
                degenerate=ONE_HEAD)
-    yield Case(part, "transpose_qkv with a batch of one and one position", 1, "transpose_qkv",
+    yield Case(part, N_("transpose_qkv with a batch of one and one position"), 1, "transpose_qkv",
                (r.randn(1, 1, 6), 3), degenerate=ONE_POSITION)
-    yield Case(part, "transpose_qkv keeps each example's heads together (batch 3, 2 heads)", 1,
+    yield Case(part, N_("transpose_qkv keeps each example's heads together (batch 3, 2 heads)"), 1,
                "transpose_qkv", (r.randn(3, 2, 4), 2),
                about=N_("row b*num_heads + i holds head i of example b"))
-    yield Case(part, "transpose_output with 4 heads", 2, "transpose_output", (r.randn(8, 3, 2), 4))
-    yield Case(part, "transpose_output with 2 heads, float64", 1, "transpose_output",
+    yield Case(part, N_("transpose_output with 4 heads"), 2, "transpose_output", (r.randn(8, 3, 2), 4))
+    yield Case(part, N_("transpose_output with 2 heads, float64"), 1, "transpose_output",
                (r.randn(6, 5, 3, dtype=torch.float64), 2))
-    yield Case(part, "gradient through transpose_qkv", 1, "transpose_qkv",
+    yield Case(part, N_("gradient through transpose_qkv"), 1, "transpose_qkv",
                (r.randn(2, 4, 6), 3), grad_args=(0,))
 
 
@@ -327,42 +333,42 @@ def multi_head_cases():
         return args
 
     q, k, v = _attention_inputs(r, 2, 3, 5, 6, 4, 5)
-    yield Case(part, "2 heads, 1-D lengths that differ per example", 3, target,
+    yield Case(part, N_("2 heads, 1-D lengths that differ per example"), 3, target,
                (q, k, v, lens([2, 5])), init=init(6, 4, 5, 8, 2),
                about=N_("every head of example b must use example b's valid length"))
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 5, 2)
-    yield Case(part, "4 heads, 2-D lengths that differ per query", 3, target,
+    yield Case(part, N_("4 heads, 2-D lengths that differ per query"), 3, target,
                (q, k, v, lens([[1, 4], [3, 2], [4, 1]])), init=init(3, 5, 2, 8, 4))
     q, k, v = _attention_inputs(r, 2, 3, 4, 5, 5, 5)
-    yield Case(part, "a single head", 1, target, (q, k, v, lens([3, 1])), init=init(5, 5, 5, 6, 1),
+    yield Case(part, N_("a single head"), 1, target, (q, k, v, lens([3, 1])), init=init(5, 5, 5, 6, 1),
                degenerate=ONE_HEAD)
     q, k, v = _attention_inputs(r, 2, 2, 3, 4, 3, 2)
-    yield Case(part, "bias=True", 2, target, (q, k, v, lens([[1, 3], [2, 2]])),
+    yield Case(part, N_("bias=True"), 2, target, (q, k, v, lens([[1, 3], [2, 2]])),
                init=init(4, 3, 2, 6, 3, bias=True))
     q, k, v = _attention_inputs(r, 2, 3, 3, 4, 4, 4)
-    yield Case(part, "valid_lens None", 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2),
+    yield Case(part, N_("valid_lens None"), 1, target, (q, k, v, None), init=init(4, 4, 4, 4, 2),
                degenerate=NO_KEY_MASKED)
     q, k, v = _attention_inputs(r, 3, 2, 5, 2, 3, 4)
-    yield Case(part, "int32 lengths, three sizes of input", 1, target,
+    yield Case(part, N_("int32 lengths, three sizes of input"), 1, target,
                (q, k, v, lens([5, 1, 3], torch.int32)), init=init(2, 3, 4, 6, 3))
     q, k, v = _attention_inputs(r, 3, 2, 4, 3, 3, 3)
-    yield Case(part, "lengths 0 and larger than the keys", 2, target, (q, k, v, lens([0, 6, 2])),
+    yield Case(part, N_("lengths 0 and larger than the keys"), 2, target, (q, k, v, lens([0, 6, 2])),
                init=init(3, 3, 3, 6, 2))
     q, k, v = _attention_inputs(r, 1, 1, 3, 2, 2, 2)
-    yield Case(part, "batch of one and a single query", 1, target, (q, k, v, lens([2])),
+    yield Case(part, N_("batch of one and a single query"), 1, target, (q, k, v, lens([2])),
                init=init(2, 2, 2, 4, 2))
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 4, 2, dtype=torch.float64)
-    yield Case(part, "float64", 1, target, (q, k, v, lens([4, 2])), init=init(3, 4, 2, 6, 3),
+    yield Case(part, N_("float64"), 1, target, (q, k, v, lens([4, 2])), init=init(3, 4, 2, 6, 3),
                module_dtype="float64")
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 2, 3)
-    yield Case(part, "gradients of inputs and parameters", 2, target,
+    yield Case(part, N_("gradients of inputs and parameters"), 2, target,
                (q, k, v, lens([[1, 4, 2], [3, 3, 4]])), init=init(3, 2, 3, 6, 2, bias=True),
                grad_args=(0, 1, 2), grad_params=True)
     q, k, v = _attention_inputs(r, 2, 3, 4, 3, 3, 3)
-    yield Case(part, "eval mode with dropout=0.5 is deterministic", 1, target,
+    yield Case(part, N_("eval mode with dropout=0.5 is deterministic"), 1, target,
                (q, k, v, lens([2, 4])), init=init(3, 3, 3, 6, 2, dropout=0.5), check="eval", calls=2)
     q, k, v = _attention_inputs(r, 2, 4, 5, 3, 3, 3)
-    yield Case(part, "dropout in training mode", 2, target, (q, k, v, lens([3, 5])),
+    yield Case(part, N_("dropout in training mode"), 2, target, (q, k, v, lens([3, 5])),
                init=init(3, 3, 3, 6, 2, dropout=0.5), check="dropout", mode="train", calls=3)
 
 
@@ -385,7 +391,7 @@ def gpu_cases():
     degenerate case is no evidence the function works), and then on the cases the submission
     gets right on the CPU (the others cost points in their own part): each must give the same
     result as on the CPU, come back on the GPU, and create no tensor on the default device."""
-    for check, label in (("device", "makes no tensor on the default device"), ("cuda", "on CUDA")):
+    for check, label in GPU_LABELS.items():
         for target in GPU_TARGETS:
             yield Case("GPU", f"{target} {label}", 2, target, (), check=check)
 

@@ -362,7 +362,7 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
         except StudentFailure as failure:
             raise _rethrow(failure, _("{target} gives the right result on the CPU for the case "
                                       "'{case}', but not {where}:\n{failure}").format(
-                                          target=case.target, case=sample.name, where=where,
+                                          target=case.target, case=_(sample.name), where=where,
                                           failure=failure)) from None
 
 

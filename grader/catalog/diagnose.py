@@ -15,6 +15,7 @@ import itertools
 
 from ..harness.compare import same
 from ..harness.devices import device_failure
+from ..i18n import case_words
 from .build import MistakeImplementation
 from .mistakes import (EXPERIMENTS, PART_TARGETS, base_id, by_id, callers, combined, instance,
                        members, suspects_for)
@@ -310,7 +311,7 @@ def _observation(part, names, ran, cases, lang, template):
     it right anyway)."""
     first = ran[next((n for n in names if not getattr(cases.get(n), "degenerate", "")), names[0])]
     name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") else first["name"]
-    return template[lang].format(where=part, case=name,
+    return template[lang].format(where=part, case=case_words(name, lang),
                                  what=_first_line(first.get("message")),
                                  count=len(names))
 

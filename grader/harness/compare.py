@@ -140,7 +140,13 @@ def heatmap(got, expected, what, limit=32):
     def rows(t):
         t = torch.nan_to_num(t[index, :limit, :limit], nan=0.0, posinf=1.0, neginf=0.0)
         return [[round(float(v), 6) for v in row] for row in t.tolist()]
-    where = _(" (slab {index} of {count})").format(index=index, count=e.shape[0]) \
+    # counted from 1 in both languages, with the index the student would type
+    at, rest = [], index  # the slab's index in the leading axes
+    for size in reversed(expected.shape[:-2]):
+        at.insert(0, rest % size)
+        rest //= size
+    where = _(" (slab {number} of {count}: [{index}, :, :])").format(
+        number=index + 1, count=e.shape[0], index=", ".join(map(str, at))) \
         if e.shape[0] > 1 else ""
     return {"title": f"{what}{where}"[:300], "expected": rows(e), "got": rows(g)}
 

@@ -13,7 +13,10 @@ returned none, in the calls the guard could watch. What it cannot prove: `.cpu()
 worker's memory by code written for that purpose. Only the CUDA tier proves GPU execution.
 """
 
+import re
+
 from ..i18n import N_, _
+from ..textsafety import safe_text
 
 UNWATCHED = N_("{target}: the device check could not watch this call ({why}), so how it "
              "behaves with its inputs on a GPU cannot be graded here. The GPU part is graded only for code the "
@@ -41,5 +44,34 @@ def device_failure(target, result):
     if not isinstance(found, list):
         return _(UNWATCHED).format(target=target, why=_("its record is malformed"))
     if found:
-        return _("{target} would fail on a GPU: {why}").format(target=target, why=str(found[0])[:600])
+        return _("{target} would fail on a GPU: {why}").format(target=target,
+                                                              why=said(str(found[0])[:600]))
     return None
+
+
+# the guard's violation (guards.py, English in the worker), said again in the feedback's
+# language; anything else the record holds is shown as it came, made safe
+_VIOLATION = re.compile(
+    r"(?P<origin>.{1,300}?) made a tensor on the default device \(the CPU\), and "
+    r"(?P<func>[\w.]{1,100}) then combined it with a tensor on the input's device; on a GPU "
+    r"this fails with 'Expected all tensors to be on the same device'\. Pass device=X\.device "
+    r"\(X being one of the inputs\) when you create it\.", re.S)
+_FACTORY = re.compile(r"(?P<call>torch\.\w{1,60})\(\.\.\.\) without device=")
+VIOLATION = N_("{origin} made a tensor on the default device (the CPU), and {func} then combined "
+               "it with a tensor on the input's device; on a GPU this fails with 'Expected all "
+               "tensors to be on the same device'. Pass device=X.device (X being one of the "
+               "inputs) when you create it.")
+FACTORY = N_("{call}(...) without device=")
+
+
+def said(text):
+    """A violation from the guard in this process's language (as it came when not the
+    guard's own sentence)."""
+    found = _VIOLATION.fullmatch(text)
+    if not found:
+        return safe_text(text, 600)
+    origin = found["origin"]
+    factory = _FACTORY.fullmatch(origin)
+    if factory:
+        origin = _(FACTORY).format(call=factory["call"])
+    return _(VIOLATION).format(origin=safe_text(origin, 300), func=found["func"])

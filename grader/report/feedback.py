@@ -17,7 +17,7 @@ shown" line (files.write_text also caps it at FEEDBACK_BYTES when it is written)
 """
 import re
 
-from ..i18n import N_, _
+from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
 from . import summary as summaries
 from .files import MESSAGE_CHARS
@@ -71,7 +71,7 @@ def _mark(test):
 
 def _group_lines(group):
     first = group[0]
-    lines = [f"[{_mark(first)}] {safe_text(first.name, 500)} "
+    lines = [f"[{_mark(first)}] {case_title(safe_text(first.name, 500))} "
              f"({first.score:g}/{first.max_score:g})"] + _message_lines(first)
     if len(group) > 1:
         names = "; ".join(summaries.case_name(t) for t in group[1:1 + NAMES_SHOWN])

@@ -16,13 +16,16 @@ A page stays under PAGE_BYTES: pictures are dropped first. Making pictures can f
 (matplotlib missing, odd data): the page is then written without them, with a note, and
 never costs the row.
 """
+import base64
+import hashlib
 import html
 import json
+import re
 import os
 import urllib.parse
 
 from .. import i18n
-from ..i18n import N_, _
+from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
 from . import files, pictures
 
@@ -66,11 +69,61 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; paddi
       border-radius: 0.3rem; font-size: 0.85rem; max-width: 100%; }
 code { font-size: 0.9em; }
 details { margin: 0.4rem 0; }
+.wide { overflow-x: auto; max-width: 100%; margin: 0.4rem 0; }
+.wide table { width: 100%; }
+.wide td { white-space: nowrap; }
+.wide th { vertical-align: bottom; min-width: 3.5rem; }
+.wide td.list { white-space: normal; min-width: 9rem; }
+body.class-view { max-width: 110rem; }
+.wide th:first-child, .wide td:first-child { position: sticky; left: 0; background: #fff; }
+th button { font: inherit; font-weight: 600; color: inherit; background: none; border: 0;
+            padding: 0; cursor: pointer; text-align: inherit; }
+th[aria-sort="ascending"] button::after { content: " \\25B2"; }
+th[aria-sort="descending"] button::after { content: " \\25BC"; }
+td.lost { font-weight: 700; color: #a3261b; }
+dt { font-weight: 600; margin-top: 0.4rem; }
+dd { margin: 0 0 0 1rem; }
 @media (max-width: 30rem) { body { padding: 0.6rem; font-size: 0.95rem; }
   th, td { padding: 0.25rem 0.2rem; } }
 """
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+# report.html's one script: sorts a table.sortable by the header button clicked (numbers by
+# each cell's data-key, blanks last); the CSP allows exactly this text by its hash. Without
+# it (or without scripts) the table stays in its order, by name.
+SORT_SCRIPT = """(function () {
+  function key(cell, numeric) {
+    var v = cell.hasAttribute('data-key') ? cell.getAttribute('data-key') : cell.textContent;
+    v = v.trim();
+    if (v === '') { return null; }
+    if (!numeric) { return v.toLowerCase(); }
+    return isNaN(parseFloat(v)) ? null : parseFloat(v);
+  }
+  [].forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    var heads = table.tHead.rows[0].cells;
+    [].forEach.call(heads, function (head, column) {
+      var button = head.querySelector('button');
+      if (!button) { return; }
+      button.addEventListener('click', function () {
+        var up = head.getAttribute('aria-sort') !== 'ascending';
+        var numeric = head.hasAttribute('data-numeric');
+        [].forEach.call(heads, function (h) { h.removeAttribute('aria-sort'); });
+        head.setAttribute('aria-sort', up ? 'ascending' : 'descending');
+        var body = table.tBodies[0], rows = [].slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = key(a.cells[column], numeric), y = key(b.cells[column], numeric);
+          if (x === null || y === null) { return (x === null) - (y === null); }
+          var order = numeric ? (x < y ? -1 : x > y ? 1 : 0)
+                              : x.localeCompare(y, undefined, {numeric: true});
+          return order * (up ? 1 : -1);
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
+    });
+  });
+})();"""
+SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SORT_SCRIPT.encode()).digest()).decode()
 
 
 def esc(value, limit=2000):
@@ -85,14 +138,19 @@ def _fmt(value):
         return "?"
 
 
-def _page(title, body):
+def _page(title, body, sortable=False):
+    """A whole page; sortable: with SORT_SCRIPT, which the CSP then allows by its hash."""
     lang = "zh-CN" if i18n.language() == "zh" else "en"
+    csp = CSP + (f"; script-src '{SORT_HASH}'" if sortable else "")
+    script = f"<script>{SORT_SCRIPT}</script>\n" if sortable else ""
+    view = ' class="class-view"' if sortable else ""
     return (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
             "<meta name=\"referrer\" content=\"no-referrer\">\n"
-            f"<title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            f"{body}\n</body>\n</html>\n")
+            f"<title>{title}</title>\n<style>{CSS}</style>\n</head>\n"
+            f"<body{view}>\n"
+            f"{body}\n{script}</body>\n</html>\n")
 
 
 def _bar(score, top):
@@ -218,7 +276,7 @@ def _picture_blocks(drawn):
             module=module)
         blocks.append(
             f"<h3>{esc(module, 100)}</h3>"
-            f"<p>{_(FIRST_FAILING)} <strong>{esc(test.name, 300)}</strong></p>"
+            f"<p>{_(FIRST_FAILING)} <strong>{esc(case_title(test.name), 300)}</strong></p>"
             f'<p class="small">{esc(heatmap.get("title", ""), 400)}</p>'
             f'<img src="{uri}" alt="{html.escape(alt)}">'
             + ('<p class="small">' + (_(
@@ -238,7 +296,7 @@ def _failing_list(result):
         return ""
     groups = {}
     for test in failing:
-        groups.setdefault(_first_line(test.message), []).append(test.name)
+        groups.setdefault(_first_line(test.message), []).append(case_title(test.name))
     items = []
     for line, names in list(groups.items())[:60]:
         shown = ", ".join(f"<strong>{esc(n, 300)}</strong>" for n in names[:5])
@@ -482,6 +540,110 @@ def _review(rows, errors, more=None):
             + ["</ul>"])
 
 
+def _anchor(mistake):
+    return "mistake-" + re.sub(r"[^A-Za-z0-9-]", "_", mistake)[:100]
+
+
+def _catalog():
+    """{id: Mistake} of the catalog (empty when it does not load: the page goes on)."""
+    try:
+        from ..catalog.mistakes import MISTAKES
+        return {m.id: m for m in MISTAKES}
+    except Exception:
+        return {}
+
+
+def _part_order(rows):
+    order = []
+    for row in rows:
+        parts = row.get("parts") if isinstance(row.get("parts"), dict) else {}
+        order += [p for p in parts if isinstance(p, str) and p not in order]
+    return order[:20]
+
+
+def _top(row, part):
+    try:
+        return _number(row["parts"][part][1]) or 0.0
+    except (TypeError, KeyError, IndexError):
+        return 0.0
+
+
+def _part_cell(row, part):
+    parts = row.get("parts") if isinstance(row.get("parts"), dict) else {}
+    pair = parts.get(part)
+    try:
+        score, top = float(pair[0]), float(pair[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return '<td class="num" data-key=""></td>'
+    lost = ' lost' if score < top else ''
+    return f'<td class="num{lost}" data-key="{score:g}">{score:g}</td>'
+
+
+def _breakable(name):
+    """A part's (escaped) name that may wrap in a narrow column: after _ and before a
+    capital inside a word (sequence_<wbr>mask, Additive<wbr>Attention)."""
+    return re.sub(r"(?<=_)|(?<=[a-z])(?=[A-Z])", "<wbr>", name)
+
+
+def _class_table(rows, known):
+    """The class at a glance: a row per submission, sortable by any column (SORT_SCRIPT)."""
+    parts = _part_order(rows)
+    tops = {part: max([_top(r, part) for r in rows] + [0.0]) for part in parts}
+
+    def head(text, numeric=False):
+        numeric = ' class="num" data-numeric' if numeric else ""
+        return f'<th{numeric}><button type="button">{text}</button></th>'
+    heads = ([head("student"), head("id"), head("total", True)]
+             + [head(f"{_breakable(esc(p, 60))} /{tops[p]:g}", True) for p in parts]
+             + [head("late"), head("penalty", True), head("diagnoses"), head("status"),
+                head("overrides"), head("flags")])
+    lines = ["<h2>Submissions</h2>",
+             '<p class="small">Click a column\'s title to sort by it (again: the other way). '
+             'Bold: the part lost points. Each diagnosis links to its entry in the catalog '
+             'below.</p>',
+             '<div class="wide"><table class="sortable"><thead><tr>' + "".join(heads)
+             + "</tr></thead><tbody>"]
+    for row in sorted(rows, key=lambda r: safe_text(r.get("name", "")).casefold()):
+        folder = row.get("folder") if isinstance(row.get("folder"), str) else ""
+        name = esc(row.get("name", ""), 200)
+        link = (f'<a href="{html.escape(urllib.parse.quote(folder))}/feedback.html">{name}</a>'
+                if folder and "/" not in folder and folder not in (".", "..") else name)
+        total = _number(row.get("total"))
+        late, penalty, overrides, flags = _adjustment_cells(row)
+        diagnoses = ", ".join(_mistake_link(m, known) for m in _diagnosis_ids(row)[:10])
+        lines.append(
+            f"<tr><td>{link}</td><td>{esc(row.get('student_id', ''), 100)}</td>"
+            f'<td class="num" data-key="{"" if total is None else f"{total:g}"}">'
+            f"{'' if total is None else f'{total:g}'}</td>"
+            + "".join(_part_cell(row, p) for p in parts)
+            + f"<td>{late}</td><td>{penalty}</td>"
+            + f'<td class="list">{diagnoses}</td><td>{esc(row.get("status", ""), 50)}</td>'
+            + f'<td class="list">{overrides}</td><td class="list">{flags}</td></tr>')
+    lines.append("</tbody></table></div>")
+    return lines
+
+
+def _mistake_link(mistake, known):
+    code = f"<code>{esc(mistake, 100)}</code>"
+    return f'<a href="#{_anchor(mistake)}">{code}</a>' if mistake in known else code
+
+
+def _glossary(diagnoses, known):
+    """The diagnosed mistakes of the class, each with what the catalog says it is."""
+    listed = [m for m in sorted(diagnoses) if m in known]
+    if not listed:
+        return []
+    lines = ["<h2>The diagnosed mistakes</h2><p class=\"small\">From the catalog "
+             "(grader/catalog/mistakes.py; docs/mistakes.md has every mistake with its scores). "
+             "Each reads: the result is exactly what you get if ...</p><dl>"]
+    for mistake in listed:
+        entry = known[mistake]
+        said = getattr(entry, "zh", "") if i18n.language() == "zh" else getattr(entry, "en", "")
+        lines.append(f'<dt id="{_anchor(mistake)}"><code>{esc(mistake, 100)}</code> '
+                     f'({esc(getattr(entry, "part", ""), 60)})</dt><dd>{esc(said, 600)}</dd>')
+    return lines + ["</dl>"]
+
+
 def report_html(items, out_dir=None, charts=True, review=None):
     """The instructor's page for a class: gradebook rows (gradebook.final_rows of the kept
     rows: total is the final score, with late, penalty, overrides and flags; read
@@ -507,6 +669,9 @@ def report_html(items, out_dir=None, charts=True, review=None):
         median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2
         body.append(f'<p class="total">mean {mean:.1f}, median {median:g}, lowest '
                     f'{ordered[0]:g}, highest {ordered[-1]:g} (of {top:g})</p>')
+    known = _catalog()
+    body += _review(rows, errors, review)
+    body += _class_table(rows, known)
     body.append("<h2>Score distribution</h2>")
     if totals and charts:
         body.append(_img(_chart(lambda: pictures.histogram(
@@ -537,35 +702,24 @@ def report_html(items, out_dir=None, charts=True, review=None):
         if charts:
             body.append(_img(_chart(lambda: pictures.bar_chart(
                 [m for m, _ in frequent], [n for _, n in frequent],
-                "Submissions with each diagnosed mistake", "submissions", horizontal=True),
+                "Submissions with each diagnosed mistake", "submissions", horizontal=True,
+                counts=True),
                 notes), "Horizontal bars: how many submissions have each diagnosed mistake"))
         body.append("<table><tr><th>mistake</th><th class=\"num\">submissions</th></tr>"
-                    + "".join(f"<tr><td><code>{esc(m, 100)}</code></td><td class=\"num\">{n}"
+                    + "".join(f"<tr><td>{_mistake_link(m, known)}</td><td class=\"num\">{n}"
                               "</td></tr>" for m, n in frequent) + "</table>")
     else:
         body.append("<p>No diagnoses recorded.</p>")
-    body += _review(rows, errors, review)
-    body.append("<h2>Submissions</h2><table><tr><th>submission</th><th>status</th>"
-                "<th class=\"num\">total</th><th>late</th><th class=\"num\">penalty</th>"
-                "<th>overrides</th><th>flags</th></tr>")
-    for row in sorted(rows, key=lambda r: safe_text(r.get("name", ""))):
-        folder = row.get("folder") if isinstance(row.get("folder"), str) else ""
-        link = (f'<a href="{html.escape(urllib.parse.quote(folder))}/feedback.html">'
-                f'{esc(row.get("name", ""), 200)}</a>' if folder and "/" not in folder
-                and folder not in (".", "..") else esc(row.get("name", ""), 200))
-        total = _number(row.get("total"))
-        body.append(f"<tr><td>{link}</td><td>{esc(row.get('status', ''), 50)}</td>"
-                    f"<td class=\"num\">{'' if total is None else f'{total:g}'}</td>"
-                    + "".join(f"<td>{cell}</td>" for cell in _adjustment_cells(row)) + "</tr>")
-    body.append("</table>")
     if errors:
         body.append("<h2>Grader errors (not in the statistics)</h2><p>Regrade these: "
                     "<code>grader grade</code> grades a grader error again.</p><ul>")
         body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
                  f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
         body.append("</ul>")
+    body += _glossary(diagnoses, known)
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
-    page = _page("Attention assignment: the class", "\n".join(b for b in body if b))
+    page = _page("Attention assignment: the class", "\n".join(b for b in body if b),
+                 sortable=True)
     if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
         return report_html(items, out_dir, charts=False, review=review)
     return page

@@ -1,7 +1,8 @@
 """Pictures for the HTML pages: heatmaps of attention weights and a few bar charts.
 
 Drawn with matplotlib through its Agg canvas (never pyplot, never a display), in the style
-of d2l's `show_heatmaps` (cmap "Reds", "Keys" across, "Queries" down, a colour bar), and
+of d2l's `show_heatmaps` ("Keys" across, "Queries" down, a colour bar; but the colour-blind-safe
+"cividis" instead of "Reds", and each cell's value written in it up to 8 x 8 cells), and
 returned as inline PNG data URIs, so a page needs no file next to it and no network.
 
 matplotlib is imported inside the functions: without it grading still works and the pages
@@ -13,9 +14,12 @@ finite number is drawn as 0.
 """
 import base64
 import collections
+import functools
 import io
 import math
+import os
 
+from ..i18n import N_, _, language
 from ..textsafety import safe_text
 
 MAX_CELLS = 32          # rows and columns of one heatmap
@@ -23,6 +27,15 @@ DPI = 100
 MAX_INCHES = (9.0, 7.0)  # width, height of any figure
 MAX_BARS = 80           # bars in one chart
 LABEL_CHARS = 60        # one tick label
+
+
+# drawn in the picture: in Chinese where a font with Chinese glyphs is installed, else in
+# English (DejaVu, matplotlib's own font, has none: the page's caption says it in Chinese)
+EXPECTED, YOURS, KEYS, QUERIES = N_("expected"), N_("yours"), N_("Keys"), N_("Queries")
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
+             "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC",
+             "AR PL UMing CN", "Droid Sans Fallback")
+CMAP = "cividis"  # blue to yellow: ordered in lightness, readable with any colour vision
 
 
 class PicturesUnavailable(Exception):
@@ -37,6 +50,40 @@ def _matplotlib():
     except Exception as error:  # ImportError, or a broken installation
         raise PicturesUnavailable(f"matplotlib is not available ({type(error).__name__})") from None
     return matplotlib, Figure, FigureCanvasAgg
+
+
+CJK_FILES = ("wqy", "notosanscjk", "notoserifcjk", "notosanssc", "sourcehansans", "droidsansfallback",
+             "msyh", "simhei", "pingfang", "uming")
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_font():
+    """The name of an installed font with Chinese glyphs, or None (looked up once: fonts
+    installed after matplotlib made its font cache are added from the system's folders)."""
+    from matplotlib import font_manager
+    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    found = next((name for name in CJK_FONTS if name in names), None)
+    if found:
+        return found
+    for path in font_manager.findSystemFonts():
+        if any(part in os.path.basename(path).lower().replace("-", "").replace("_", "")
+               for part in CJK_FILES):
+            try:
+                font_manager.fontManager.addfont(path)
+            except Exception:  # a font file matplotlib cannot read: not this one
+                continue
+    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in names), None)
+
+
+def picture_words():
+    """(font family or None, translate): the words drawn in a picture go through the
+    catalog only when the language is Chinese and a Chinese font is there to draw them."""
+    if language() == "zh":
+        font = cjk_font()
+        if font:
+            return font, _
+    return None, (lambda text: text)
 
 
 def available():
@@ -86,7 +133,7 @@ _DRAWN = collections.OrderedDict()  # what was drawn -> its data URI, the latest
 MAX_KEPT = 256
 
 
-def heatmap_pair(expected, got, titles=("expected", "yours")):
+def heatmap_pair(expected, got, titles=(EXPECTED, YOURS)):
     """Expected and returned attention weights side by side, on the same colour scale, as
     a PNG data URI. `got` may be None (nothing comparable came back): then only the
     expected weights are drawn. Raises PicturesUnavailable, or ValueError for data that
@@ -94,7 +141,8 @@ def heatmap_pair(expected, got, titles=("expected", "yours")):
 
     The hidden cases' inputs are fixed, so students who make the same mistake send back
     the same weights: a picture drawn once in a batch (0.2-0.4 s) is reused."""
-    key = repr((matrix(expected), matrix(got), tuple(label(t) for t in titles)))
+    key = repr((matrix(expected), matrix(got), tuple(label(t) for t in titles),
+                picture_words()[0]))
     if key in _DRAWN:
         _DRAWN.move_to_end(key)
         return _DRAWN[key]
@@ -113,7 +161,9 @@ def _draw_heatmap_pair(expected, got, titles):
     got = matrix(got)
     if got is not None and (len(got) != len(expected) or len(got[0]) != len(expected[0])):
         got = None
-    panels = [(label(titles[0]), expected)] + ([(label(titles[1]), got)] if got is not None else [])
+    font, say = picture_words()
+    panels = [(label(say(titles[0])), expected)] + (
+        [(label(say(titles[1])), got)] if got is not None else [])
     values = [v for _, m in panels for row in m for v in row]
     low, high = min(0.0, min(values)), max(values)
     if high - low < 1e-9:
@@ -129,12 +179,13 @@ def _draw_heatmap_pair(expected, got, titles):
     image = None
     annotate = rows <= 8 and cols <= 8
     for i, (ax, (title, data)) in enumerate(zip(axes, panels)):
-        image = ax.imshow(data, cmap="Reds", vmin=low, vmax=high, aspect="auto",
+        image = ax.imshow(data, cmap=CMAP, vmin=low, vmax=high, aspect="auto",
                           interpolation="nearest")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("Keys")
+        words = {"fontfamily": font} if font else {}
+        ax.set_title(title, fontsize=11, **words)
+        ax.set_xlabel(say(KEYS), **words)
         if i == 0:
-            ax.set_ylabel("Queries")
+            ax.set_ylabel(say(QUERIES), **words)
         ax.set_xticks(range(cols) if cols <= 16 else range(0, cols, 4))
         ax.set_yticks(range(rows) if rows <= 16 else range(0, rows, 4))
         ax.tick_params(labelsize=8)
@@ -142,14 +193,17 @@ def _draw_heatmap_pair(expected, got, titles):
             middle = (low + high) / 2
             for r, row in enumerate(data):
                 for c, v in enumerate(row):
-                    ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if v > middle else "black")
+                    # cividis is dark at low values: light text there, dark text above
+                    ax.text(c, r, f"{v:.2f}", ha="center", va="center",
+                            fontsize=8 if cols <= 5 else 7,
+                            color="black" if v > middle else "white")
     figure.colorbar(image, ax=list(axes), shrink=0.9)
     return _png(figure, FigureCanvasAgg)
 
 
-def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None):
-    """Bars (vertical, or horizontal for long labels) as a PNG data URI; at most MAX_BARS."""
+def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None, counts=False):
+    """Bars (vertical, or horizontal for long labels) as a PNG data URI; at most MAX_BARS.
+    counts: the values are counts, so the value axis has whole-number ticks only."""
     _, Figure, FigureCanvasAgg = _matplotlib()
     labels = [label(t) for t in list(labels)[:MAX_BARS]]
     values = [_number(v) for v in list(values)[:MAX_BARS]]
@@ -168,6 +222,8 @@ def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None):
         ax.set_xlabel(label(xlabel))
         if maximum is not None:
             ax.set_xlim(0, maximum)
+        if counts:
+            ax.xaxis.get_major_locator().set_params(integer=True)
     else:
         figure = Figure(figsize=(min(MAX_INCHES[0], max(4.0, 0.8 * len(labels) + 1.5)), 3.6),
                         dpi=DPI)
@@ -179,6 +235,8 @@ def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None):
         ax.set_ylabel(label(xlabel))
         if maximum is not None:
             ax.set_ylim(0, maximum)
+        if counts:
+            ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_title(label(title), fontsize=10)
     figure.tight_layout()
     return _png(figure, FigureCanvasAgg)

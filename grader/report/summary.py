@@ -20,7 +20,7 @@ not define is said once in its part (`missing_names`, `needs_missing`).
 """
 import re
 
-from ..i18n import N_, _, ngettext
+from ..i18n import N_, _, case_title, case_words, ngettext
 from ..textsafety import safe_text
 
 LEVELS = ("full", "summary", "score")
@@ -48,10 +48,11 @@ def _clip(text, limit):
 
 
 def case_name(test):
-    """A test's name without its part's prefix ("MultiHeadAttention: float64" -> "float64")."""
+    """A test's name without its part's prefix ("MultiHeadAttention: float64" -> "float64"),
+    in the feedback's language."""
     name = safe_text(test.name, 500)
     prefix = f"{test.part}: "
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return case_words(name[len(prefix):]) if name.startswith(prefix) else case_title(name)
 
 
 def whole_file_problem(result):
