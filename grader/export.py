@@ -36,7 +36,9 @@ Rows the grader failed on are left out with a note on stderr, never exported as 
 `not gradable` row, whose file was found but does not run, is a real 0 and is exported);
 so are `missing work` rows (nothing gradable was found: not a 0 the student earned) unless
 `--export-missing-as-zero`, or an instructor's override gave them a score; so are rows
-without a student id, and, for Moodle, rows that did not come from a Moodle download.
+without a student id, rows whose student id another row also has (both named in a note:
+the LMS would keep whichever it read last), and, for Moodle, rows that did not come from a
+Moodle download.
 Every text cell is neutralised for spreadsheets (gradebook.text_cell). A group submission
 (Gradescope, ids joined by `;`) gives each member a row. Both files are written with a
 UTF-8 byte order mark (utf-8-sig): Excel on a Chinese Windows then reads the names right,
@@ -90,7 +92,30 @@ def exportable(rows, missing_as_zero=False):
                          f"how the work arrived)")
         else:
             keep.append(row)
-    return keep, notes
+    return _one_row_per_student(keep, notes)
+
+
+def _column(row):
+    """Which of an LMS's id columns a row's ids go to (ids in different columns never clash)."""
+    layout = row.get("layout") or "plain"
+    return layout if layout in ("canvas", "moodle", "gradescope") else "login"
+
+
+def _one_row_per_student(rows, notes):
+    """A student id in two rows (a name changed between two downloads graded into one
+    gradebook, a Gradescope SID alone and in a group) would be exported twice with two
+    scores, and the LMS keeps whichever it reads last: such rows are left out, named."""
+    seen = {}
+    for row in rows:
+        for ident, _name in _members(row):
+            seen.setdefault((_column(row), ident), []).append(row)
+    twice = {key: found for key, found in seen.items() if len(found) > 1}
+    dropped = {id(row) for found in twice.values() for row in found}
+    for (_col, ident), found in sorted(twice.items()):
+        names = ", ".join(safe_text(r.get("name", "?"), 120) for r in found[:5])
+        notes.append(f"left out {names}: student id {safe_text(ident, 100)} is in {len(found)} "
+                     f"rows; check which is theirs (grader gradebook), then export again")
+    return [row for row in rows if id(row) not in dropped], notes
 
 
 def canvas_text(rows, assignment="Attention", missing_as_zero=False):

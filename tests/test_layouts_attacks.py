@@ -331,7 +331,7 @@ def test_a_moodle_download_zip_keeps_moodles_times_as_unzip_does(tmp_path, shang
                 for s in batch.submissions} == expected
 
 
-# --- what reaches an LMS (grader/export.py, H2's: reported, not fixed here) -----------------
+# --- what reaches an LMS (grader/export.py) ---------------------------------------------------
 
 def _row(name, **fields):
     row = {"name": name, "status": "graded", "total": 85.0, "max": 100.0, "parts": {},
@@ -341,13 +341,10 @@ def _row(name, **fields):
     return row
 
 
-@pytest.mark.xfail(strict=True, reason="grader/export.py (H2) writes every row with an id: one "
-                   "student id in two gradebook rows (a Canvas name changed between two "
-                   "downloads graded into one --out: wangli_10000 kept, wang_10000 added; or a "
-                   "Gradescope SID alone and in a group) is exported twice with two scores, and "
-                   "the LMS keeps whichever it reads last; such ids should be left out with a "
-                   "note naming the rows")
 def test_one_student_id_in_two_rows_is_never_exported_twice():
+    # a Canvas name changed between two downloads graded into one --out (wangli_10000 kept,
+    # wang_10000 added), or a Gradescope SID alone and in a group
+    # before: both rows exported for 10000 with two scores (0 and 95); the LMS keeps either
     from grader import export
     rows = [_row("wangli_10000", student_id="10000", student_name="wangli", total=0.0),
             _row("wang_10000", student_id="10000", student_name="wang", total=95.0),
@@ -357,6 +354,16 @@ def test_one_student_id_in_two_rows_is_never_exported_twice():
     assert ids == ["10003"]
     assert any("10000" in note and "wangli_10000" in note and "wang_10000" in note
                for note in notes)
+    moodle, notes = export.moodle_text(
+        [_row("Fang Wu_10006", student_id="10006", student_name="Fang Wu", layout="moodle"),
+         _row("Fang Wu_10006-2", student_id="10006", student_name="Fang Wu", layout="moodle"),
+         _row("Li Lei_10007", student_id="10007", student_name="Li Lei", layout="moodle")], now=0)
+    assert [line.split(",")[0] for line in moodle.splitlines()[1:]] == ["Participant 10007"]
+    # ids in different columns never clash: Canvas user 10006 beside Moodle participant 10006
+    text, notes = export.canvas_text(
+        [_row("fang_10006", student_id="10006", student_name="fang"),
+         _row("Fang Wu_10006", student_id="10006", student_name="Fang Wu", layout="moodle")])
+    assert [line.split(",")[1] for line in text.splitlines()[2:]] == ["10006"]
 
 
 def test_a_gradescope_sid_alone_and_in_a_group_gives_no_row_an_id(tmp_path):
