@@ -340,3 +340,17 @@ def test_chinese_feedback_has_no_english_prose(graded_in_chinese):
             assert found == [], (name, file, found)
             counts[(name, file)] = CJK.findall(text)
     assert all(len(found) > 50 for found in counts.values())  # the pages were read
+
+
+def test_the_class_report_is_in_chinese_too(graded_in_chinese):
+    with open(graded_in_chinese / "report.html", encoding="utf-8") as handle:
+        page = handle.read()
+    assert '<html lang="zh-CN"' in page and "<h1>注意力作业：全班</h1>" in page
+    for heading in ("<h2>提交</h2>", "<h2>分数分布</h2>", "<h2>各部分平均分</h2>",
+                    "<h2>最常见的诊断</h2>", "<h2>诊断出的错误</h2>"):
+        assert heading in page, heading
+    assert '<button type="button">学生</button>' in page
+    # case names in the pass-rate table are said in Chinese too, after their part
+    assert "masked_softmax: 有效长度为 0 的行是均匀分布" in page
+    for english in ("Score distribution", "Most frequent diagnoses", "Pass rate per case"):
+        assert english not in page, english

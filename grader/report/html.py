@@ -39,6 +39,7 @@ SCORE = N_("score")
 WHAT_TO_LOOK_AT = N_("What to look at")
 EVERY_PART_PASSED = N_("Every part passed.")
 WEIGHTS_HEADING = N_("Attention weights: expected and yours")
+CLASS_TITLE = N_("Attention assignment: the class")
 
 MODULES = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
 LEVELS = ("full", "summary", "score")
@@ -486,10 +487,11 @@ def _chart(make, notes):
         return make()
     except pictures.PicturesUnavailable:
         if not any("matplotlib" in n for n in notes):
-            notes.append("The charts could not be drawn (matplotlib is not installed); the "
-                         "tables below have the same numbers.")
+            notes.append(_("The charts could not be drawn (matplotlib is not installed); "
+                           "the tables below have the same numbers."))
     except Exception as error:
-        notes.append(f"A chart could not be drawn ({type(error).__name__}).")
+        notes.append(_("A chart could not be drawn ({error}).").format(
+            error=type(error).__name__))
     return None
 
 
@@ -501,8 +503,9 @@ def _late(row):
     late = row.get("late")
     if late is True:
         days = row.get("days_late")
-        return f"late, {int(days)} day(s)" if isinstance(days, (int, float)) else "late"
-    return {False: "on time"}.get(late, "")
+        return _("late, {days} day(s)").format(days=int(days)) \
+            if isinstance(days, (int, float)) else _("late")
+    return _("on time") if late is False else ""
 
 
 def _flags(row):
@@ -527,16 +530,19 @@ def _review(rows, errors, more=None):
     """The rows to look at: missing work, identity flags and what to review, grader errors;
     `more`: lines about no row (an override that applies to none)."""
     items = [({"name": "overrides.json"}, line) for line in (more or []) if isinstance(line, str)]
-    items += [(r, "missing work: nothing gradable was found; not exported unless "
-                 "--export-missing-as-zero") for r in rows if r.get("status") == "missing work"]
+    items += [(r, _("missing work: nothing gradable was found; not exported unless "
+                    "{option}").format(option="--export-missing-as-zero"))
+              for r in rows if r.get("status") == "missing work"]
     items += [(r, "; ".join(_flags(r))) for r in rows + errors if _flags(r)]
-    items += [(r, "grader error: " + _first_line(r.get("reason", ""))) for r in errors]
+    items += [(r, _("grader error: {reason}").format(reason=_first_line(r.get("reason", ""))))
+              for r in errors]
     if not items:
         return []
-    return (["<h2>To review</h2><ul>"]
+    return (["<h2>" + _("To review") + "</h2><ul>"]
             + [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: {esc(why, 1200)}</li>"
                for r, why in items[:500]]
-            + ([f"<li>... and {len(items) - 500} more</li>"] if len(items) > 500 else [])
+            + (["<li>" + _("... and {count} more").format(count=len(items) - 500) + "</li>"]
+               if len(items) > 500 else [])
             + ["</ul>"])
 
 
@@ -593,14 +599,14 @@ def _class_table(rows, known):
     def head(text, numeric=False):
         numeric = ' class="num" data-numeric' if numeric else ""
         return f'<th{numeric}><button type="button">{text}</button></th>'
-    heads = ([head("student"), head("id"), head("total", True)]
+    heads = ([head(_("student")), head(_("id")), head(_("total"), True)]
              + [head(f"{_breakable(esc(p, 60))} /{tops[p]:g}", True) for p in parts]
-             + [head("late"), head("penalty", True), head("diagnoses"), head("status"),
-                head("overrides"), head("flags")])
-    lines = ["<h2>Submissions</h2>",
-             '<p class="small">Click a column\'s title to sort by it (again: the other way). '
-             'Bold: the part lost points. Each diagnosis links to its entry in the catalog '
-             'below.</p>',
+             + [head(_("late")), head(_("penalty"), True), head(_("diagnoses")),
+                head(_("status")), head(_("overrides")), head(_("flags"))])
+    lines = ["<h2>" + _("Submissions") + "</h2>",
+             '<p class="small">' + _("Click a column's title to sort by it (again: the other "
+                                     "way). Bold: the part lost points. Each diagnosis links "
+                                     "to its entry in the catalog below.") + "</p>",
              '<div class="wide"><table class="sortable"><thead><tr>' + "".join(heads)
              + "</tr></thead><tbody>"]
     for row in sorted(rows, key=lambda r: safe_text(r.get("name", "")).casefold()):
@@ -633,9 +639,11 @@ def _glossary(diagnoses, known):
     listed = [m for m in sorted(diagnoses) if m in known]
     if not listed:
         return []
-    lines = ["<h2>The diagnosed mistakes</h2><p class=\"small\">From the catalog "
-             "(grader/catalog/mistakes.py; docs/mistakes.md has every mistake with its scores). "
-             "Each reads: the result is exactly what you get if ...</p><dl>"]
+    lines = ["<h2>" + _("The diagnosed mistakes") + "</h2><p class=\"small\">"
+             + _("From the catalog ({source}; {docs} has every mistake with its scores). Each "
+                 "reads: the result is exactly what you get if ...").format(
+                     source="grader/catalog/mistakes.py", docs="docs/mistakes.md")
+             + "</p><dl>"]
     for mistake in listed:
         entry = known[mistake]
         said = getattr(entry, "zh", "") if i18n.language() == "zh" else getattr(entry, "en", "")
@@ -657,69 +665,80 @@ def report_html(items, out_dir=None, charts=True, review=None):
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
     means = _part_means(scored)
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
-    body = ["<h1>Attention assignment: the class</h1>",
-            f"<p>{len(scored)} submissions in the statistics"
-            + (f"; {len(errors)} left out (grader errors, listed below)" if errors else "")
-            + (f"; {len(rows) - len(scored)} missing work, left out (to review)"
-               if len(rows) > len(scored) else "")
+    title = _(CLASS_TITLE)
+    body = [f"<h1>{title}</h1>",
+            "<p>" + _("{count} submissions in the statistics").format(count=len(scored))
+            + (_("; {count} left out (grader errors, listed below)").format(count=len(errors))
+               if errors else "")
+            + (_("; {count} missing work, left out (to review)").format(
+                count=len(rows) - len(scored)) if len(rows) > len(scored) else "")
             + ".</p>"]
     if totals:
         mean = sum(totals) / len(totals)
         ordered = sorted(totals)
         median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2
-        body.append(f'<p class="total">mean {mean:.1f}, median {median:g}, lowest '
-                    f'{ordered[0]:g}, highest {ordered[-1]:g} (of {top:g})</p>')
+        body.append('<p class="total">' + _("mean {mean}, median {median}, lowest {low}, "
+                                            "highest {high} (of {top})").format(
+            mean=f"{mean:.1f}", median=f"{median:g}", low=f"{ordered[0]:g}",
+            high=f"{ordered[-1]:g}", top=f"{top:g}") + "</p>")
     known = _catalog()
     body += _review(rows, errors, review)
     body += _class_table(rows, known)
-    body.append("<h2>Score distribution</h2>")
+    body.append("<h2>" + _("Score distribution") + "</h2>")
     if totals and charts:
         body.append(_img(_chart(lambda: pictures.histogram(
-            totals, "Total scores", "total score", top), notes), "Histogram of total scores"))
-    body.append("<h2>Mean score by part</h2>")
+            totals, N_("Total scores"), N_("total score"), top), notes),
+            _("Histogram of total scores")))
+    body.append("<h2>" + _("Mean score by part") + "</h2>")
     if means:
         if charts:
             body.append(_img(_chart(lambda: pictures.bar_chart(
-                [p for p, _, _ in means], [100 * m / t if t else 0 for p, m, t in means],
-                "Mean score by part (% of the part's points)", "% of the points", maximum=100),
-                notes), "Bar chart of the mean score of each part"))
-        body.append("<table><tr><th>part</th><th class=\"num\">mean</th><th class=\"num\">of"
-                    "</th><th></th></tr>" + "".join(
+                [p for p, *rest in means], [100 * m / t if t else 0 for p, m, t in means],
+                N_("Mean score by part (percent of the part's points)"),
+                N_("percent of the points"),
+                maximum=100), notes), _("Bar chart of the mean score of each part")))
+        heads = (_(PART), _("mean"), _("of"))
+        body.append(f"<table><tr><th>{heads[0]}</th><th class=\"num\">{heads[1]}</th>"
+                    f"<th class=\"num\">{heads[2]}</th><th></th></tr>" + "".join(
                         f"<tr><td>{esc(p, 100)}</td><td class=\"num\">{m:.2f}</td>"
                         f"<td class=\"num\">{t:g}</td><td style=\"width:35%\">{_bar(m, t)}</td></tr>"
                         for p, m, t in means) + "</table>")
-    body.append("<h2>Pass rate per case</h2>")
+    body.append("<h2>" + _("Pass rate per case") + "</h2>")
     if cases:
         # bars drawn by the page itself: about 60 long case names stay legible on a phone
-        body.append("<table><tr><th>case</th><th class=\"num\">passed</th><th></th></tr>"
-                    + "".join(f"<tr><td>{esc(n, 300)}</td><td class=\"num\">{p} / {c}</td>"
+        heads = (_("case"), _("passed"))
+        body.append(f"<table><tr><th>{heads[0]}</th><th class=\"num\">{heads[1]}</th>"
+                    "<th></th></tr>"
+                    + "".join(f"<tr><td>{esc(case_title(n), 300)}</td><td class=\"num\">{p} / {c}</td>"
                               f"<td style=\"width:30%\">{_bar(p, c)}</td></tr>"
                               for n, p, c in cases) + "</table>")
     else:
-        body.append("<p>No per-case results were found (results.json in each folder).</p>")
-    body.append("<h2>Most frequent diagnoses</h2>")
+        body.append("<p>" + _("No per-case results were found (results.json in each "
+                               "folder).") + "</p>")
+    body.append("<h2>" + _("Most frequent diagnoses") + "</h2>")
     if frequent:
         if charts:
             body.append(_img(_chart(lambda: pictures.bar_chart(
                 [m for m, _ in frequent], [n for _, n in frequent],
-                "Submissions with each diagnosed mistake", "submissions", horizontal=True,
-                counts=True),
-                notes), "Horizontal bars: how many submissions have each diagnosed mistake"))
-        body.append("<table><tr><th>mistake</th><th class=\"num\">submissions</th></tr>"
+                N_("Submissions with each diagnosed mistake"), pictures.SUBMISSIONS,
+                horizontal=True, counts=True), notes),
+                _("Horizontal bars: how many submissions have each diagnosed mistake")))
+        heads = (_("mistake"), _(pictures.SUBMISSIONS))
+        body.append(f"<table><tr><th>{heads[0]}</th><th class=\"num\">{heads[1]}</th></tr>"
                     + "".join(f"<tr><td>{_mistake_link(m, known)}</td><td class=\"num\">{n}"
                               "</td></tr>" for m, n in frequent) + "</table>")
     else:
-        body.append("<p>No diagnoses recorded.</p>")
+        body.append("<p>" + _("No diagnoses recorded.") + "</p>")
     if errors:
-        body.append("<h2>Grader errors (not in the statistics)</h2><p>Regrade these: "
-                    "<code>grader grade</code> grades a grader error again.</p><ul>")
+        body.append("<h2>" + _("Grader errors (not in the statistics)") + "</h2><p>"
+                    + _("Regrade these: {command} grades a grader error again.").format(
+                        command="<code>grader grade</code>") + "</p><ul>")
         body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
                  f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
         body.append("</ul>")
     body += _glossary(diagnoses, known)
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
-    page = _page("Attention assignment: the class", "\n".join(b for b in body if b),
-                 sortable=True)
+    page = _page(title, "\n".join(b for b in body if b), sortable=True)
     if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
         return report_html(items, out_dir, charts=False, review=review)
     return page

@@ -35,6 +35,7 @@ EXPECTED, YOURS, KEYS, QUERIES = N_("expected"), N_("yours"), N_("Keys"), N_("Qu
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
              "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC",
              "AR PL UMing CN", "Droid Sans Fallback")
+SUBMISSIONS = N_("submissions")
 CMAP = "cividis"  # blue to yellow: ordered in lightness, readable with any colour vision
 
 
@@ -205,6 +206,8 @@ def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None, 
     """Bars (vertical, or horizontal for long labels) as a PNG data URI; at most MAX_BARS.
     counts: the values are counts, so the value axis has whole-number ticks only."""
     _, Figure, FigureCanvasAgg = _matplotlib()
+    font, say = picture_words()
+    title, xlabel = say(title), say(xlabel) if xlabel else xlabel
     labels = [label(t) for t in list(labels)[:MAX_BARS]]
     values = [_number(v) for v in list(values)[:MAX_BARS]]
     if not labels:
@@ -238,21 +241,32 @@ def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None, 
         if counts:
             ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_title(label(title), fontsize=10)
+    _use_font(ax, font)
     figure.tight_layout()
     return _png(figure, FigureCanvasAgg)
+
+
+def _use_font(ax, font):
+    """The title and axis labels (the grader's words, maybe Chinese) in `font`."""
+    if font:
+        for text in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            text.set_fontfamily(font)
 
 
 def histogram(values, title, xlabel, top):
     """A histogram of scores from 0 to `top` in ten bins, as a PNG data URI."""
     _, Figure, FigureCanvasAgg = _matplotlib()
+    font, say = picture_words()
+    title, xlabel = say(title), say(xlabel)
     values = [_number(v) for v in values]
     top = _number(top) or max(values + [1.0])
     figure = Figure(figsize=(6.0, 3.4), dpi=DPI)
     ax = figure.subplots()
     ax.hist(values, bins=10, range=(0, top), color="#c0392b", edgecolor="white")
     ax.set_xlabel(label(xlabel))
-    ax.set_ylabel("submissions")
+    ax.set_ylabel(say(SUBMISSIONS))
     ax.set_title(label(title), fontsize=10)
+    _use_font(ax, font)
     ax.yaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     return _png(figure, FigureCanvasAgg)
