@@ -1,8 +1,11 @@
 """Self-check tests for attention.py.
 
-Run `pytest` in this folder (see README.md). These checks are a small public sample:
-the grader's hidden suite runs many more (random shapes and lengths, other dtypes,
-gradients, dropout, a GPU), so passing here does not yet mean full marks.
+Run `pytest` in this folder (see README.md). These checks try every behaviour the grader
+grades, on a small sample of inputs: the values, the parameter names, eval mode, the dropout
+order of the three modules, and the GPU rule (on a machine without a GPU, with the grader's
+own device-discipline rule; see DeviceDiscipline). The hidden suite adds edge cases (other
+dtypes, sizes of one, gradients, ...; README.md lists them), so passing here does not yet
+mean full marks.
 
 Every check says what it expected, what came back and where to look. The tests pass
 copies of their inputs to your code, so writing into an input (as the book's code does)
@@ -1168,7 +1171,7 @@ def test_no_tensor_made_on_the_default_device(target):
 
 
 # ---------------------------------------------------------------------------
-# Only where a GPU is available: the hidden suite always runs this kind of check.
+# Only where a GPU is available: the hidden suite runs this kind of check on a GPU grader.
 # ---------------------------------------------------------------------------
 
 DEVICE_HINT = _("every tensor your code creates must be on the inputs' device (X.device): look for "
