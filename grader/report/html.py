@@ -85,7 +85,10 @@ td.lost { font-weight: 700; color: #a3261b; }
 dt { font-weight: 600; margin-top: 0.4rem; }
 dd { margin: 0 0 0 1rem; }
 @media (max-width: 30rem) { body { padding: 0.6rem; font-size: 0.95rem; }
-  th, td { padding: 0.25rem 0.2rem; } }
+  th, td { padding: 0.25rem 0.2rem; }
+  .wide th, .wide td { font-size: 0.8rem; min-width: 2.5rem; overflow-wrap: normal; }
+  .wide td:first-child, .wide td:nth-child(2) { white-space: normal; min-width: 5.5rem;
+    max-width: 7.5rem; overflow-wrap: break-word; } }
 """
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
