@@ -178,3 +178,13 @@ def test_expect_true():
     with pytest.raises(StudentFailure) as caught:
         compare.expect_true(False, "it failed", context=("case a",))
     assert str(caught.value) == "it failed\n  About this case: case a"
+
+
+def test_heatmap_values_keep_six_decimals():
+    picture = compare.heatmap(torch.full((2, 2), 1 / 3), torch.zeros(2, 2), "w")
+    assert picture["got"][0][0] == 0.333333
+
+
+def test_a_single_row_of_weights_is_checked_too():
+    message = str(failure(torch.tensor([0.5, 0.4]), torch.tensor([0.5, 0.5]), weights=True))
+    assert "should sum to 1;" in message and "sums to 0.9." in message
