@@ -285,8 +285,9 @@ def _picture_blocks(drawn):
             f'<img src="{uri}" alt="{html.escape(alt)}">'
             + ('<p class="small">' + (_(
                 "Left: the weights the reference solution stores; right: yours. Same colour "
-                "scale: darker is more weight; each row is one query and should sum to 1 over "
-                "the keys it may attend to.") if returned else _(
+                "scale (the bar on the right): yellow is more weight, dark blue less, and each "
+                "cell up to 8 x 8 has its value; each row is one query and should sum to 1 "
+                "over the keys it may attend to.") if returned else _(
                 "The expected weights; yours could not be compared cell by cell (a different "
                 "shape, or none stored).")) + '</p>')
             + f"<pre>{esc(test.message, 1200)}</pre>")
