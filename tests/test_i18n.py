@@ -354,3 +354,23 @@ def test_the_class_report_is_in_chinese_too(graded_in_chinese):
     assert "masked_softmax: 有效长度为 0 的行是均匀分布" in page
     for english in ("Score distribution", "Most frequent diagnoses", "Pass rate per case"):
         assert english not in page, english
+
+
+def test_the_device_guards_sentence_is_said_in_the_chosen_language():
+    from grader import i18n
+    from grader.harness.devices import said
+    guard = ("torch.arange(...) without device= made a tensor on the default device (the CPU), "
+             "and torch.lt then combined it with a tensor on the input's device; on a GPU this "
+             "fails with 'Expected all tensors to be on the same device'. Pass device=X.device "
+             "(X being one of the inputs) when you create it.")
+    try:
+        assert said(guard) == guard
+        i18n.set_language("zh")
+        assert said(guard) == (
+            "torch.arange(...)（没有传入 device=）在默认设备（CPU）上创建了张量，随后 torch.lt "
+            "把它与输入所在设备上的张量组合在一起；在 GPU 上这会报错 “Expected all tensors to "
+            "be on the same device”。创建张量时请传入 device=X.device（X 是某个输入）。")
+        # anything else the worker reported is shown as it came, made safe
+        assert said("made up \x1b[2J by the worker") == "made up [2J by the worker"
+    finally:
+        i18n.set_language("en")
