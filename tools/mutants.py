@@ -13,8 +13,9 @@ as killed (cosmic-ray's rule), one cosmic-ray could not run ("incompetent") coun
 neither.
 
 --before runs the tests that covered each module before the mutant tests were added (the
-"before" figure of issue 19; with --commit af97aea, the tree before them); --sample N runs N mutants drawn at random (seeded) instead
-of all; --budget stops a module after that many minutes and scores what ran.
+"before" figure of issue 19; with --commit af97aea, the tree before them); --sample N runs
+N mutants drawn at random (seeded, in source order) instead of all; --budget stops a
+module after that many minutes and scores what ran.
 The copy is made so that other people's test runs in this tree never see a mutant.
 """
 import argparse
@@ -99,7 +100,11 @@ def sample(db_path, keep, seed):
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
     with use_db(db_path, WorkDB.Mode.open) as db:
-        pending = sorted(item.job_id for item in db.pending_work_items)
+        # in source order (job ids are random), so one seed draws the same mutants each run
+        items = sorted(db.pending_work_items, key=lambda item: (
+            item.mutations[0].start_pos, item.mutations[0].operator_name,
+            item.mutations[0].occurrence))
+        pending = [item.job_id for item in items]
         random.Random(seed).shuffle(pending)
         drop = pending[keep:]
         if drop:
