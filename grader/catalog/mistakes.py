@@ -442,6 +442,11 @@ MISTAKES = [
       "d is taken from the number of keys instead of the feature size of the queries",
       "d 取自键的个数，而不是查询的特征维度",
       (("d = queries.shape[-1]", "d = keys.shape[1]"),)),
+    M("dot-scale-by-ndim", "DotProductAttention", "DotProductAttention",
+      "the scores are divided by the square root of the number of axes of the queries (3) "
+      "instead of sqrt(d), d being their feature size",
+      "分数除以的是查询的轴数（3）的平方根，而不是 sqrt(d)（d 为查询的特征维度）",
+      (("d = queries.shape[-1]", "d = queries.dim()"),)),  # seen in a real submission
     M("dot-scale-after-softmax", "DotProductAttention", "DotProductAttention",
       "the weights are divided by sqrt(d) after the softmax instead of the scores before it",
       "在 softmax 之后才把权重除以 sqrt(d)，而不是在之前缩放分数",
