@@ -417,6 +417,46 @@ def test_the_public_device_check_flags_what_the_hidden_guard_flags(device_verdic
     assert flagged == DEVICE_VARIANTS[variant][1]
 
 
+CATALOG_DRIVER = r"""
+import contextlib, io, json, os, shutil, sys
+sys.dont_write_bytecode = True
+base, kit, folder_src, solution = sys.argv[1:5]
+sys.path.insert(0, kit)
+import pytest
+from grader.catalog.mistakes import MISTAKES
+source = open(solution, encoding="utf-8").read()
+results = {}
+for mistake in MISTAKES:
+    folder = os.path.join(base, mistake.id)
+    shutil.copytree(folder_src, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    with open(os.path.join(folder, "attention.py"), "w", encoding="utf-8") as handle:
+        handle.write(mistake.apply(source))
+    for mod in ("attention", "test_attention", "conftest"):
+        sys.modules.pop(mod, None)
+    with contextlib.redirect_stdout(io.StringIO()):
+        results[mistake.id] = int(pytest.main([folder, "-p", "no:cacheprovider", "-x", "-q"]))
+    sys.path[:] = [p for p in sys.path if p != folder]
+    shutil.rmtree(folder)
+print(json.dumps(results))
+"""
+
+
+def test_every_catalog_mistake_fails_a_public_check(tmp_path):
+    """A student whose public checks all pass loses hidden points only to hidden edge cases: no
+    mistake of the catalog (grader/catalog/mistakes.py) passes every public check. Before the
+    device and dropout-order checks, 9 of them did (gpu-arange-no-device, additive-dropout-stored, ...)."""
+    done = subprocess.run([sys.executable, "-c", CATALOG_DRIVER, str(tmp_path), KIT, FOLDER, SOLUTION],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.splitlines()[-1])
+    assert len(results) >= 50
+    assert {"gpu-arange-no-device", "additive-dropout-stored", "dot-dropout-on-output", "mha-dropout-missing",
+            "dot-default-none-missing", "softmax-float32-output", "softmax-detached"} <= set(results)
+    passing = sorted(mistake for mistake, rc in results.items() if rc != 1)
+    assert passing == [], passing
+
+
 # ---------------------------------------------------------------------------
 # The message catalog
 # ---------------------------------------------------------------------------

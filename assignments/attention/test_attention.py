@@ -682,6 +682,30 @@ def test_masked_softmax_float_lengths():
                 hint=_("valid lengths may be floats holding whole numbers; they must act like the integers."))
 
 
+def test_masked_softmax_keeps_the_dtype_and_the_gradient():
+    gen = torch.Generator().manual_seed(22)
+    X = randn(2, 3, 4, gen=gen).double().requires_grad_(True)
+    lens = torch.tensor([2, 3])
+    got = call("masked_softmax", api("masked_softmax"), X, lens)
+    check_shape(_("masked_softmax(X (2, 3, 4) float64, [2, 3])"), got, (2, 3, 4))
+    if got.dtype != torch.float64:
+        fail(_("masked_softmax on float64 scores returned {dtype}: the weights must keep the dtype of the "
+               "scores.").format(dtype=str(got.dtype).replace("torch.", "")),
+             _("work in the dtype of the input: see \"Dtypes\" in the rules for every part of README.md."))
+    if not got.requires_grad:
+        fail(_("masked_softmax: the weights do not depend on the scores through autograd, so no gradient can "
+               "reach them."),
+             _("everything must stay differentiable: see \"Gradients\" in the rules for every part of README.md."))
+    upstream = randn(2, 3, 4, gen=gen).double()
+    (got * upstream).sum().backward()
+    # the reference: the same masking, written independently, differentiated by autograd
+    Xr = X.detach().clone().requires_grad_(True)
+    keep = torch.arange(4)[None, None, :] < lens[:, None, None]
+    (torch.softmax(torch.where(keep, Xr, torch.tensor(-1e6, dtype=torch.float64)), dim=-1) * upstream).sum().backward()
+    check_close(_("the gradient of masked_softmax(X, [2, 3]) with respect to X"), X.grad, Xr.grad,
+                hint=_("everything must stay differentiable: see \"Gradients\" in the rules for every part of README.md."))
+
+
 # ---------------------------------------------------------------------------
 # Part 3: AdditiveAttention
 # ---------------------------------------------------------------------------
@@ -829,6 +853,17 @@ def test_dot_product_attention_dropout_acts_on_the_weights_in_training_only():
     args = (randn(2, 3, 4, gen=gen), randn(2, 6, 4, gen=gen), showing_values(2, 6), torch.tensor([3, 5]))
     check_dropout("DotProductAttention", m, args, lambda mod: stored_weights(mod, "DotProductAttention.forward",
                                                                           (2, 3, 6)), split_shown, (2, 3, 6))
+
+
+def test_dot_product_attention_valid_lens_can_be_left_out():
+    gen = torch.Generator().manual_seed(23)
+    m = build("DotProductAttention", dropout=0)
+    m.eval()
+    queries, keys, values = randn(2, 3, 4, gen=gen), randn(2, 5, 4, gen=gen), randn(2, 5, 2, gen=gen)
+    out = call(_("DotProductAttention.forward (valid_lens left out)"), m, queries, keys, values,
+               hint=_("valid_lens is optional: forward must also work when it is left out, and then masks "
+                      "nothing. Compare your signature of forward with the one in the skeleton."))
+    check_close(_("DotProductAttention output with valid_lens left out"), out, ref_dot(queries, keys, values, None)[0])
 
 
 # ---------------------------------------------------------------------------
