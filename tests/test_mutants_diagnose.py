@@ -184,6 +184,11 @@ def test_same_results_compares_everything_a_check_reads():
     far = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.002])}, "params": {}})
     assert diagnose.same_results(g, near, probe) and not diagnose.same_results(g, far, probe)
     assert not diagnose.same_results(_raw(_tensor([1.0])), _raw(_tensor([1.0005])), probe)
+    # outputs at float32's own tolerance (1.1e-4 at 1), gradients at exactly 10x (1.1e-3)
+    assert diagnose.same_results(_raw(_tensor([1.0])), _raw(_tensor([1.00005])), probe)
+    edge = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.00115])}, "params": {}})
+    inside = _raw(_tensor([1.0]), grads={"args": {"0": _tensor([1.00105])}, "params": {}})
+    assert diagnose.same_results(g, inside, probe) and not diagnose.same_results(g, edge, probe)
     assert not diagnose.same_results(g, _raw(_tensor([1.0]), grads={"args": {}, "params": {}}), probe)
 
 
