@@ -144,6 +144,7 @@ class Search:
     def __init__(self):
         self.parts = {}
         self.params = {}  # class mistake id -> the parameters read so far (latest last)
+        self.matched = []  # single mistakes (instance ids) that matched so far, in order
 
     def remember(self, mistake_id, value):
         values = self.params.setdefault(mistake_id, [])
@@ -173,7 +174,6 @@ class Search:
 
     def singles(self, found):
         """Remember single mistakes (instance ids) that matched, in order."""
-        self.__dict__.setdefault("matched", [])
         self.matched += [i for i in found if "&" not in i and i not in self.matched]
 
 
@@ -230,7 +230,7 @@ def _two_at_once(case, probe, got_raw, solution_path, plausible, search):
                 and same_as(by_id(combo)):
             return [combo]
     ids = {m.id for m in plausible}
-    singles = [i for i in getattr(search, "matched", []) if base_id(i) in ids][-2:]
+    singles = [i for i in search.matched if base_id(i) in ids][-2:]
     if not singles or state["searches"] >= search.COMBINED:
         return []
     state["searches"] += 1
