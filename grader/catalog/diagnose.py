@@ -46,6 +46,12 @@ AGAIN = {
     "zh": "{where}：与上面 {first} 中的错误相同（本部分 {failing} 个未通过的用例中，有 {matched} "
           "个的结果恰好等于它给出的结果）。",
 }
+AGAIN_WHICH = {
+    "en": "{where}: the same mistake as in {first} above, {clause} (in {matched} of the "
+          "{failing} failing cases of this part the results are exactly what it gives).",
+    "zh": "{where}：与上面 {first} 中的错误相同：{clause}（本部分 {failing} 个未通过的用例中，有 "
+          "{matched} 个的结果恰好等于它给出的结果）。",
+}
 ELSEWHERE = {
     "en": "in {target}, which {part} calls",
     "zh": "在 {part} 调用的 {target} 中",
@@ -424,8 +430,11 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
                 text = template[lang].format(where=_where(part, mistake, lang), matched=matched,
                                              failing=len(failing), clause=mistake.text(lang))
             else:  # said once, with its experiment, where it was first diagnosed
-                text = AGAIN[lang].format(where=_where(part, mistake, lang), first=first,
-                                          matched=matched, failing=len(failing))
+                # with another mistake named in this part, say which one it is
+                template = AGAIN if len(named) == 1 else AGAIN_WHICH
+                text = template[lang].format(where=_where(part, mistake, lang), first=first,
+                                             matched=matched, failing=len(failing),
+                                             clause=mistake.text(lang))
             shown = {d["experiment"] for d in diagnoses if d["part"] == part}
             experiment = "" if first else mistake.experiment(lang)
             diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,
