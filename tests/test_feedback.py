@@ -402,3 +402,32 @@ def test_the_autograder_grades_in_the_language_it_was_built_for(tmp_path):
         assert "--lang en" in z.read("run_autograder").decode()
     with pytest.raises(ValueError):
         build(str(tmp_path / "fr.zip"), "2.13.0", lang="fr")
+
+
+# -- every diagnosis of a part, in every place a student reads it ----------------------------
+
+SECOND = {"part": "MultiHeadAttention", "mistake": "mha-no-output-projection",
+          "text": "MultiHeadAttention: the heads' outputs are concatenated but W_o is never "
+                  "applied.",
+          "experiment": "Print the module's output next to W_o of the concatenation."}
+
+
+def test_results_json_shows_every_diagnosis_of_a_part():
+    data = results_json(_mha_result((DIAGNOSIS, SECOND)), feedback="summary")
+    outputs = [t["output"] for t in data["tests"] if t["status"] == "failed"]
+    assert outputs and len(set(outputs)) == 1
+    assert outputs[0] == (
+        "valid_lens is repeated as a whole, so head h of example b gets another example's "
+        "length.\nTry this: Call MultiHeadAttention with 2 heads and valid_lens [1, 4] and "
+        "look at attention.attention_weights per head.\n\n"
+        "The heads' outputs are concatenated but W_o is never applied.\n"
+        "Try this: Print the module's output next to W_o of the concatenation.")
+
+
+def test_feedback_page_shows_every_diagnosis_of_a_part():
+    from grader.report import html as pages
+    page = pages.feedback_html(_mha_result((DIAGNOSIS, SECOND)), "summary")
+    first = page.index("valid_lens is repeated as a whole")
+    second = page.index("concatenated but W_o is never applied")
+    assert first < page.index("look at attention.attention_weights per head") < second
+    assert second < page.index("Print the module&#x27;s output next to W_o")

@@ -96,10 +96,14 @@ def _test_output(test, feedback, blocks, message_chars):
     if feedback == "full":
         return safe_text(test.message or "", message_chars)
     block = blocks.get(test.part) or {}
-    text = block.get("text", "")
-    if block.get("experiment"):
-        text += "\n" + _("Try this: ") + block["experiment"]
-    return safe_text(text, message_chars)
+    said = []  # every diagnosis of the part, each with its experiment
+    for diagnosis in block.get("diagnoses") or [block]:
+        text = diagnosis.get("text", "")
+        if text and diagnosis.get("experiment"):
+            text += "\n" + _("Try this: ") + diagnosis["experiment"]
+        if text:
+            said.append(text)
+    return safe_text("\n\n".join(said), message_chars)
 
 
 def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_chars=SUMMARY_CHARS,

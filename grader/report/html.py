@@ -193,11 +193,14 @@ def _could_not_run(result):
     return bool(result.intake_error or (result.summary or {}).get("load_error"))
 
 
+MAX_DIAGNOSES = 4  # per part, as in summary.py: up to three named mistakes and an observation
+
+
 def _diagnosis(result, part):
-    for entry in result.diagnoses or []:
-        if isinstance(entry, dict) and entry.get("part") == part:
-            return entry
-    return None
+    """Every diagnosis of `part` with a text, in order (named mistakes, then an observation)."""
+    return [entry for entry in result.diagnoses or []
+            if isinstance(entry, dict) and entry.get("part") == part
+            and isinstance(entry.get("text"), str) and entry["text"]][:MAX_DIAGNOSES]
 
 
 def _part_blocks(result, parts, feedback):
@@ -216,18 +219,18 @@ def _part_blocks(result, parts, feedback):
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
         failing = [t for t in tests if t.status == "failed"]
         body = []
-        diagnosis = _diagnosis(result, part)
+        diagnoses = _diagnosis(result, part)
         if _could_not_run(result):  # said once, above: not again in every part
             body.append('<p class="small">' + _("None of its cases could run (see above).")
                         + '</p>')
             blocks.append(head + "".join(body) + "</div>")
             continue
-        if diagnosis and diagnosis.get("text"):
+        for diagnosis in diagnoses:
             body.append(f"<p>{esc(diagnosis['text'], 2000)}</p>")
-            if diagnosis.get("experiment"):
+            if isinstance(diagnosis.get("experiment"), str) and diagnosis["experiment"]:
                 body.append(f"<p><strong>{_(TRY_THIS)}</strong> "
                             f"{esc(diagnosis['experiment'], 1000)}</p>")
-        elif failing and feedback == "full":
+        if not diagnoses and failing and feedback == "full":
             body.append(f"<p>{esc(_first_line(failing[0].message), 400)}</p>")
         body.append('<p class="small">' + _("{failed} of {total} cases in this part failed.")
                     .format(failed=len(failing), total=len(tests)) + '</p>')
