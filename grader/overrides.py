@@ -86,10 +86,14 @@ def load(out_dir):
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise OverrideError(f"{path}: larger than {MAX_BYTES // 1024 // 1024} MB")
+    except OSError as error:
+        raise OverrideError(f"{path}: does not read as the overrides ledger ({error})") from None
+    # outside the try: an OverrideError is a ValueError, and would be said twice
+    if len(raw) > MAX_BYTES:
+        raise OverrideError(f"{path}: larger than {MAX_BYTES // 1024 // 1024} MB")
+    try:
         data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError) as error:
+    except ValueError as error:
         raise OverrideError(f"{path}: does not read as the overrides ledger ({error})") from None
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -226,14 +230,17 @@ def read_import(path, rows, allow_bonus=False):
         raise OverrideError(f"{path}: the columns must be {','.join(wanted)}")
     reader.fieldnames = wanted
     entries, problems = [], []
-    for number, line in enumerate(reader, start=2):
-        if number - 1 > MAX_IMPORT_ROWS:
-            raise OverrideError(f"{path}: more than {MAX_IMPORT_ROWS} lines")
-        try:
-            entries.append(entry_for(rows, (line["student"] or "").strip(), line["part"] or "",
-                                     (line["points"] or "").strip(), line["reason"], allow_bonus))
-        except OverrideError as error:
-            problems.append(f"line {number}: {error}")
+    try:
+        for number, line in enumerate(reader, start=2):
+            if number - 1 > MAX_IMPORT_ROWS:
+                raise OverrideError(f"{path}: more than {MAX_IMPORT_ROWS} lines")
+            try:
+                entries.append(entry_for(rows, (line["student"] or "").strip(), line["part"] or "",
+                                         (line["points"] or "").strip(), line["reason"], allow_bonus))
+            except OverrideError as error:
+                problems.append(f"line {number}: {error}")
+    except csv.Error as error:  # a field over csv's limit (128 KB), a NUL...: not a crash
+        raise OverrideError(f"{path}: not CSV as expected ({error})") from None
     if problems:
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise OverrideError(f"{path}: nothing imported: " + "; ".join(problems[:5]) + more)
