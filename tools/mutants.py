@@ -38,6 +38,10 @@ OUT = os.path.join(KIT, "bench", "mutants")
 FAST_OUTPUTS = "tests/test_outputs.py -k 'not batch and not grader_grade and not gradebook'"
 REPLY_TESTS = ("tests/test_fuzz_replies.py -k 'not arbitrary and not one_part_replaced and "
                "not flipped_bytes and not random_bytes and not stride0_tensors'")
+# test_overrides' unit tests (its graded batches take minutes a mutant)
+FAST_OVERRIDES = ("tests/test_overrides.py -k 'refusal or named_by or last_action or "
+                  "all_or_nothing or exports_send or times_and_flags or said_once or "
+                  "report_lists or no_row or no_longer'")
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
     "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
@@ -49,6 +53,8 @@ MODULES = {
                  # after: test_diagnosis's unit tests only; its graded batch takes minutes
                  # a mutant (so the "after" score leaves out what that batch would kill)
                  "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
+    "course": ("grader/course.py", "tests/test_course.py", "tests/test_mutants_course.py"),
+    "overrides": ("grader/overrides.py", FAST_OVERRIDES, "tests/test_mutants_overrides.py"),
 }
 
 # Operators: cosmic-ray's, less those that multiply the count without finding anything
