@@ -431,3 +431,83 @@ def test_feedback_page_shows_every_diagnosis_of_a_part():
     second = page.index("concatenated but W_o is never applied")
     assert first < page.index("look at attention.attention_weights per head") < second
     assert second < page.index("Print the module&#x27;s output next to W_o")
+
+
+# -- template sentences only with their evidence: real grading --------------------------------
+
+def _solution(*edits, mistake=None):
+    from conftest import SOLUTION
+    from grader.catalog import by_id
+    with open(SOLUTION, encoding="utf-8") as handle:
+        text = handle.read()
+    if mistake:
+        text = by_id(mistake).apply(text)
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+SOFTMAX_LAST = "return nn.functional.softmax(X.reshape(shape), dim=-1)  # (B, Q, K)"
+EVIDENCE = {
+    # masks inside masked_softmax under another name: attention.py has no sequence_mask
+    "no_sequence_mask": lambda: _solution(("sequence_mask(", "_mask_past(")),
+    # the catalog's masking after the softmax
+    "zero_after": lambda: _solution(mistake="softmax-zero-after"),
+    # rows that do not sum to 1 for another reason: scaled after the softmax
+    "scale_after": lambda: _solution(mistake="dot-scale-after-softmax"),
+    # a row whose valid length is 0 comes back all 0 instead of uniform; every other row right
+    "empty_row_zero": lambda: _solution((SOFTMAX_LAST, SOFTMAX_LAST.replace(
+        "  # (B, Q, K)", " * (valid_lens > 0).reshape(shape[0], shape[1], 1).to(X.dtype)"))),
+}
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("evidence")
+    paths = []
+    for name, make in EVIDENCE.items():
+        path = folder / f"{name}.py"
+        path.write_text(make(), encoding="utf-8")
+        paths.append(str(path))
+    results = grade.grade_batch(paths, str(folder / "out"), jobs=1, force=True)
+    return {r.name: {t.name: t for t in r.tests} for r in results}
+
+
+def test_the_gpu_part_of_a_function_the_file_does_not_define_says_so(evidence):
+    tests = evidence["no_sequence_mask"]
+    gpu = [t for t in tests.values() if t.part == "GPU" and "sequence_mask" in t.name
+           and t.status != "skipped"]  # the CUDA case is skipped on a machine without one
+    assert gpu and all(t.status == "failed" for t in gpu)
+    for test in gpu:
+        assert test.message.startswith(
+            "attention.py defines no `sequence_mask`, so how it behaves on a GPU cannot be "
+            "graded: define it under exactly this name."), test.message
+        assert "fix sequence_mask first" not in test.message
+    # a function that is there but wrong is still sent to its own part
+    wrong = [t for t in evidence["zero_after"].values()
+             if t.part == "GPU" and "masked_softmax" in t.name and t.status != "skipped"]
+    assert wrong and all("fix masked_softmax first (see its own part)" in t.message
+                         for t in wrong)
+
+
+def test_mask_before_the_softmax_is_said_only_with_its_evidence(evidence):
+    advice = "Mask the scores before the softmax."
+    zeroed = [t for t in evidence["zero_after"].values()
+              if t.part == "masked_softmax" and t.status == "failed"]
+    assert zeroed and any(advice in t.message for t in zeroed)
+    assert all(advice in t.message for t in zeroed if "should sum to 1" in t.message)
+    scaled = [t for t in evidence["scale_after"].values() if t.status == "failed"]
+    assert any("should sum to 1" in t.message for t in scaled)  # the observation stays
+    assert not any(advice in t.message or "before the softmax (not the" in t.message
+                   for t in scaled)
+
+
+def test_the_row_sum_check_follows_the_dtype_and_names_the_row_most_off(evidence):
+    # bfloat16 scores (2, 2, 5), lengths [[2, 5], [0, 4]]: row [1, 0] has length 0 and comes
+    # back all 0; the other rows are right, and in bfloat16 sum to 1 only within rounding
+    case = evidence["empty_row_zero"]["masked_softmax: bfloat16 scores"]
+    assert case.status == "failed"
+    sums = [line for line in case.message.splitlines() if "should sum to 1" in line]
+    assert sums == ["  Each row of attention weights should sum to 1; row [1, 0] sums to 0."]
+    assert "Mask the scores" not in case.message

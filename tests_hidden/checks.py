@@ -328,6 +328,20 @@ def _check_multi_head_dropout(case, got, eval_result):
                   "weights).").format(p=case.init["dropout"], calls=case.calls))
 
 
+def _not_right_on_cpu(target, student):
+    """Why the GPU share of `target` cannot be graded when none of its cases is right on the
+    CPU, said from what the worker saw: a file that did not import, a name it does not
+    define, or a function that is there but wrong (only then is its own part the place)."""
+    if getattr(student, "load_error", None):
+        return _("attention.py could not be imported, so how {target} behaves on a GPU cannot "
+                 "be graded (see the import error above).").format(target=target)
+    if (getattr(student, "api", None) or {}).get(target) == "missing":
+        return _("attention.py defines no `{target}`, so how it behaves on a GPU cannot be "
+                 "graded: define it under exactly this name.").format(target=target)
+    return _("none of the {target} cases is right on the CPU yet, so how it behaves on a GPU "
+             "cannot be graded: fix {target} first (see its own part).").format(target=target)
+
+
 def check_on_device(case, student, reference, device="cpu", guard=False):
     """Every case the submission gets right on the CPU, again on `device` (or under the guard):
     same result as its own CPU run, returned on that device, no tensor on the default device."""
@@ -335,9 +349,8 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
     # wrong on the CPU costs points in its own part, not here: only the right cases are rerun
     right = [(sample, got) for sample in cases_table.same_target(case)
              for got in [_right_on_cpu(sample, student, reference)] if got is not None]
-    expect_true(right, _("none of the {target} cases is right on the CPU yet, so how it behaves "
-                         "on a GPU cannot be graded: fix {target} first (see its own part).").format(
-                             target=case.target))
+    if not right:
+        raise StudentFailure(_not_right_on_cpu(case.target, student))
     expect_true(any(not sample.degenerate for sample, _got in right), _(
         "{target} is right on the CPU only in cases that cannot tell working code from a "
         "shortcut ({why}), so how it behaves on a GPU cannot be graded yet: fix {target} first "

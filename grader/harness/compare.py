@@ -206,15 +206,7 @@ def _symptoms(got, expected, weights):
                        "(exp(-inf - -inf)); the book replaces them by -1e6, which makes the row "
                        "uniform instead.").format(index=where))
     if weights and g.dim() >= 1 and g.shape[-1] > 0 and not nan.any():
-        sums = g.sum(-1)
-        off = (sums - 1).abs() > 1e-3
-        if off.any():
-            where = fmt_index(off.nonzero()[0].tolist())
-            hints.append(_("  Each row of attention weights should sum to 1; row {index} sums to "
-                           "{value}. Mask the scores before the softmax (not the probabilities "
-                           "after it).").format(
-                               index=where,
-                               value=fmt_value(float(sums[tuple(off.nonzero()[0].tolist())]))))
+        hints += _row_sum_hints(g, e, got.dtype)
         leaked = (e == 0) & (g.abs() > 1e-6)
         if leaked.any():
             where = fmt_index(leaked.nonzero()[0].tolist())
@@ -223,6 +215,58 @@ def _symptoms(got, expected, weights):
                                index=where,
                                value=fmt_value(g[tuple(leaked.nonzero()[0].tolist())].item())))
     return hints
+
+
+def row_sum_tolerance(dtype):
+    """How far from 1 a row of correctly computed weights of `dtype` may sum: the dtype's
+    relative tolerance (bfloat16 keeps 8 bits: its rows sum to 1 only within ~0.4%),
+    never below 1e-3."""
+    return max(1e-3, tolerance(dtype)[0])
+
+
+def _row_sum_hints(g, e, dtype):
+    """The row that should sum to 1 and is furthest from it; the advice to mask the scores
+    before the softmax only with that mistake's evidence: in a row that does not sum to 1
+    the masked keys got 0 and the others are the expected weights times one factor (the
+    probabilities were zeroed after a softmax over all keys), and every other such row is
+    that too or all 0 (a row whose keys are all masked)."""
+    tol = row_sum_tolerance(dtype)
+    sums = g.sum(-1)
+    off = ((sums - 1).abs() > tol) & ((e.sum(-1) - 1).abs() <= tol)
+    if not off.any():
+        return []
+    flat = int(((sums - 1).abs() * off).flatten().argmax())
+    worst = []  # the flat index as the row's index, last axis first
+    for size in reversed(sums.shape):
+        flat, at = divmod(flat, size)
+        worst.insert(0, at)
+    worst = tuple(worst)
+    hints = [_("  Each row of attention weights should sum to 1; row {index} sums to "
+               "{value}.").format(index=fmt_index(worst), value=fmt_value(float(sums[worst])))]
+    rtol, atol = tolerance(dtype)
+    rows = [tuple(int(i) for i in r) for r in off.nonzero()]
+    shown = [_zeroed_after_softmax(g[row], e[row], rtol, atol) for row in rows]
+    # a row with every key masked comes out all 0 that way: consistent, but no evidence alone;
+    # one factor shared by every row is a scaling of the whole result, not masking
+    factors = {round(float(sums[row]), 3) for s, row in zip(shown, rows) if s}
+    if (any(shown) and not (sum(shown) > 1 and len(factors) == 1)
+            and all(s or bool((g[row].abs() <= atol).all()) for s, row in zip(shown, rows))):
+        hints.append(_("  In the rows that do not sum to 1 the masked keys got 0 and the other "
+                       "weights are the expected ones times one factor: the probabilities were "
+                       "masked after a softmax over all keys. Mask the scores before the "
+                       "softmax."))
+    return hints
+
+
+def _zeroed_after_softmax(g, e, rtol, atol):
+    """A row `g` that is the row `e` of masked weights, computed with the masked keys set to
+    0 after the softmax: 0 where e is 0, e's proportions elsewhere."""
+    masked = e == 0
+    if not masked.any() or masked.all() or not bool((g[masked].abs() <= atol).all()):
+        return False
+    kept = g[~masked]
+    total = float(kept.sum())
+    return 0 < total < 1 and bool(torch.isclose(kept / total, e[~masked], rtol=rtol, atol=atol).all())
 
 
 def expect_true(condition, message, context=()):
