@@ -1135,3 +1135,37 @@ def test_a_failure_of_intake_itself_is_a_grader_error_never_an_earned_0(tmp_path
     assert staged.error == ("the grader could not take in this submission (TypeError: a bug of "
                             "ours); tell your instructor.")
     assert _graded_status(staged) == "grader error"
+
+
+def test_a_failing_cell_says_the_students_cell_and_line(tmp_path):
+    # cell 2 calls a function of cell 1 that raises: the deepest cell frame is cell 1, line 3
+    cells = [("code", "def half(x):\n    y = x\n    return y / 0\n"),
+             ("code", "A = 1\nB = half(A)\n"), ("code", "C = 3\nD = undefined_name\n")]
+    staged = _stage_bytes(tmp_path, "attention.ipynb", _notebook(cells))
+    module = _import(staged.file)
+    assert module.A == 1 and module.C == 3
+    assert module.__attnkit_cell_errors__ == [
+        (2, "ZeroDivisionError", "division by zero (attention.ipynb, cell 1, line 3)"),
+        (3, "NameError", "name 'undefined_name' is not defined (attention.ipynb, cell 3, line 2)")]
+
+
+def test_a_notebooks_traceback_in_grading_shows_the_students_cell_line_and_code(tmp_path):
+    from conftest import SOLUTION
+    from grader.grade import grade_batch
+    with open(SOLUTION, encoding="utf-8") as handle:
+        source = handle.read()
+    last = "    return nn.functional.softmax(X.reshape(shape), dim=-1)  # (B, Q, K)"
+    raising = "        raise IndexError('no float64 here')"
+    source = source.replace(last, "    if X.dtype == torch.float64:\n" + raising + "\n" + last)
+    line = source.splitlines().index(raising) + 1  # counted in the cell, independently
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "nb.ipynb").write_bytes(_notebook([("markdown", "# 作业"), ("code", source)]))
+    [result] = grade_batch([str(folder / "nb.ipynb")], str(tmp_path / "out"), jobs=1,
+                           force=True)
+    case = next(t for t in result.tests if t.name == "masked_softmax: float64 scores")
+    assert case.status == "failed"
+    assert case.message.splitlines()[1:] == [
+        f"  at nb.ipynb, cell 2 line {line}, in masked_softmax: "
+        "raise IndexError('no float64 here')"]
+    assert "__attnkit" not in case.message and "attention.py" not in case.message
