@@ -456,6 +456,8 @@ EVIDENCE = {
     "zero_after": lambda: _solution(mistake="softmax-zero-after"),
     # rows that do not sum to 1 for another reason: scaled after the softmax
     "scale_after": lambda: _solution(mistake="dot-scale-after-softmax"),
+    # stops on import: nothing of it can run
+    "does_not_import": lambda: "import torch\nraise RuntimeError('not finished')\n",
     # a row whose valid length is 0 comes back all 0 instead of uniform; every other row right
     "empty_row_zero": lambda: _solution((SOFTMAX_LAST, SOFTMAX_LAST.replace(
         "  # (B, Q, K)", " * (valid_lens > 0).reshape(shape[0], shape[1], 1).to(X.dtype)"))),
@@ -484,6 +486,11 @@ def test_the_gpu_part_of_a_function_the_file_does_not_define_says_so(evidence):
             "attention.py defines no `sequence_mask`, so how it behaves on a GPU cannot be "
             "graded: define it under exactly this name."), test.message
         assert "fix sequence_mask first" not in test.message
+    # a file that did not import: the import error is the reason, not the function
+    stopped = [t for t in evidence["does_not_import"].values()
+               if t.part == "GPU" and t.status != "skipped"]
+    assert stopped and all(t.message.startswith("attention.py could not be imported, so how ")
+                           and "fix " not in t.message for t in stopped)
     # a function that is there but wrong is still sent to its own part
     wrong = [t for t in evidence["zero_after"].values()
              if t.part == "GPU" and "masked_softmax" in t.name and t.status != "skipped"]
