@@ -518,3 +518,17 @@ def test_the_row_sum_check_follows_the_dtype_and_names_the_row_most_off(evidence
     sums = [line for line in case.message.splitlines() if "should sum to 1" in line]
     assert sums == ["  Each row of attention weights should sum to 1; row [1, 0] sums to 0."]
     assert "Mask the scores" not in case.message
+
+
+def test_the_row_sum_tolerance_is_the_dtypes_and_the_worst_row_is_named():
+    import torch
+    from grader.harness import compare
+    assert [compare.row_sum_tolerance(d) for d in (torch.float64, torch.float32, torch.float16,
+                                                   torch.bfloat16)] == [1e-3, 1e-3, 5e-3, 4e-2]
+    expected = torch.full((3, 4), 0.25, dtype=torch.bfloat16)
+    got = expected.clone()
+    got[0, 0] = 0.2539  # bfloat16 rounding of a healthy row: 1.0039, within 0.04
+    got[1] = torch.tensor([0.25, 0.25, 0.25, 0.125])  # 0.875
+    got[2] = torch.tensor([0.25, 0.25, 0.25, 0.0])  # 0.75: the worst
+    lines = [line for line in compare._symptoms(got, expected, True) if "sum to 1" in line]
+    assert lines == ["  Each row of attention weights should sum to 1; row [2] sums to 0.75."]

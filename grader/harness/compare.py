@@ -235,7 +235,7 @@ def _row_sum_hints(g, e, dtype):
     off = ((sums - 1).abs() > tol) & ((e.sum(-1) - 1).abs() <= tol)
     if not off.any():
         return []
-    flat = int(((sums - 1).abs() * off).flatten().argmax())
+    flat = int(torch.where(off, (sums - 1).abs(), torch.zeros_like(sums)).flatten().argmax())
     worst = []  # the flat index as the row's index, last axis first
     for size in reversed(sums.shape):
         flat, at = divmod(flat, size)
