@@ -266,7 +266,7 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
     assert _results(out, "alice")["score"] == 97.0
     assert {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in kept} == kept  # not regraded
     report = (out / "report.html").read_text(encoding="utf-8")
-    assert "<th>late</th>" in report and "late, 1 day(s)" in report and "on time" in report
+    assert '<th><button type="button">late</button></th>' in report and "late, 1 day(s)" in report and "on time" in report
 
     course.write_text('due = 2026-12-01T23:59:00+08:00\nlate_policy = "strict"\n', encoding="utf-8")
     broken = _cli("gradebook", "--out", out, no_grading=True)
