@@ -184,6 +184,21 @@ def test_summary_and_score_show_no_hidden_values(batch, tmp_path):
     assert f"{chen.score:g} / {chen.max_score:g} points" in score
 
 
+def test_an_observation_quotes_a_hidden_case_so_only_full_shows_it(batch, tmp_path):
+    """A part's observation (no catalog mistake) names a hidden case's inputs: the summary
+    page leaves it out, as results.json and feedback.txt do; a named mistake stays."""
+    import copy
+    _, results = batch
+    chen = copy.deepcopy(results["chen"])
+    part = next(p for p, (s, t) in chen.by_part().items() if s < t)
+    chen.diagnoses = [{"part": part, "mistake": None, "experiment": "",
+                       "text": "observed HIDDEN-INPUTS-7731 in case x"}]
+    assert "HIDDEN-INPUTS-7731" in pages.feedback_html(chen, "full")
+    assert "HIDDEN-INPUTS-7731" not in pages.feedback_html(chen, "summary")
+    chen.diagnoses[0]["mistake"] = "softmax-neg-inf"
+    assert "HIDDEN-INPUTS-7731" in pages.feedback_html(chen, "summary")
+
+
 @needs_matplotlib
 def test_report_page_for_the_class(batch):
     out, results = batch

@@ -196,11 +196,14 @@ def _could_not_run(result):
 MAX_DIAGNOSES = 4  # per part, as in summary.py: up to three named mistakes and an observation
 
 
-def _diagnosis(result, part):
-    """Every diagnosis of `part` with a text, in order (named mistakes, then an observation)."""
+def _diagnosis(result, part, feedback="full"):
+    """Every diagnosis of `part` with a text, in order (named mistakes, then an observation).
+    An observation quotes a hidden case's inputs, so only `full` shows it (as in
+    summary.part_summaries)."""
     return [entry for entry in result.diagnoses or []
             if isinstance(entry, dict) and entry.get("part") == part
-            and isinstance(entry.get("text"), str) and entry["text"]][:MAX_DIAGNOSES]
+            and isinstance(entry.get("text"), str) and entry["text"]
+            and (entry.get("mistake") or feedback == "full")][:MAX_DIAGNOSES]
 
 
 def _part_blocks(result, parts, feedback):
@@ -219,7 +222,7 @@ def _part_blocks(result, parts, feedback):
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
         failing = [t for t in tests if t.status == "failed"]
         body = []
-        diagnoses = _diagnosis(result, part)
+        diagnoses = _diagnosis(result, part, feedback)
         if _could_not_run(result):  # said once, above: not again in every part
             body.append('<p class="small">' + _("None of its cases could run (see above).")
                         + '</p>')
