@@ -221,3 +221,25 @@ def test_penalty_arithmetic_in_percent_of_the_maximum_and_in_points():
     assert course.penalty(_course(kind="none"), late2, 30, 40) == 0.0
     assert course.penalty(_course(kind="cutoff", cutoff="2026-12-09T00:00:00+08:00"), late2, 30, 40) == 0.0
     assert course.penalty(_course(kind="per_day", points=5), {"late": True, "days_late": None}, 30, 40) == 0.0
+
+
+def test_the_first_unknown_key_in_order_is_named_and_a_missing_file_says_why(tmp_path):
+    with pytest.raises(CourseError) as error:
+        course.from_data({"due": DUE, "zeta": 1, "alpha": 2})
+    assert str(error.value).startswith("unknown key 'alpha' (allowed: due, extensions, ")
+    with pytest.raises(CourseError) as error:
+        course.load(str(tmp_path / "missing.toml"))
+    assert str(error.value) == f"{tmp_path / 'missing.toml'}: cannot read it (No such file or directory)"
+
+
+def test_review_notes_only_when_they_apply():
+    policy = _course(top={"grace_minutes": 10}, kind="per_day", points=1)
+    # late by its time and no word from the LMS: charged, nothing to review
+    late = _late(policy, "2026-12-03T00:00:00+08:00")
+    assert (late["late"], late["days_late"], late["review"]) == (True, 2, [])
+    # the file's own time 5 minutes after the due date, inside the 10 minutes' grace: silent
+    assert _late(policy, "2026-12-02T00:04:00+08:00", source="file-mtime")["review"] == []
+    # 11 minutes after: said, never charged
+    past = _late(policy, "2026-12-02T00:10:00+08:00", source="file-mtime")
+    assert past["late"] is None and past["review"] == [
+        "only the file's own time (2026-12-02T00:10:00+08:00) says it is late; not charged"]

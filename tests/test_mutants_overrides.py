@@ -244,3 +244,22 @@ def test_an_import_lists_the_first_5_problems_and_how_many_more(tmp_path):
     # --allow-bonus reaches every line of an import
     path.write_text("student,part,points,reason\n10000,mask,45,bonus\n", encoding="utf-8")
     assert overrides.read_import(str(path), ROWS, allow_bonus=True)[0]["points"] == 45.0
+
+
+def test_what_a_person_typed_is_cut_at_its_documented_length(monkeypatch):
+    """who: 100 characters; the reason: 1000 (one line); a submission name in a refusal: 100;
+    points that do not read, in a refusal: 40."""
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    monkeypatch.setenv("USER", "u" * 150)
+    assert len(overrides.who()) == 100
+    entry = overrides.entry_for(ROWS, "10000", "mask", "3", "r" * 1500)
+    assert len(entry["reason"]) == 1000 and "\n" not in entry["reason"]
+    assert entry["reason"].startswith("r" * 900)
+    rows = [_row("e" * 150, "1", status="grader error", total=None)]
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(rows, "1", "mask", "1", "r")
+    tail = " is a grader error, not a score: regrade it first (grader grade ... --force)"
+    assert str(error.value).endswith(tail) and len(str(error.value)) == 100 + len(tail)
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(ROWS, "10000", "mask", "-" + "1" * 60, "r")
+    assert len(str(error.value)) == len("points must be 0 or more, got ") + 40
