@@ -46,11 +46,16 @@ def test_nbgrader_is_an_extra_not_a_dependency():
 
 def test_readme_test_command_is_what_ci_runs():
     with open(os.path.join(KIT, ".ci", "run"), encoding="utf-8") as handle:
-        ci = [line for line in handle.read().splitlines() if line.strip()][-1]
+        commands = [line for line in handle.read().splitlines()
+                    if line.strip() and not line.lstrip().startswith("#")]
     with open(os.path.join(KIT, "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
-    assert ci.startswith("python -m pip install torch==2.13.0 -e '.[test,nbgrader]'")
-    assert ci in readme.split("## Layout")[0]
+    ci = [line for line in commands
+          if line.startswith("python -m pip install torch==2.13.0 -e '.[test,nbgrader]'")]
+    assert len(ci) == 1 and ci[0].endswith("&& python -m pytest"), commands
+    assert ci[0] in readme.split("## Layout")[0]
+    # after it, only the check that the test extra alone is enough (.ci/test-extra)
+    assert commands[commands.index(ci[0]) + 1:] == ["bash .ci/test-extra"]
 
 
 def test_gradescope_setup_installs_no_nbgrader():
