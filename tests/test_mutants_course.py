@@ -243,3 +243,12 @@ def test_review_notes_only_when_they_apply():
     past = _late(policy, "2026-12-02T00:10:00+08:00", source="file-mtime")
     assert past["late"] is None and past["review"] == [
         "only the file's own time (2026-12-02T00:10:00+08:00) says it is late; not charged"]
+
+
+def test_a_time_zone_without_an_offset_is_no_offset():
+    class NoOffset(datetime.tzinfo):
+        def utcoffset(self, when):
+            return None
+    with pytest.raises(CourseError) as error:
+        course.parse_time(datetime.datetime(2026, 12, 1, 23, 59, tzinfo=NoOffset()), "due")
+    assert str(error.value).startswith("due: 2026-12-01T23:59:00 has no UTC offset")

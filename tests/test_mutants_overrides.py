@@ -263,3 +263,61 @@ def test_what_a_person_typed_is_cut_at_its_documented_length(monkeypatch):
     with pytest.raises(OverrideError) as error:
         overrides.entry_for(ROWS, "10000", "mask", "-" + "1" * 60, "r")
     assert len(str(error.value)) == len("points must be 0 or more, got ") + 40
+
+
+def test_each_name_in_a_refusal_is_cut_at_its_length():
+    """A student as typed: 100 characters; a row's name: 100 (60 in a list of matches); a
+    part: 100; points that do not read: 40."""
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(ROWS, "c" * 150)
+    assert str(error.value).startswith(f"no row for student {overrides.safe_text('c' * 150, 100)!r} in")
+    rows = [_row("n" * 150 + str(i), "7") for i in range(2)]
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(rows, "7")
+    cut = overrides.safe_text("n" * 151, 60)
+    assert str(error.value) == f"'7' matches 2 rows ({cut}, {cut}); give the submission name as in grades.csv"
+    long = [_row("m" * 150, "8")]
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(long, "8", "p" * 150, "1", "r")
+    name, part = overrides.safe_text("m" * 150, 100), overrides.safe_text("p" * 150, 100)
+    assert str(error.value) == f"{name} has no part {part!r} (parts: mask, softmax, total)"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(ROWS, "10000", "mask", "x" * 60, "r")
+    assert str(error.value) == f"points must be a number, got {overrides.safe_text('x' * 60, 40)!r}"
+    assert len(overrides.safe_text("x" * 60, 40)) == 40
+
+
+def test_a_row_without_a_maximum_takes_no_total_above_0():
+    row = _row("nomax", "9")
+    row["max"] = None
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for([row], "9", "total", "1", "r")
+    assert str(error.value) == "1 is more than total's 0 points (--allow-bonus to give more)"
+
+
+def test_a_link_or_a_folder_is_no_ledger(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text('{"entries": []}', encoding="utf-8")
+    os.symlink(real, tmp_path / "overrides.json")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'overrides.json'}: not a regular file"
+    os.remove(tmp_path / "overrides.json")
+    os.mkdir(tmp_path / "overrides.json")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'overrides.json'}: not a regular file"
+
+
+def test_the_ledger_keeps_chinese_readable(tmp_path):
+    rows = [_row("王丽_10000", "10000")]
+    overrides.append(str(tmp_path), [overrides.entry_for(rows, "10000", "mask", "3", "重新评分")])
+    assert "重新评分" in (tmp_path / "overrides.json").read_text(encoding="utf-8")
+
+
+def test_six_problems_say_one_more(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("student,part,points,reason\n" + "10000,mask,99,no\n" * 6, encoding="utf-8")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), ROWS)
+    assert str(error.value).endswith("line 6: 99 is more than mask's 40 points (--allow-bonus to give more) (and 1 more)")
