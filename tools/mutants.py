@@ -42,6 +42,10 @@ REPLY_TESTS = ("tests/test_fuzz_replies.py -k 'not arbitrary and not one_part_re
 FAST_OVERRIDES = ("tests/test_overrides.py -k 'refusal or named_by or last_action or "
                   "all_or_nothing or exports_send or times_and_flags or said_once or "
                   "report_lists or no_row or no_longer'")
+# intake's unit tests (test_intake's real grading run left out) and its Hypothesis fuzz test
+FAST_INTAKE = "tests/test_intake.py tests/test_fuzz_intake.py -k 'not in_grading'"
+FAST_TIMES = ("tests/test_layouts.py -k 'submission_times or timestamps_read or "
+              "nbgrader_timestamp or canvas_late_flag or gradescope_times'")
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
     "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
@@ -55,6 +59,12 @@ MODULES = {
                  "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
     "course": ("grader/course.py", "tests/test_course.py", "tests/test_mutants_course.py"),
     "overrides": ("grader/overrides.py", FAST_OVERRIDES, "tests/test_mutants_overrides.py"),
+    "intake": ("grader/intake/__init__.py", FAST_INTAKE, "tests/test_mutants_intake.py"),
+    "archive": ("grader/intake/archive.py", FAST_INTAKE, "tests/test_mutants_archive.py"),
+    "safeio": ("grader/intake/safeio.py", FAST_INTAKE, "tests/test_mutants_safeio.py"),
+    "text": ("grader/intake/text.py", FAST_INTAKE, "tests/test_mutants_text.py"),
+    "notebook": ("grader/intake/notebook.py", FAST_INTAKE, "tests/test_mutants_notebook.py"),
+    "times": ("grader/intake/times.py", FAST_TIMES, "tests/test_mutants_times.py"),
 }
 
 # Operators: cosmic-ray's, less those that multiply the count without finding anything
