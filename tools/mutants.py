@@ -46,6 +46,25 @@ FAST_OVERRIDES = ("tests/test_overrides.py -k 'refusal or named_by or last_actio
 FAST_INTAKE = "tests/test_intake.py tests/test_fuzz_intake.py -k 'not in_grading'"
 FAST_TIMES = ("tests/test_layouts.py -k 'submission_times or timestamps_read or "
               "nbgrader_timestamp or canvas_late_flag or gradescope_times'")
+# the unit tests that build gradebook rows directly (export, gradebook, adjustments); the
+# override CLI tests (each runs the command several times, ~8 s) and every graded batch
+# (test_gradebook, test_platforms, the layouts' graded exports) are left out
+FAST_GRADEBOOK = " ".join(
+    [f"tests/test_overrides.py::test_{t}" for t in (
+        "each_refusal_says_why", "a_student_is_named_by_id_or_submission_name_and_bonus_needs_a_flag",
+        "the_last_action_per_student_and_part_is_in_effect",
+        "an_import_is_all_or_nothing_and_a_broken_ledger_is_an_error",
+        "exports_send_final_scores_and_leave_missing_work_out_unless_asked",
+        "the_layouts_times_and_flags_reach_the_row",
+        "the_adjustment_is_said_once_in_the_students_language_and_removed_cleanly",
+        "report_lists_lateness_penalties_overrides_flags_and_what_to_review",
+        "an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap")]
+    + [f"tests/test_outputs.py::test_{t}" for t in (
+        "formulas_are_neutralised", "plain_cells_are_left_alone",
+        "gradebook_neutralises_text_cells_but_not_scores", "gradebook_is_written_even_with_an_odd_row")]
+    + ["tests/test_layouts.py::test_export_leaves_out_grader_errors_and_neutralises_cells",
+       "tests/test_layouts.py::test_export_usage_errors",
+       "tests/test_layouts_attacks.py::test_one_student_id_in_two_rows_is_never_exported_twice"])
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
     "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
@@ -65,6 +84,11 @@ MODULES = {
     "text": ("grader/intake/text.py", FAST_INTAKE, "tests/test_mutants_text.py"),
     "notebook": ("grader/intake/notebook.py", FAST_INTAKE, "tests/test_mutants_notebook.py"),
     "times": ("grader/intake/times.py", FAST_TIMES, "tests/test_mutants_times.py"),
+    "export": ("grader/export.py", FAST_GRADEBOOK, "tests/test_mutants_export.py"),
+    "gradebook": ("grader/report/gradebook.py", FAST_GRADEBOOK,
+                  "tests/test_mutants_gradebook.py"),
+    "adjustments": ("grader/report/adjustments.py", FAST_GRADEBOOK,
+                    "tests/test_mutants_adjustments.py"),
 }
 
 # Operators: cosmic-ray's, less those that multiply the count without finding anything
