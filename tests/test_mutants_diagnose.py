@@ -226,3 +226,88 @@ def test_a_part_recorded_before_its_first_search_still_gets_its_full_searches():
     everything = [by_id("softmax-neg-inf"), by_id("softmax-repeat")]
     search.record("r", [])
     assert [search.narrow("r", everything) for _ in range(5)] == [everything] * 4 + [[]]
+
+
+def test_a_class_mistake_is_run_with_the_value_read_from_the_case():
+    """softmax-fill-small stands for every fill from -1000 to 0: a submission that fills with
+    -20 is matched by the instance for -20 (read from its weights), not by the default -1."""
+    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION)
+    failing = [n for n in OWN if not grade_case(CASES[n], submission)]
+    assert failing
+    named = set()
+    for name in failing:
+        case = CASES[name]
+        probe = case.probe(checks._state(case, REFERENCE))
+        named.update(diagnose.matching(case, probe, submission.raw(probe), SOLUTION))
+    assert "softmax-fill-small@-20" in named and "softmax-fill-small" not in named
+
+
+def test_a_session_remembers_the_last_three_values_of_a_class_mistake():
+    """Each remembered value is run again in every later case that cannot be read (work that
+    must stay bounded): the three most recent, the latest last, a repeat moved to the end."""
+    search = diagnose.Search()
+    for value in ("-1", "-2", "-3", "-4", "-5"):
+        search.remember("softmax-fill-small", value)
+    assert search.params["softmax-fill-small"] == ["-3", "-4", "-5"]
+    search.remember("softmax-fill-small", "-4")
+    assert search.params["softmax-fill-small"] == ["-3", "-5", "-4"]
+
+
+def test_two_mistakes_found_at_once_are_tried_first_in_the_later_cases():
+    """A submission with two DotProductAttention mistakes: once one has matched alone, the
+    pair is found in one search and named in every later case that shows both, more cases
+    than the part's searches for pairs (Search.COMBINED = 3) could find one by one."""
+    both = "dot-masks-nothing&dot-no-scale"
+    submission = MistakeImplementation(by_id(both), SOLUTION)
+    search = diagnose.Search()
+    found = []
+    for name in DOT:
+        case = CASES[name]
+        if grade_case(case, submission):
+            continue
+        probe = case.probe(checks._state(case, REFERENCE))
+        found.append(diagnose.matching(case, probe, submission.raw(probe), SOLUTION,
+                                       failed_parts={"DotProductAttention"}, search=search))
+    first = next(i for i, ids in enumerate(found) if ids)  # a mistake matched alone
+    assert "&" not in "".join(found[first])
+    later = found[first + 1:]
+    assert all(later), "a later failing case was left unexplained"
+    assert sum(ids == [both] for ids in later) >= 4
+    assert search.combined("DotProductAttention") == {"found": [both], "searches": 1}
+
+
+def test_a_single_mistake_is_named_before_a_pair_that_explains_as_much(fails):
+    """The first mistake named is the part's headline (report/summary.py): between a single
+    mistake and a pair of mistakes that each explain as many failing cases, the single one,
+    even when the pair was seen first. Which case each fails is hand-built here (grade_case
+    reads a table)."""
+    pair = "softmax-log&softmax-repeat"
+    c1, c2, c3, c4 = OWN[:4]
+    table = {"softmax-neg-inf": {c3, c4}, pair: {c1, c2}}
+
+    def graded_by_table(case, implementation):
+        return case.id not in table.get(implementation.mistake.id, set())
+
+    tests = entries({c1: [pair], c2: [pair], c3: ["softmax-neg-inf"], c4: ["softmax-neg-inf"]},
+                    OWN[4:])
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    assert [d["mistake"] for d in found] == ["softmax-neg-inf", "softmax-log", "softmax-repeat"]
+    assert found[0]["text"] == (f"masked_softmax: in 2 of the 4 failing cases of this part the "
+                                f"results are exactly what you get if {by_id('softmax-neg-inf').en}.")
+    assert found[1]["text"].endswith("together with the other mistake named for this part.")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_experiment_is_not_repeated_under_the_unexplained_cases(fails, lang):
+    """A part with a named mistake and a failing case it does not explain: the observation of
+    that case follows, without the part's experiment, which the named mistake already gave."""
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    other = next(n for n in OWN if n not in fails["softmax-neg-inf"])
+    tests = entries({**{n: ["softmax-neg-inf"] for n in failing}, other: []},
+                    [n for n in OWN if n not in failing and n != other])
+    named, observed = diagnose_parts(tests, lang=lang)
+    experiment = diagnose.EXPERIMENTS["masked_softmax"][lang == "zh"]
+    assert named["mistake"] == "softmax-neg-inf" and named["experiment"] == experiment
+    assert observed["mistake"] is None and observed["experiment"] == ""
+    words = "the other 1 failing case(s)" if lang == "en" else "其余 1 个未通过的用例"
+    assert words in observed["text"] and observed["text"].endswith(f"{other} failed")
