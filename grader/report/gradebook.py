@@ -184,6 +184,8 @@ def final_row(row, course=None, current=None):
         row["overrides"].append({"part": ledger.TOTAL, "graded": round(raw, 4),
                                  **{k: entry[k] for k in ("points", "reason", "who", "time")}})
         raw = float(entry["points"])
+    if _number(raw) is None:  # a NaN would pass max(0.0, ...) below as a 0 never earned
+        raise ValueError(f"the total {raw!r} is not a finite number")
     row["raw_total"] = round(raw, 4)
     row["penalty"] = courses.penalty(course, late, raw, row.get("max") or 0)
     row["total"] = round(max(0.0, raw - row["penalty"]), 4)
