@@ -321,3 +321,57 @@ def test_six_problems_say_one_more(tmp_path):
     with pytest.raises(OverrideError) as error:
         overrides.read_import(str(path), ROWS)
     assert str(error.value).endswith("line 6: 99 is more than mask's 40 points (--allow-bonus to give more) (and 1 more)")
+
+
+def test_a_ledger_that_is_a_regular_file_but_does_not_open_says_why(tmp_path):
+    """A ledger its reader may not open (mode 000; root reads anything, so as root the load
+    runs in a forked child that has become `nobody`): the reason names the file and the
+    system's error; it is not a crash."""
+    import shutil
+    import tempfile
+
+    as_root = os.geteuid() == 0
+    # as root: a folder `nobody` can enter (pytest's own tmp_path is root's alone)
+    folder = tempfile.mkdtemp(prefix="attnkit-ledger-") if as_root else str(tmp_path)
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "overrides.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write('{"entries": []}')
+        os.chmod(path, 0)
+        expected = (f"{path}: does not read as the overrides ledger "
+                    f"([Errno 13] Permission denied: '{path}')")
+        said = _load_as_nobody(folder) if as_root else _load(folder)
+        assert said == "refused: " + expected
+    finally:
+        if as_root:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _load(folder):
+    try:
+        return f"loaded {overrides.load(folder)}"
+    except OverrideError as error:
+        return f"refused: {error}"
+    except Exception as error:  # what the test must not see
+        return f"crashed: {type(error).__name__}: {error}"
+
+
+def _load_as_nobody(folder):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nobody, then the load, its outcome down the pipe
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            said = _load(folder)
+        except BaseException as error:
+            said = f"child failed: {error}"
+        os.write(write, said.encode("utf-8"))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode("utf-8")
+    os.waitpid(pid, 0)
+    return said
