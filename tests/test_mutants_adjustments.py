@@ -124,10 +124,12 @@ def test_results_json_over_its_cap_cuts_outputs_to_1000_then_200_then_0():
     fits_at_200 = {"output": "s", "tests": [{"output": "x" * 2000} for _ in range(1500)]}
     tests = json.loads(adjustments._fit(fits_at_200))["tests"]
     assert [len(t["output"]) for t in tests] == [200] * 1500
-    fits_at_0 = {"output": "s", "tests": [{"output": "x" * 300} for _ in range(6000)] + ["odd"]}
+    fits_at_0 = {"output": "s", "tests": [{"output": "x" * 300} for _ in range(6000)]
+                 + ["odd", {"output": None}]}
     text = adjustments._fit(fits_at_0)
     assert len(text.encode("utf-8")) <= files.RESULTS_BYTES
-    assert [t["output"] for t in json.loads(text)["tests"][:-1]] == [""] * 6000
+    assert [t["output"] for t in json.loads(text)["tests"][:-2]] == [""] * 6000
+    assert json.loads(text)["tests"][-2:] == ["odd", {"output": None}]
 
 
 def test_results_json_cut_to_no_output_at_exactly_its_cap_keeps_the_summary():
@@ -229,6 +231,14 @@ def test_files_past_their_read_limits_are_left_alone(tmp_path):
     (big / "results.json").write_text(json.dumps({"score": 80.0, "output": "o" * (4 * 1_048_576)}),
                                       encoding="utf-8")
     assert adjustments.apply(str(big), _final(total=70.0, penalty=10.0)) is False
+    # 4 MB exactly is read (and written back under 1 MB)
+    head = json.dumps({"score": 80.0, "output": ""})
+    (big / "results.json").write_text(head[:-2] + "o" * (4 * 1_048_576 - len(head)) + '"}',
+                                      encoding="utf-8")
+    assert os.path.getsize(big / "results.json") == 4 * 1_048_576
+    assert adjustments.apply(str(big), _final(total=70.0, penalty=10.0)) is True
+    assert os.path.getsize(big / "results.json") <= 1_048_576
+    assert json.loads(_read(big, "results.json"))["score"] == 70.0
 
 
 def test_files_at_their_read_limits_are_rewritten_under_their_caps(tmp_path):

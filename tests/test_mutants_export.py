@@ -107,6 +107,13 @@ def test_one_id_in_two_rows_of_one_column_leaves_out_both_by_name():
     keep, notes = export.exportable([_row("alice", "alice", layout="nbgrader"),
                                      _row("alice.py", "alice", layout="plain")])
     assert keep == [] and "student id alice is in 2 rows" in notes[0]
+    # a long id and long names are cut in the note: 100 and 120 characters
+    keep, notes = export.exportable([_row("a" * 300, "9" * 300), _row("b" * 300, "9" * 300)])
+    cut_name = "[... cut by the grader: 180 more characters]"
+    cut_id = "[... cut by the grader: 200 more characters]"
+    assert notes == [f"left out {'a' * 75}\n{cut_name}, {'b' * 75}\n{cut_name}: student id "
+                     f"{'9' * 55}\n{cut_id} is in 2 rows; check which is theirs (grader "
+                     f"gradebook), then export again"]
 
 
 def test_the_canvas_file_puts_each_id_in_its_platforms_column():
@@ -134,6 +141,8 @@ def test_the_canvas_file_puts_each_id_in_its_platforms_column():
     text, notes = export.canvas_text([])
     assert _lines(text) == [CANVAS_HEADER + ["Attention"], ["Points Possible", "", "", "", "",
                                                              "0"]] and notes == []
+    text, _ = export.canvas_text([_row("a", "1", max=None)])
+    assert _lines(text)[1][-1] == "0"
     text, _ = export.canvas_text([_row("a", "1", max=None), _row("b", "2", max=40.0)])
     assert _lines(text)[1][-1] == "40" and _lines(text)[2] == ["a", "1", "", "", "", "85"]
 

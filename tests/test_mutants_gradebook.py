@@ -142,6 +142,15 @@ def test_a_result_too_odd_to_read_becomes_a_grader_error_row():
     assert row["reason"] == "the grader could not write this row: RuntimeError('odd')"
     assert row["folder"] == "n" * 80 and row["name"] == "n" * 200
 
+    class Huge(Odd):
+        name, source = "n" * 3000, "s" * 3000
+
+        def by_part(self):
+            raise RuntimeError("x" * 2000)
+    row = gradebook.safe_record(Huge())
+    assert len(row["reason"]) == 1000 and row["reason"].endswith("x" * 900)
+    assert len(row["name"]) == 1000 and len(row["source"]) == 2000
+
 
 # -- the gradebook folder: every row that reads, whatever sits beside it -----------------------
 
@@ -223,7 +232,10 @@ def test_overrides_replace_parts_then_the_total_in_that_order():
 
 def test_the_total_is_rounded_to_four_places_and_never_below_zero():
     current = {("w", "mask"): _entry("w", "mask", 10.123456)}
-    assert gradebook.final_row(_row("w"), None, current)["raw_total"] == 60.1235
+    final = gradebook.final_row(_row("w"), None, current)
+    assert (final["raw_total"], final["total"]) == (60.1235, 60.1235)
+    current[("w", "total")] = _entry("w", "total", 50.0)
+    assert gradebook.final_row(_row("w"), None, current)["overrides"][1]["graded"] == 60.1235
     assert gradebook.final_row(_row("w", total=0.5))["total"] == 0.5
     assert gradebook.final_row(_row("w", total=0.25))["total"] == 0.25
 
@@ -316,11 +328,17 @@ def test_grades_csv_says_each_column_of_a_final_row():
                         "canvas-file-time", "90", "10", "mask 40 (" + "r" * 500 + ")",
                         "the name claims 10001"]
     assert len(lines) == 2
+    # the overrides and flags cells hold 1000 characters: 955 and the cut marker's line
+    final["overrides"][0]["reason"] = "r" * 1200
+    final["flags"] = ["f" * 1200]
+    line = _table(gradebook.gradebook_text([final], []))[1]
+    assert line[-2] == "mask 40 (" + "r" * 946 and line[-1] == "f" * 955
 
 
 def test_grades_csv_of_kept_rows_sorts_by_name_and_takes_the_largest_maximum():
     rows = [_row("b", parts={"mask": [1.0, 45.0]}, late=False, days_late=None),
-            _row("a", parts={"mask": [2.5, 40.0], "odd": ["x", "y"], "short": [1]},
+            _row("a", parts={"mask": [2.5, 40.0], "odd": ["x", "y"], "short": [1],
+                             "none": [1, None]},
                  overrides="not a list", flags=["f" * 400], review=["look", None],
                  penalty=float("nan"))]
     lines = _table(gradebook.gradebook_text(rows, ["mask"]))
