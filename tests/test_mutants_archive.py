@@ -216,3 +216,40 @@ def test_a_zip_inside_a_bytes_buffer_reads_the_same(tmp_path):
     deadline = archive.Deadline(30, "b.zip")
     assert archive._extract(buffer, str(dest), "b.zip", deadline) == []
     assert (dest / "attention.py").read_bytes() == CODE
+
+
+def _declare_sizes(path, size):
+    """Rewrite every entry's declared uncompressed size in the central directory (what
+    infolist() reads) to `size`; the data stays small."""
+    blob = bytearray(open(path, "rb").read())
+    at = blob.find(b"PK\x01\x02")
+    while at != -1:
+        blob[at + 24: at + 28] = size.to_bytes(4, "little")
+        at = blob.find(b"PK\x01\x02", at + 4)
+    open(path, "wb").write(bytes(blob))
+
+
+def test_files_over_16_mb_are_listed_five_by_name_each_cut_at_200(tmp_path):
+    names = ["L" * 250 + ".npy"] + [f"d{i}.npy" for i in range(5)]
+    upload = _zip(tmp_path / "big.zip", [(name, b"0") for name in names])
+    _declare_sizes(upload, 16 * 2**20 + 1)
+    notes, dest = _extract(tmp_path, upload, limits=(2000, 2**30, 2**30))
+    assert _files(dest) == []
+    long = "L" * 156 + "\n[... cut by the grader: 54 more characters]"
+    assert len(long) == 200
+    assert notes == [f"hw.zip: skipped 6 files over 16 MB ({long}, d0.npy, d1.npy, d2.npy, "
+                     "d3.npy); the grader unpacks only smaller files."]
+
+
+def test_a_damaged_entry_with_a_long_name_is_named_in_200_and_its_reason_in_300(tmp_path):
+    name = "N" * 200 + "/" + "M" * 199      # 400 characters, each part a valid file name
+    stored = _zip(tmp_path / "s.zip", [(name, b"A" * 100)], zipfile.ZIP_STORED)
+    blob = bytearray(open(stored, "rb").read())
+    blob[30 + len(name) + 5] ^= 0xFF
+    open(stored, "wb").write(bytes(blob))
+    entry = "N" * 155 + "\n[... cut by the grader: 200 more characters]"
+    reason = ("Bad CRC-32 for file '" + "N" * 200 + "/" + "M" * 33 +
+              "\n[... cut by the grader: 122 more characters]")
+    assert len(entry) == 200 and len(reason) == 300
+    assert _refused(tmp_path, stored) == (f"hw.zip: the entry {entry!r} could not be read "
+                                          f"({reason}).")
