@@ -65,6 +65,10 @@ FAST_GRADEBOOK = " ".join(
     + ["tests/test_layouts.py::test_export_leaves_out_grader_errors_and_neutralises_cells",
        "tests/test_layouts.py::test_export_usage_errors",
        "tests/test_layouts_attacks.py::test_one_student_id_in_two_rows_is_never_exported_twice"])
+# layouts' unit, attack and Hypothesis tests (test_layouts' graded batch and its exports,
+# and test_platforms, which grades a batch per test, left out)
+FAST_LAYOUTS = ("tests/test_layouts.py tests/test_layouts_attacks.py tests/test_layouts_property.py "
+                "-k 'not grades_csv_names and not junk_are_never_graded and not export'")
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
     "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
@@ -78,6 +82,7 @@ MODULES = {
                  "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
     "course": ("grader/course.py", "tests/test_course.py", "tests/test_mutants_course.py"),
     "overrides": ("grader/overrides.py", FAST_OVERRIDES, "tests/test_mutants_overrides.py"),
+    "layouts": ("grader/intake/layouts.py", FAST_LAYOUTS, "tests/test_mutants_layouts.py"),
     "intake": ("grader/intake/__init__.py", FAST_INTAKE, "tests/test_mutants_intake.py"),
     "archive": ("grader/intake/archive.py", FAST_INTAKE, "tests/test_mutants_archive.py"),
     "safeio": ("grader/intake/safeio.py", FAST_INTAKE, "tests/test_mutants_safeio.py"),

@@ -160,14 +160,17 @@ def student_id(value):
 
         student_id("10000") == "10000";  student_id("=1+1") == "1+1";  student_id("a/../b") == "a..b"
     """
-    text = ID_CHARS.sub("", safe_text(value, MAX_ID * 4))[:MAX_ID]
+    # cut before safe_text, whose cut marker would otherwise be read as part of the id
+    value = (value if isinstance(value, str) else safe_text(value))[:MAX_ID * 4]
+    text = ID_CHARS.sub("", safe_text(value))[:MAX_ID]
     return text.lstrip("-+@.")
 
 
 def display_name(value):
     """A person's name for the gradebook: one safe line, capped ("Fang Wu", "王力"), in NFC
     (a download unzipped on a Mac has decomposed names: the same row either way)."""
-    lines = unicodedata.normalize("NFC", safe_text(value, MAX_DISPLAY * 2)).replace(
+    value = (value if isinstance(value, str) else safe_text(value))[:MAX_DISPLAY * 2]  # as student_id
+    lines = unicodedata.normalize("NFC", safe_text(value)).replace(
         "\t", " ").strip().splitlines()
     return " ".join(lines[0].split())[:MAX_DISPLAY] if lines else ""
 

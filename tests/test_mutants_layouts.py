@@ -1,0 +1,739 @@
+"""grader/intake/layouts.py at its edges (issue 19): who each file belongs to.
+
+Every expectation here is written out by hand from the rule the README and the module's
+docstring state (Canvas's `name[_LATE]_userid_attachmentid_file`, Moodle's
+`full name_id_assignsubmission_plugin_`, nbgrader's `submitted/<student>/`, Gradescope's
+metadata), never computed by the code under test; each cap is checked on both sides with
+its documented figure as a literal, and each flag and note by its whole text."""
+import os
+import sqlite3
+import tempfile
+import zipfile
+
+import pytest
+
+from grader.intake import layouts
+
+
+def _touch(folder, names, data=b"x = 1\n"):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def _rows(batch):
+    return sorted((s.name, s.student_id, s.layout, os.path.basename(s.path)) for s in batch.submissions)
+
+
+# --- Canvas names: every field, read as Canvas reads them back -------------------------------
+
+def _canvas(name, user, attachment, file, base, who=None, late=False, again=0, claims=(),
+            ambiguous=False):
+    who = who if who is not None else name
+    return {"name": who, "lms_name": who, "user": user, "attachment": attachment, "late": late,
+            "file": file, "base": base, "resubmission": again, "claims": list(claims),
+            "ambiguous": ambiguous}
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("wangli_10000_90000_attention.py",
+     _canvas("wangli", "10000", "90000", "attention.py", "attention.py")),
+    # a name that starts with digits: the first segment is never an id
+    ("0_a_10000_90000_attention.py",
+     _canvas("0_a", "10000", "90000", "attention.py", "attention.py")),
+    # a name that ends in digits, then LATE: the ids are the two after LATE
+    ("a_0_LATE_10005_90005_x.py",
+     _canvas("a_0", "10005", "90005", "x.py", "x.py", late=True)),
+    ("liuyang_LATE_10001_90001_attention-3.ipynb",
+     _canvas("liuyang", "10001", "90001", "attention-3.ipynb", "attention.ipynb", late=True,
+             again=3)),
+    # four digits are a resubmission number, five are part of the student's name
+    ("z_1_2_attention-1234.py", _canvas("z", "1", "2", "attention-1234.py", "attention.py", again=1234)),
+    ("z_1_2_attention-12345.py", _canvas("z", "1", "2", "attention-12345.py", "attention-12345.py")),
+    # twenty digits are an id, twenty-one are not (then no two id segments follow the name)
+    ("z_" + "1" * 20 + "_2_a.py", _canvas("z", "1" * 20, "2", "a.py", "a.py")),
+    # a student's file name with digit pairs: each pair's first is a claimed user, once
+    ("m_10005_90005_1_2_1_2_x.py",
+     _canvas("m", "10005", "90005", "1_2_1_2_x.py", "1_2_1_2_x.py", claims=["1", "2"],
+             ambiguous=True)),
+    # a pair starting with the uploader's own id claims nobody
+    ("m_10005_90005_10005_7_x.py",
+     _canvas("m", "10005", "90005", "10005_7_x.py", "10005_7_x.py", ambiguous=True)),
+    # a file name that is only digits does not split two ways: nothing follows it
+    ("m_10005_90005_7", _canvas("m", "10005", "90005", "7", "7")),
+    ("m_10005_90005_7_a.py", _canvas("m", "10005", "90005", "7_a.py", "7_a.py", ambiguous=True)),
+    # a name that is LATE alone is a name (LATE needs a name before it)
+    ("LATE_10000_90000_a.py", _canvas("LATE", "10000", "90000", "a.py", "a.py")),
+    # letters, marks, numbers and connector punctuation are word characters
+    # (é decomposed, a connector), shown in NFC
+    ("\u738b\u529bze\u0301\u203f_10000_90000_a.py",
+     _canvas("\u738b\u529bz\u00e9\u203f", "10000", "90000", "a.py", "a.py")
+     | {"lms_name": "\u738b\u529bze\u0301\u203f"}),
+])
+def test_every_field_of_a_canvas_name(name, expected):
+    assert layouts.parse_canvas(name) == expected
+
+
+@pytest.mark.parametrize("name", [
+    "z_" + "1" * 21 + "_2_a.py",       # 21 digits: no id
+    "a_0_LATE_10005",                   # no attachment id and no file after LATE's ids
+    "a_0_LATE_10005_90005",             # the ids but no file
+    "x_10000_90000_",                   # an empty file name
+    "x_10000_90000",                    # no file name at all
+    "wang-li_10000_90000_a.py",         # "-" is no word character: Canvas never writes it
+    "wang li_10000_90000_a.py",
+])
+def test_names_canvas_does_not_write(name):
+    assert layouts.parse_canvas(name) is None
+
+
+def test_a_canvas_name_is_read_within_its_first_255_characters():
+    # the ids and the first letter of the file fit in 255 characters; the rest is cut
+    head = "x" * (255 - len("_10000_90000_a")) + "_10000_90000_a"
+    assert len(head) == 255
+    assert layouts.parse_canvas(head + "bcdef.py")["file"] == "a"
+    # the file name starts at the 256th character: cut to nothing
+    ids = "x" * (255 - len("_10000_90000_")) + "_10000_90000_"
+    assert len(ids) == 255 and layouts.parse_canvas(ids + "a.py") is None
+
+
+# --- Moodle names ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("Fang Wu_10006_assignsubmission_file_",
+     {"name": "Fang Wu", "lms_name": "Fang Wu", "id": "10006", "plugin": "file", "file": "",
+      "feedback": False, "claims": []}),
+    ("Fang Wu_10006_assignfeedback_comments_",
+     {"name": "Fang Wu", "lms_name": "Fang Wu", "id": "10006", "plugin": "comments", "file": "",
+      "feedback": True, "claims": []}),
+    # the file part claims a classmate twice over (a Canvas prefix and a Moodle prefix)
+    ("Fang Wu_10006_assignsubmission_file_w_10000_90000_Li_10007_assignsubmission_file_a.py",
+     {"name": "Fang Wu", "lms_name": "Fang Wu", "id": "10006", "plugin": "file",
+      "file": "w_10000_90000_Li_10007_assignsubmission_file_a.py", "feedback": False,
+      "claims": ["10000", "10007"]}),
+    # a plugin name of 40 characters
+    ("A_1_assignsubmission_" + "p" * 40 + "_",
+     {"name": "A", "lms_name": "A", "id": "1", "plugin": "p" * 40, "file": "",
+      "feedback": False, "claims": []}),
+])
+def test_every_field_of_a_moodle_name(name, expected):
+    assert layouts.parse_moodle(name) == expected
+
+
+@pytest.mark.parametrize("name", [
+    "A_1_assignsubmission_" + "p" * 41 + "_",     # a plugin of 41 characters
+    "A_1_assignsubmission_File_",                 # Moodle's plugin names are lower case
+    "A_" + "1" * 21 + "_assignsubmission_file_",  # an id of 21 digits
+    "_1_assignsubmission_file_",                  # no name
+    "A_1_assigngrade_file_",
+])
+def test_names_moodle_does_not_write(name):
+    assert layouts.parse_moodle(name) is None
+
+
+def test_a_moodle_name_is_read_within_its_first_255_characters():
+    prefix = "_10006_assignsubmission_file_"
+    name = "F" * (255 - len(prefix)) + prefix
+    assert layouts.parse_moodle(name + "attention.py")["file"] == ""
+    assert layouts.parse_moodle(name[1:] + "attention.py")["file"] == "a"
+    assert layouts.parse_moodle("F" * 255 + prefix) is None     # the name alone fills 255
+
+
+@pytest.mark.parametrize("file_name, own, claims", [
+    ("wangli_10000_90000_attention.py", "10005", ["10000"]),
+    ("wangli_10000_90000_attention.py", "10000", []),
+    # not a Canvas name (no word characters before the ids), still a pair of digit segments
+    ("-_10000_90000_attention.py", "10005", ["10000"]),
+    ("a_1_2_3", "9", ["1"]),          # the pair must be followed by something: (2, 3) ends it
+    ("a_1_2", "9", []),
+    ("1_2_x", "9", ["1"]),            # at the very start too
+    ("Li_10007_assignsubmission_file_a.py", "9", ["10007"]),
+    ("x_10007_assignfeedback_a.py", "9", ["10007"]),
+    ("10007_assignsubmission_a.py", "9", ["10007"]),
+    ("x10007_assignsubmission_a.py", "9", []),   # the id must start at a "_" or the start
+    ("attention.py", "9", []),
+])
+def test_claimed_ids(file_name, own, claims):
+    assert layouts.claimed_ids(file_name, own) == claims
+
+
+# --- ids and display names --------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, safe", [
+    ("1" * 150, "1" * 100),                       # 100 characters
+    ("-+@.x", "x"), (".5", "5"), ("x-", "x-"),    # never starting like a formula
+    ("a_b c\td", "a_bcd"), ("a.b@c+d-e", "a.b@c+d-e"),
+    # a very long value: only its first 400 characters are looked at (and no marker of
+    # the cut is read as part of the id: it gave "cutbythegrader3morecharacters")
+    ("\u540d" * 398 + "12345", "12"),
+    ("\u540d" * 397 + "12345", "123"),
+])
+def test_student_id(raw, safe):
+    assert layouts.student_id(raw) == safe
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("Fang\tWu", "Fang Wu"), ("  Fang   Wu  ", "Fang Wu"), ("Fang\nWu", "Fang"),
+    ("\n\n  \nWu", "Wu"), ("", ""), ("\n", ""),
+    ("e\u0301", "\u00e9"),
+    ("x" * 250, "x" * 200),
+    # a very long value: its first 400 characters (never the marker of a cut)
+    (" " * 398 + "wu", "wu"), (" " * 399 + "wu", "w"),
+])
+def test_display_name(raw, shown):
+    assert layouts.display_name(raw) == shown
+
+
+def test_the_documented_caps():
+    assert (layouts.MAX_NAME, layouts.MAX_ENTRIES, layouts.MAX_ID, layouts.MAX_DISPLAY) == \
+        (255, 10_000, 100, 200)
+    assert layouts.METADATA_BYTES == 16 * 1024 * 1024 and layouts.METADATA_KEYS == 100_000
+    assert (layouts.DOWNLOAD_ZIP_BYTES, layouts.DOWNLOAD_ENTRIES) == (1024 ** 3, 20_000)
+
+
+@pytest.mark.parametrize("path, parts", [
+    ("c/submitted/alice/attention/attention.py", ("alice", ("attention", "attention.py"))),
+    ("c/submitted/alice/attention/x/attention.py", None),     # four below submitted/
+    ("c/submitted", None),                                      # submitted/ itself
+    ("submitted/alice", ("alice", ())),
+    # the innermost submitted/ counts
+    ("c/submitted/submitted/alice", ("alice", ())),
+    ("c/submitted/bob/submitted/alice/a.py", ("alice", ("a.py",))),
+])
+def test_nbgrader_parts(path, parts):
+    assert layouts.nbgrader_parts(path) == parts
+
+
+# --- one student's files: which is graded --------------------------------------------------
+
+@pytest.mark.parametrize("files, graded", [
+    # the file most like attention.py first, whatever its attachment id
+    (["w_10000_90001_notes.pdf", "w_10000_90000_attention.py"], "w_10000_90000_attention.py"),
+    (["w_10000_90001_helper.py", "w_10000_90000_attention.py"], "w_10000_90000_attention.py"),
+    (["w_10000_90001_helper.py", "w_10000_90000_Attention_final.ipynb"],
+     "w_10000_90000_Attention_final.ipynb"),
+    (["w_10000_90001_helper.py", "w_10000_90000_attention (2).py"], "w_10000_90000_attention (2).py"),
+    (["w_10000_90001_helper.py", "w_10000_90000_attention v3.py"], "w_10000_90000_attention v3.py"),
+    (["w_10000_90001_helper.py", "w_10000_90000_attention-copy.zip"], "w_10000_90000_attention-copy.zip"),
+    # code before anything else, then the newest attachment
+    (["w_10000_90001_report.pdf", "w_10000_90000_mine.py"], "w_10000_90000_mine.py"),
+    (["w_10000_90000_mine.py", "w_10000_90001_other.py"], "w_10000_90001_other.py"),
+    (["w_10000_90002_attention.py", "w_10000_90001_attention-3.py"], "w_10000_90002_attention.py"),
+    # one attachment id (never from Canvas, but a tie): the resubmission number, then the name
+    (["w_10000_90000_attention.py", "w_10000_90000_attention-1.py"], "w_10000_90000_attention-1.py"),
+    (["w_10000_90000_b.py", "w_10000_90000_a.py"], "w_10000_90000_b.py"),
+    # "attention" inside a longer word is not the assignment's file
+    (["w_10000_90001_helper.py", "w_10000_90000_myattention.py"], "w_10000_90001_helper.py"),
+])
+def test_of_a_students_canvas_files_the_main_then_newest_is_graded(tmp_path, files, graded):
+    batch = layouts.resolve([str(_touch(tmp_path / "canvas", files))])
+    assert [os.path.basename(s.path) for s in batch.submissions] == [graded]
+    other = next(f for f in files if f != graded)
+    assert batch.submissions[0].notes == [
+        f"{other} was not graded: {graded} is this student's latest or main file"]
+    assert f"w_10000: {other} was not graded: {graded} is this student's latest or main file" \
+        in batch.notes
+
+
+def test_moodle_files_given_with_prefixes_rank_like_canvas_files(tmp_path):
+    moodle = _touch(tmp_path / "moodle", ["Fang Wu_10006_assignsubmission_file_notes.py",
+                                          "Fang Wu_10006_assignsubmission_file_attention.py",
+                                          "Fang Wu_10006_assignsubmission_file_report.pdf"])
+    batch = layouts.resolve([str(moodle)])
+    assert _rows(batch) == [("Fang Wu_10006", "10006", "moodle",
+                             "Fang Wu_10006_assignsubmission_file_attention.py")]
+
+
+def test_moodle_text_and_feedback_are_skipped_by_name(tmp_path):
+    download = tmp_path / "moodle"
+    _touch(download / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
+    _touch(download / "Fang Wu_10006_assignsubmission_onlinetext_", ["onlinetext.html"])
+    _touch(download / "Fang Wu_10006_assignfeedback_file_", ["marked.py"])
+    batch = layouts.resolve([str(download)])
+    assert _rows(batch) == [("Fang Wu_10006", "10006", "moodle", "Fang Wu_10006_assignsubmission_file_")]
+    assert batch.notes[:4] == [
+        "moodle: a Moodle download, 3 entries",
+        "skipped Fang Wu_10006_assignfeedback_file_: Moodle's file feedback, not a file submission",
+        "skipped Fang Wu_10006_assignsubmission_onlinetext_: Moodle's onlinetext submission, "
+        "not a file submission"]
+    assert batch.layouts == {"moodle": 1}
+
+
+def test_a_moodle_prefix_alone_is_no_moodle_file(tmp_path):
+    # without "download submissions in folders" each file has a name after the prefix
+    bare = _touch(tmp_path / "x", ["Fang Wu_10006_assignsubmission_file_"])
+    batch = layouts.resolve([str(bare / "Fang Wu_10006_assignsubmission_file_")])
+    assert [(s.layout, s.student_id) for s in batch.submissions] == [("plain", "")]
+
+
+# --- claims: what a student-chosen name says, flagged and capped ----------------------------
+
+def test_a_file_claiming_eleven_classmates_names_five(tmp_path):
+    name = "m_10005_90005_a_" + "_".join(str(i) for i in range(1, 13)) + "_x.py"
+    assert layouts.parse_canvas(name)["claims"] == [str(i) for i in range(1, 12)]
+    batch = layouts.resolve([str(_touch(tmp_path / "c", [name, "m_10005_90004_attention.py"]))])
+    assert batch.submissions[0].flags == [
+        f"the uploaded file's own name claims Canvas user {i}; graded as user 10005's ({name})"
+        for i in ("1", "2", "3", "4", "5")]
+    assert batch.submissions[0].student_id == "10005"
+
+
+def test_a_students_folder_with_many_claiming_files_gives_ten_flags(tmp_path):
+    folder = _touch(tmp_path / "Li_10006_assignsubmission_file_",
+                    [f"w_{10000 + i}_9000{i}_a.py" for i in range(12)])
+    sub = layouts.resolve([str(folder)]).submissions[0]
+    assert sub.student_id == "10006" and len(sub.flags) == 10
+    assert all(f.startswith("the uploaded file's own name claims Moodle participant 100")
+               and "graded as user 10006's" in f for f in sub.flags)
+
+
+def test_a_row_keeps_twenty_flags(tmp_path):
+    # 25 of one student's files each claim a classmate: 25 different flags, 20 kept, the
+    # newest attachment's first
+    files = [f"m_10005_{90000 + i}_a_{20000 + i}_1_x.py" for i in range(25)]
+    batch = layouts.resolve([str(_touch(tmp_path / "c", files))])
+    sub = batch.submissions[0]
+    assert sub.student_id == "10005" and len(sub.flags) == 20
+    assert sub.flags[0] == ("the uploaded file's own name claims Canvas user 20024; graded as "
+                            "user 10005's (m_10005_90024_a_20024_1_x.py)")
+    assert sub.flags[19].startswith("the uploaded file's own name claims Canvas user 20005; ")
+    assert sum(n.startswith("m_10005: FLAG ") for n in batch.notes) == 20
+
+
+def test_a_flag_is_cut_to_400_characters(tmp_path):
+    # one user id under four long names: the flag lists them, 120 characters each
+    files = [f"{c * 150}_10000_9000{i}_a.py" for i, c in enumerate("abcd")]
+    rows = layouts.resolve([str(_touch(tmp_path / "c", files))]).submissions
+    assert len(rows) == 4 and {s.student_id for s in rows} == {""}
+    flag = rows[0].flags[0]
+    assert flag.startswith("Canvas user 10000 appears under 4 names in this download (aaaa")
+    assert len(flag) == 400 and flag.endswith(" more characters]")
+
+
+# --- nbgrader: the student's folder, the course's database ---------------------------------
+
+def _gradebook(course, students):
+    course.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(course / "gradebook.db") as db:
+        db.execute("CREATE TABLE student (id VARCHAR(128) PRIMARY KEY)")
+        db.executemany("INSERT INTO student VALUES (?)", [(s,) for s in students])
+    return course / "gradebook.db"
+
+
+def _submitted(course, students, files=("attention.py",)):
+    for student in students:
+        _touch(course / "submitted" / student / "attention", files)
+    return course / "submitted"
+
+
+def test_an_nbgrader_student_missing_from_gradebook_db_is_flagged(tmp_path):
+    course = tmp_path / "course"
+    submitted = _submitted(course, ["alice", "bob"])
+    _gradebook(course, ["alice", "carol"])
+    batch = layouts.resolve([str(submitted)])
+    assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
+        ("alice", "alice", []),
+        ("bob", "bob", ["nbgrader student bob is not in the course's gradebook.db"])]
+    assert batch.notes[0] == "submitted: an nbgrader submitted/ folder, 2 entries"
+
+
+@pytest.mark.parametrize("database", ["garbage", "link", "folder", "none"])
+def test_a_gradebook_db_that_cannot_be_read_flags_nobody(tmp_path, database):
+    course = tmp_path / "course"
+    submitted = _submitted(course, ["bob"])
+    db = course / "gradebook.db"
+    if database == "garbage":
+        db.write_bytes(b"not a database" * 100)
+    elif database == "link":   # never read through a link, even to a real gradebook
+        os.symlink(_gradebook(tmp_path / "elsewhere", ["alice"]), db)
+    elif database == "folder":
+        db.mkdir()
+    assert layouts.nbgrader_students(str(submitted / "bob" / "attention")) is None
+    assert layouts.resolve([str(submitted)]).submissions[0].flags == []
+
+
+def test_the_course_of_the_innermost_submitted_folder_is_asked(tmp_path):
+    outer = tmp_path / "course"
+    _gradebook(outer, ["alice"])
+    inner = outer / "submitted" / "x" / "course"
+    _gradebook(inner, ["bob"])
+    assert layouts.nbgrader_students(str(inner / "submitted" / "bob" / "attention")) == {"bob"}
+    assert layouts.nbgrader_students(str(outer / "submitted" / "alice")) == {"alice"}
+    assert layouts.nbgrader_students(str(tmp_path / "alice")) is None
+
+
+def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tmp_path):
+    submitted = tmp_path / "course" / "submitted"
+    _touch(submitted / "alice" / "rnn", ["rnn.py"])
+    _touch(submitted / "alice" / "attention", ["attention.ipynb"])
+    _touch(submitted / "bob" / "rnn", ["rnn.py"])
+    _touch(submitted / "bob" / "cnn", ["cnn.py"])
+    _touch(submitted / "carol" / "rnn", ["attention.py"])
+    _touch(submitted / "carol" / "attention", ["attention.py"])
+    _touch(submitted / "dan" / "homework", ["whatever.py"])       # one folder: that one
+    batch = layouts.resolve([str(submitted / s) for s in ("alice", "bob", "carol", "dan")])
+    got = {s.name: (os.path.relpath(s.path, submitted), s.flags) for s in batch.submissions}
+    assert got == {
+        "alice": ("alice/attention", []),
+        "bob": ("bob", ["nbgrader student bob has 2 assignment folders (cnn, rnn) and none hold "
+                        "attention.py: graded as the whole folder, without a submission time"]),
+        "carol": ("carol", ["nbgrader student carol has 2 assignment folders (attention, rnn) and "
+                            "several hold attention.py: graded as the whole folder, without a "
+                            "submission time"]),
+        "dan": ("dan", [])}
+
+
+def test_a_file_right_in_submitted_is_no_students(tmp_path):
+    submitted = _touch(tmp_path / "submitted", ["attention.py"])
+    sub = layouts.resolve([str(submitted / "attention.py")]).submissions[0]
+    assert (sub.layout, sub.student_id, sub.name) == ("plain", "attention", "attention")
+
+
+# --- Gradescope's metadata: the subset parser reads what PyYAML reads -----------------------
+
+def _person(name="", sid="", email=""):
+    return {"name": name, "sid": sid, "email": email}
+
+
+# (metadata as Psych writes it, in the forms it uses, and what it says, worked out by hand)
+METADATA_FORMS = [
+    # quoted keys, escapes in double quotes, '' in single quotes, a comment, a document start
+    ("---\n'submission_1':\n  :submitters:\n  - :name: \"Li \\\"Lei\\\"\\tX\\u00e9\\x41\"\n"
+     "    :sid: 'O''Brien'\n    :email: li@example.edu # the school's\n"
+     "  :created_at: 2026-11-30 12:00:00.000000000 -08:00\n"
+     "# a comment line\n\"submission_2\":\n  :submitters:\n  - :sid: \"12346\"\n",
+     {"submission_1": {"people": [_person("Li \"Lei\"\tX\u00e9A", "O'Brien", "li@example.edu")],
+                       "created_at": "2026-11-30T12:00:00-08:00"},
+      "submission_2": {"people": [_person(sid="12346")], "created_at": ""}}),
+    # block scalars: literal with and without the final line break, folded
+    ("submission_1:\n  :submitters:\n  - :name: |-\n      Jane\n      Doe\n    :sid: |\n"
+     "      123\n    :email: >\n      a\n      b\n\n      c\n",
+     {"submission_1": {"people": [_person("Jane\nDoe", "123\n", "a b\nc\n")], "created_at": ""}}),
+    # a long plain value folded over lines, with a blank line in it
+    ("submission_1:\n  :submitters:\n  - :name: Jane\n      Doe\n\n      Smith\n    :sid: '5'\n",
+     {"submission_1": {"people": [_person("Jane Doe\nSmith", "5")], "created_at": ""}}),
+    # nothing, a tilde, null; a tag before a value; the list indented under its key
+    ("submission_1:\n  :submitters:\n    - :name: ~\n      :sid: !ruby/string '77'\n"
+     "      :email: null\n  :created_at: '2026-12-01 10:00:00 +08:00'\n"
+     "submission_2:\n  :submitters: []\n  :created_at:\n",
+     {"submission_1": {"people": [_person(sid="77")], "created_at": "2026-12-01T10:00:00+08:00"},
+      "submission_2": {"people": [], "created_at": ""}}),
+    # the submission time before the submitters; fields in another order; one submitter's own
+    # :created_at: is not the submission's
+    ("submission_1:\n  :created_at: 2026-11-30 12:00:00 +00:00\n  :submitters:\n"
+     "  - :email: a@x.edu\n    :created_at: 2020-01-01 00:00:00 +00:00\n    :name: A\n"
+     "  - :sid: '2'\n  :score: 10.0\n",
+     {"submission_1": {"people": [_person("A", email="a@x.edu"), _person(sid="2")],
+                       "created_at": "2026-11-30T12:00:00+00:00"}}),
+    # Windows line endings
+    ("submission_1:\r\n  :submitters:\r\n  - :name: Jane\r\n    :sid: '9'\r\n",
+     {"submission_1": {"people": [_person("Jane", "9")], "created_at": ""}}),
+]
+
+
+def _as_read(data):
+    """read_metadata's answer with each field as the grader uses it (str(), None as "")."""
+    return {k: {"people": [{f: "" if v is None else str(v) for f, v in p.items()}
+                           for p in entry["people"]], "created_at": entry["created_at"]}
+            for k, entry in data.items()}
+
+
+@pytest.mark.parametrize("text, expected", METADATA_FORMS)
+def test_metadata_reads_the_same_with_and_without_pyyaml(tmp_path, monkeypatch, text, expected):
+    pytest.importorskip("yaml")
+    path = tmp_path / "submission_metadata.yml"
+    path.write_bytes(text.encode("utf-8"))
+    with_yaml, note = layouts.read_metadata(str(path))
+    assert note is None and _as_read(with_yaml) == expected
+    assert layouts.parse_metadata_subset(text) == expected
+    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
+    assert layouts.read_metadata(str(path)) == (expected, None)
+
+
+def test_metadata_pyyaml_refuses_is_read_by_the_subset_parser(tmp_path):
+    # a tab where YAML wants spaces: PyYAML refuses the file, the subset parser reads it
+    text = "submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n\t:junk: 1\n"
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(text, encoding="utf-8")
+    assert layouts.read_metadata(str(path)) == (
+        {"submission_1": {"people": [_person("Jane", "9")], "created_at": ""}}, None)
+
+
+def test_metadata_keeps_fifty_submitters(tmp_path, monkeypatch):
+    people = "".join(f"  - :name: P{i}\n    :sid: '{i}'\n" for i in range(51))
+    text = "submission_1:\n  :submitters:\n" + people
+    expected = {"submission_1": {"people": [_person(f"P{i}", str(i)) for i in range(50)],
+                                 "created_at": ""}}
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(text, encoding="utf-8")
+    assert _as_read(layouts.read_metadata(str(path))[0]) == expected
+    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
+    assert layouts.read_metadata(str(path))[0] == expected
+
+
+def test_metadata_keeps_100000_submissions(tmp_path, monkeypatch):
+    text = "".join(f"submission_{i}:\n" for i in range(100_001))
+    subset = layouts.parse_metadata_subset(text)
+    assert len(subset) == 100_000 and "submission_99999" in subset and "submission_100000" not in subset
+    # PyYAML's reading is cut the same way (shown on a lower cap: 100 001 entries take PyYAML
+    # seconds)
+    monkeypatch.setattr(layouts, "METADATA_KEYS", 3)
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(text[:200], encoding="utf-8")
+    assert list(layouts.read_metadata(str(path))[0]) == ["submission_0", "submission_1", "submission_2"]
+
+
+def test_metadata_of_16_mb_is_read_and_one_byte_more_is_not(tmp_path):
+    head = b"submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n"
+    path = tmp_path / "submission_metadata.yml"
+    path.write_bytes(head + b"#" * (16 * 1024 * 1024 - len(head)))
+    assert layouts.read_metadata(str(path))[0]["submission_1"]["people"] == [_person("Jane", "9")]
+    path.write_bytes(head + b"#" * (16 * 1024 * 1024 + 1 - len(head)))
+    data, note = layouts.read_metadata(str(path))
+    assert (data, note) == ({}, "submission_metadata.yml could not be read (submission_metadata."
+                                "yml is 16 MB; a metadata file over 16 MB is not accepted.); "
+                                "names come from the folders.")
+
+
+# --- folders opened as downloads -------------------------------------------------------------
+
+def test_listing_stops_at_its_limit(tmp_path):
+    folder = _touch(tmp_path / "f", ["a", "b", "c"])
+    assert layouts._listing(str(folder), 3) == (["a", "b", "c"], False)
+    names, cut = layouts._listing(str(folder), 2)
+    assert cut is True and len(names) == 2 and set(names) < {"a", "b", "c"}
+    assert layouts._listing(str(tmp_path / "missing")) == ([], False)
+
+
+def test_a_folder_not_all_named_by_an_lms_is_one_submission_and_says_why(tmp_path):
+    mixed = _touch(tmp_path / "eve", ["w_10000_90000_a.py", "notes.txt", "index.html"])
+    batch = layouts.resolve([str(mixed)])
+    assert _rows(batch) == [("eve", "eve", "plain", "eve")]
+    assert batch.notes == ["eve: not opened as a download: not all its entries are named as an "
+                           "LMS names them (e.g. notes.txt)"]
+    # an explicit layout says so even when no entry has an LMS's name
+    batch = layouts.resolve([str(_touch(tmp_path / "bob", ["x.py", "y.py"]))], "canvas")
+    assert batch.notes == ["bob: not opened as a download: not all its entries are named as an "
+                           "LMS names them (e.g. x.py)",
+                           "bob does not look like canvas's layout: named after the file"]
+    # a student's folder with attention.py is their work, whatever else is in it
+    own = _touch(tmp_path / "w_10000_90000_a", ["attention.py", "w_10000_90000_a.py"])
+    batch = layouts.resolve([str(own)])
+    assert [(s.layout, s.student_id) for s in batch.submissions] == [("plain", "w_10000_90000_a")]
+    assert batch.notes == []
+
+
+def test_a_download_with_junk_and_anonymous_files_is_opened(tmp_path):
+    canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py", "anon_x1_90001_a.py",
+                                          "index.html", ".DS_Store"])
+    batch = layouts.resolve([str(canvas)])
+    assert _rows(batch) == [("anon_x1", "", "canvas", "anon_x1_90001_a.py"),
+                            ("w_10000", "10000", "canvas", "w_10000_90000_a.py")]
+    assert batch.notes[:3] == ["canvas: a Canvas download, 4 entries",
+                               "skipped .DS_Store: not a submission (added by an LMS or an "
+                               "operating system)",
+                               "skipped index.html: not a submission (added by an LMS or an "
+                               "operating system)"]
+
+
+@pytest.mark.parametrize("names, kind", [
+    (["w_10000_90000_a.py", "index.html"], "canvas"),
+    (["w_10000_90000_a.py", "anon_x_90001_a.py"], "canvas"),
+    (["w_10000_90000_a.py", "sub/w_10000_90000_a.py"], None),     # Canvas's files are at the top
+    (["Li_1_assignsubmission_file_/a.py", "Li_1_assignsubmission_file_/b/c.py",
+      "__MACOSX/x"], "moodle"),
+    (["Li_1_assignsubmission_file_a.py", "Li_1_assignsubmission_onlinetext_/t.html"], "moodle"),
+    (["Li_1_assignsubmission_file_/a.py", "w_10000_90000_a.py"], None),
+    (["index.html"], None), ([], None), (["/", "//"], None),
+])
+def test_download_kind(names, kind):
+    assert layouts.download_kind(names) == kind
+
+
+def test_a_canvas_download_zip_is_unpacked_and_each_file_graded_as_its_users(tmp_path):
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("w_10000_90000_attention.py", "x = 1\n")
+        archive.writestr("l_LATE_10001_90001_attention.py", "x = 2\n")
+    batch = layouts.resolve([str(download)])
+    assert [(s.name, s.student_id, s.late_flag, s.submitted_at, s.time_source)
+            for s in batch.submissions] == [("l_10001", "10001", True, "", ""),
+                                            ("w_10000", "10000", False, "", "")]
+    assert batch.notes[0] == "submissions.zip: canvas's download zip, unpacked to a temporary folder"
+    assert "submissions.zip: a Canvas download, 2 entries" in batch.notes
+    with open(batch.submissions[0].path, encoding="utf-8") as handle:
+        assert handle.read() == "x = 2\n"
+    # a zip of one student's work, and a zip named as Canvas names a file, are not downloads
+    own = tmp_path / "w_10000_90000_attention.zip"
+    own.write_bytes(download.read_bytes())
+    assert [(s.layout, s.student_id) for s in layouts.resolve([str(own)]).submissions] == \
+        [("canvas", "10000")]
+    # --layout moodle never opens a Canvas download zip
+    batch = layouts.resolve([str(download)], "moodle")
+    assert [(s.layout, s.name) for s in batch.submissions] == [("plain", "submissions")]
+
+
+def test_a_moodle_download_zip_with_only_a_folder_per_student(tmp_path):
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("Fang Wu_10006_assignsubmission_file_/attention.py", "x = 1\n")
+    batch = layouts.resolve([str(download)], "moodle")
+    assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == \
+        [("Fang Wu_10006", "10006", "moodle")]
+    assert batch.notes[0] == "moodle.zip: moodle's download zip, unpacked to a temporary folder"
+
+
+# --- cross-checks within one download ------------------------------------------------------
+
+def test_one_attachment_under_two_users_is_flagged_on_both(tmp_path):
+    canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py", "l_10001_90000_a.py",
+                                          "s_10002_90002_a.py"])
+    got = {s.student_id: s.flags for s in layouts.resolve([str(canvas)]).submissions}
+    assert got == {
+        "10000": ["Canvas attachment 90000 belongs to more than one user in this download "
+                  "(w_10000_90000_a.py)"],
+        "10001": ["Canvas attachment 90000 belongs to more than one user in this download "
+                  "(l_10001_90000_a.py)"],
+        "10002": []}
+
+
+def test_one_moodle_participant_under_two_names_keeps_no_id(tmp_path):
+    moodle = tmp_path / "moodle"
+    _touch(moodle / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
+    _touch(moodle / "Eve_10006_assignsubmission_file_", ["attention.py"])
+    batch = layouts.resolve([str(moodle)])
+    flag = ("Moodle participant 10006 appears under 2 names in this download (Eve, Fang Wu); "
+            "no student id is given until you check which is theirs")
+    assert sorted((s.name, s.student_id, s.flags) for s in batch.submissions) == [
+        ("Eve_10006", "", [flag]), ("Fang Wu_10006", "", [flag])]
+
+
+def test_the_same_name_decomposed_is_one_name(tmp_path):
+    # a download unzipped on a Mac: é decomposed in one file's name, composed in another's
+    canvas = _touch(tmp_path / "canvas", ["ze\u0301_10000_90000_a.py", "z\u00e9_10000_90001_b.py"])
+    batch = layouts.resolve([str(canvas)])
+    assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == \
+        [("z\u00e9_10000", "10000", [])]
+
+
+def test_two_canvas_downloads_keep_no_ids(tmp_path):
+    old = _touch(tmp_path / "old", ["w_10000_90000_a.py", "s_10002_90002_a.py"])
+    new = _touch(tmp_path / "new", ["w_10000_90005_a.py"])
+    batch = layouts.resolve([str(old), str(new)])
+    flag = ("2 Canvas downloads were given together (new, old); one may be a student's own, so "
+            "no student id is given (grade the newest download on its own)")
+    assert [(s.name, s.student_id, s.flags, os.path.relpath(s.path, tmp_path))
+            for s in batch.submissions] == [
+        ("unverified-s_10002", "", [flag], "old/s_10002_90002_a.py"),
+        ("unverified-w_10000", "", [flag], "new/w_10000_90005_a.py")]
+
+
+def test_an_lms_name_beside_plain_work_keeps_no_id(tmp_path):
+    plain = _touch(tmp_path / "subs", ["alice.py"])
+    moodle = _touch(tmp_path / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
+    batch = layouts.resolve([str(plain / "alice.py"), str(moodle)])
+    assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
+        ("alice", "alice", []),
+        ("unverified-Fang Wu_10006", "", [
+            "Fang Wu_10006_assignsubmission_file_ is named as Moodle names its downloads but was "
+            "given beside plain submissions: no student id is given (grade an LMS's download on "
+            "its own, and students' folders with --layout plain)"])]
+
+
+def test_five_downloads_given_together_name_four(tmp_path):
+    folders = [_touch(tmp_path / f"d{i}", [f"s_{10000 + i}_{90000 + i}_a.py"]) for i in range(5)]
+    batch = layouts.resolve([str(f) for f in folders])
+    assert {s.student_id for s in batch.submissions} == {""}
+    assert {tuple(s.flags) for s in batch.submissions} == {(
+        "5 Canvas downloads were given together (d0, d1, d2, d3); one may be a student's own, so "
+        "no student id is given (grade the newest download on its own)",)}
+
+
+def _gradescope(root, metadata, folders):
+    export = root / "export"
+    export.mkdir()
+    (export / "submission_metadata.yml").write_text(metadata, encoding="utf-8")
+    for folder in folders:
+        _touch(export / folder, ["attention.py"])
+    return export
+
+
+def _submitters(*sids):
+    return "  :submitters:\n" + "".join(f"  - :name: N{s}\n    :sid: '{s}'\n" for s in sids)
+
+
+def test_a_group_whose_four_sids_are_also_alone_names_three_and_keeps_no_id(tmp_path):
+    metadata = ("submission_1:\n" + _submitters(1, 2, 3, 4) + "".join(
+        f"submission_{s + 1}:\n" + _submitters(s) for s in (1, 2, 3, 4)))
+    export = _gradescope(tmp_path, metadata, [f"submission_{i}" for i in range(1, 6)])
+    rows = {os.path.basename(s.path): s for s in layouts.resolve([str(export)]).submissions}
+    assert (rows["submission_1"].name, rows["submission_1"].student_id) == \
+        ("unverified-N1; N2; N3; N4", "")
+    assert rows["submission_1"].flags == [
+        "SID 1, 2, 3 is in more than one submission of submission_metadata.yml",
+        "those submissions have different submitters, so no student id is given until you "
+        "check which is theirs"]
+    assert (rows["submission_2"].name, rows["submission_2"].student_id, rows["submission_2"].flags) == (
+        "unverified-N1", "", [
+            "SID 1 is in more than one submission of submission_metadata.yml",
+            "those submissions have different submitters, so no student id is given until you "
+            "check which is theirs"])
+
+
+def test_a_gradescope_row_by_email_and_by_folder(tmp_path):
+    metadata = ("submission_1:\n  :submitters:\n  - :name: Jane\n    :email: jane@x.edu\n"
+                "submission_2:\n  :submitters:\n  - :sid: '7'\n"
+                "submission_3:\n  :submitters:\n  - :name: Nobody\n")
+    export = _gradescope(tmp_path, metadata, ["submission_1", "submission_2", "submission_3",
+                                              "submission_4"])
+    batch = layouts.resolve([str(export)])
+    assert [(s.name, s.student_id, s.student_name, s.layout) for s in batch.submissions] == [
+        ("Jane_jane@x.edu", "jane@x.edu", "Jane", "gradescope"),
+        ("7", "7", "", "gradescope"),
+        ("Nobody", "", "Nobody", "gradescope"),
+        ("submission_4", "", "", "gradescope")]
+    assert batch.notes[0] == "export: a Gradescope export, 5 entries"
+    assert "skipped submission_metadata.yml: Gradescope's metadata (read for names, never graded)" \
+        in batch.notes
+
+
+def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
+    folder = _touch(tmp_path / "submission_5", ["attention.py"])
+    assert [(s.layout, s.student_id) for s in layouts.resolve([str(folder)]).submissions] == \
+        [("plain", "submission_5")]
+    batch = layouts.resolve([str(folder)], "gradescope")
+    assert [(s.layout, s.name, s.student_id, s.flags) for s in batch.submissions] == [
+        ("gradescope", "submission_5", "", [
+            "submission_5: not in submission_metadata.yml; named after its folder, no student id"])]
+
+
+# --- row names ------------------------------------------------------------------------------
+
+def test_row_names_stay_unique_in_the_batch(tmp_path):
+    # rows of two layouts that ask for one name: the second gets -2, a third -3
+    nb = tmp_path / "course" / "submitted"
+    _touch(nb / "w_10000" / "attention", ["attention.py"])
+    canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py"])
+    moodle = _touch(tmp_path / "w_10000_assignsubmission_file_", ["attention.py"])
+    batch = layouts.resolve([str(canvas / "w_10000_90000_a.py"), str(nb / "w_10000"),
+                             str(moodle)])
+    assert [(s.name, s.layout) for s in batch.submissions] == [
+        ("w_10000", "canvas"), ("w_10000-2", "nbgrader"), ("w_10000-3", "moodle")]
+
+
+# --- slow last: ten thousand files ----------------------------------------------------------
+
+SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+
+
+def test_a_download_of_10001_files_is_read_to_its_first_10000():
+    with tempfile.TemporaryDirectory(dir=SCRATCH) as scratch:   # in memory where there is one
+        folder = os.path.join(scratch, "canvas")
+        os.mkdir(folder)
+        for i in range(10_001):
+            open(os.path.join(folder, f"s_{i}_{i}_a.py"), "wb").close()
+        batch = layouts.resolve([folder])
+        assert batch.notes[:2] == ["canvas: only its first 10000 entries were read",
+                                   "canvas: a Canvas download, 10000 entries"]
+        assert len(batch.submissions) == 10_000 and batch.layouts == {"canvas": 10_000}
