@@ -9,7 +9,7 @@ import io
 import json
 import os
 
-from grader import export
+from grader import course, export
 from grader.report import gradebook
 
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -168,6 +168,27 @@ def test_the_moodle_worksheet_holds_only_moodle_rows_with_the_time_of_the_export
     assert ["Participant 10008", "gone", "0", "100", stamp] in _lines(text)
     text, _ = export.canvas_text(rows, missing_as_zero=True)
     assert _lines(text)[2:] == [["wang", "10000", "", "", "", "85"]]
+    text, notes = export.canvas_text([_row("gone", "1", status="missing work", total=0.0)])
+    assert _lines(text)[2:] == [] and "left out gone: no gradable work" in notes[0]
+
+
+def _cut(text, limit):
+    """`text` as the grader cuts it: `limit` characters, the last of them a marker line."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[... cut by the grader: {len(text) - limit} more characters]"
+    return text[:limit - len(marker)] + marker
+
+
+def test_a_long_name_left_out_by_its_platform_is_cut_to_120_characters():
+    moodle = _row("m" * 300, "1", layout="moodle")
+    canvas = _row("c" * 300, "2")
+    _text, notes = export.canvas_text([moodle])
+    assert notes == [f"left out {_cut('m' * 300, 120)}: its id is a Moodle participant id, "
+                     f"which Canvas does not know"]
+    _text, notes = export.moodle_text([canvas], now=0)
+    assert notes == [f"left out {_cut('c' * 300, 120)}: not from a Moodle download, so it has "
+                     f"no Moodle participant id"]
 
 
 # -- the command --------------------------------------------------------------------------
@@ -257,3 +278,36 @@ def test_each_refusal_of_the_command_says_why_and_writes_nothing(tmp_path, capsy
     (out / "overrides.json").write_text("{", encoding="utf-8")
     assert export.main(_args(out, target)) == 2
     assert "overrides.json" in capsys.readouterr().err and not target.exists()
+
+
+def test_a_long_path_or_error_in_a_refusal_is_cut(tmp_path, capsys):
+    source = tmp_path / ("d" * 250)
+    assert export.main(_args(source, tmp_path / "c.csv")) == 2
+    assert capsys.readouterr().err == (f"grader export: --from {_cut(str(source), 200)} is not "
+                                       f"a gradebook folder (the --out of grader grade)\n")
+    folder = tmp_path / ("o" * 250)
+    folder.mkdir()
+    assert export.main(_args(tmp_path, folder)) == 2
+    assert capsys.readouterr().err == f"grader export: --out {_cut(str(folder), 200)} is a folder\n"
+    assert export.main(_args(folder, tmp_path / "c.csv")) == 2
+    assert capsys.readouterr().err == f"grader export: no graded rows in {_cut(str(folder), 200)}\n"
+    deep = _gradebook(tmp_path / ("a" * 250) / ("b" * 250), [_row("wang", "10000")])
+    (deep / "course.toml").write_text("due = 3\n", encoding="utf-8")
+    try:
+        course.find(str(deep), None)
+    except course.CourseError as error:
+        said = str(error)
+    assert len(said) > 500
+    assert export.main(_args(deep, tmp_path / "c.csv")) == 2
+    assert capsys.readouterr().err == f"grader export: {_cut(said, 500)}\n"
+
+
+def test_missing_work_is_left_out_when_the_command_is_not_told_otherwise(tmp_path, capsys):
+    out = _gradebook(tmp_path, [_row("gone", "1", status="missing work", total=0.0),
+                                _row("wang", "2")])
+    args = _args(out, tmp_path / "c.csv")
+    del args.export_missing_as_zero
+    assert export.main(args) == 0
+    assert "left out gone: no gradable work" in capsys.readouterr().err
+    rows = _lines((tmp_path / "c.csv").read_text(encoding="utf-8-sig"))
+    assert rows[2:] == [["wang", "2", "", "", "", "85"]]
