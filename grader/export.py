@@ -67,7 +67,7 @@ def _score(value):
 
 def _members(row):
     """[(id, name)] of the students a row is about (a group: one per member)."""
-    ids = [i for i in str(row.get("student_id") or "").split(";") if i.strip()]
+    ids = [i.strip() for i in str(row.get("student_id") or "").split(";") if i.strip()]
     names = [n.strip() for n in str(row.get("student_name") or "").split(";")]
     if len(names) != len(ids):
         names = [row.get("student_name") or ""] * len(ids)

@@ -48,6 +48,17 @@ def test_a_group_gives_each_member_their_own_name_or_else_the_whole_name():
         [("12346", ""), ("12347", "")]
     assert export._members(_row("g", None)) == [] and export._members(_row("g", " ; ")) == []
     assert export._members({"student_id": 10000}) == [("10000", "")]
+    assert export._members(_row("g", " 12346 ; 12347", student_name="Li; Han")) == \
+        [("12346", "Li"), ("12347", "Han")]
+
+
+def test_ids_that_differ_only_in_spaces_are_one_student():
+    # before: " 10000" and "10000" were two ids to the clash check, and both were written as
+    # 10000 (a cell is stripped), so the LMS got two scores for one student
+    keep, notes = export.exportable([_row("a", "10000"), _row("b", " 10000 "), _row("c", "1")])
+    assert [r["name"] for r in keep] == ["c"]
+    assert notes == ["left out a, b: student id 10000 is in 2 rows; check which is theirs "
+                     "(grader gradebook), then export again"]
 
 
 def test_each_row_left_out_says_why_and_is_never_a_zero():
