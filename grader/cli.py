@@ -31,6 +31,12 @@ def build_parser():
                          help="the student README whose sections become the notebook's "
                               "markdown (default: assignments/attention/README.md; "
                               "README.zh-CN.md for Chinese)")
+    release.add_argument("--lang", choices=("en", "zh"), default="en",
+                         help="language of the skeleton's docstrings and comments and of the "
+                              "notebook's README: en (default) or zh (needs --out or --output)")
+    release.add_argument("--out", metavar="DIR", default=None,
+                         help="write the whole student folder here (assignments/attention/ "
+                              "with attention.py in --lang); with --check, compare it")
 
     grade = commands.add_parser(
         "grade", help="grade submissions against the hidden suite",

@@ -7,21 +7,36 @@ preprocessors:
                        unbalanced, nested or mis-indented markers
     DropInstructorOnly remove `### BEGIN INSTRUCTOR ONLY` / `### END INSTRUCTOR ONLY` blocks
     StubRegions        replace each solution region by `raise NotImplementedError(...)`
+    SelectLanguage     keep one language: a `### BEGIN ZH` / `### END ZH` block is the
+                       Chinese of the English text right above it (see SelectLanguage)
     CheckNoLeak        refuse when a solution line survives outside its region, or when a
                        function of the student API keeps a body that no region covers
+    CheckLanguage      refuse a skeleton with a docstring or comment not in its language
 
-The markers are nbgrader's, so the same source also works in an nbgrader course.
+The solution markers are nbgrader's, so the same source also works in an nbgrader course.
+`grader release --lang zh --out DIR` writes a whole student folder in Chinese (`student_folder`).
 """
 import ast
 import dataclasses
 import difflib
+import io
 import os
 import re
+import sys
+import tokenize
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 BEGIN_INSTRUCTOR = "### BEGIN INSTRUCTOR ONLY"
 END_INSTRUCTOR = "### END INSTRUCTOR ONLY"
+BEGIN_ZH = "### BEGIN ZH"
+END_ZH = "### END ZH"
+LANGUAGES = ("en", "zh")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# what a stub says, per language (the Chinese as in the self-checks: "还没有写")
+STUB = {"en": ("# YOUR CODE HERE", "{owner} is not written yet"),
+        "zh": ("# 在这里写你的代码", "{owner} 还没有写")}
+STUB_CALL = 'raise NotImplementedError("'
 # lines too common to count as a leak when they appear outside a region
 GENERIC = re.compile(r"^(return( \w+)?|else:|pass|\)|\]|\}|#.*|\"\"\"|)$")
 
@@ -116,17 +131,138 @@ class DropInstructorOnly:
 
 
 class StubRegions:
+    def __init__(self, lang="en"):
+        self.comment, self.message = STUB[lang]
+
     def apply(self, source):
         out, last = [], 0
         for region in source.regions:
             out += source.lines[last:region.begin]
             body = source.lines[region.begin + 1:region.end]
             source.solution_lines += body
-            out.append(f"{region.indent}# YOUR CODE HERE")
-            out.append(f'{region.indent}raise NotImplementedError("{region.owner} is not written yet")')
+            out.append(f"{region.indent}{self.comment}")
+            message = self.message.format(owner=region.owner)
+            out.append(f'{region.indent}raise NotImplementedError("{message}")')
             last = region.end + 1
         out += source.lines[last:]
         source.lines = out
+        return source
+
+
+class SelectLanguage:
+    """Keep the text students read in one language.
+
+    A `### BEGIN ZH` ... `### END ZH` block holds the Chinese of the English right above it:
+    inside a docstring, of that docstring's text from its opening quotes to the block; as
+    comment lines, of the run of comment lines just above it (same indentation). "en" drops
+    the blocks; "zh" puts each block where its English was. A block that translates
+    nothing, an unclosed, nested or misspelt marker is refused with its line."""
+
+    def __init__(self, lang="en"):
+        if lang not in LANGUAGES:
+            raise ReleaseError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
+        self.lang = lang
+
+    def apply(self, source):
+        blocks = self._blocks(source)
+        strings = self._strings(source) if blocks else []
+        lines = list(source.lines)
+        for begin, end in reversed(blocks):  # from the end: the lines above stay where they were
+            if self.lang == "zh":
+                lines = self._translate(source.path, lines, begin, end, strings, blocks)
+            else:
+                del lines[begin:end + 1]
+        source.lines = lines
+        return source
+
+    @staticmethod
+    def _blocks(source):
+        blocks, open_at = [], None
+        for number, line in enumerate(source.lines):
+            marker = line.strip()
+            if marker == BEGIN_ZH:
+                if open_at is not None:
+                    raise ReleaseError(f"{source.path}:{number + 1}: {BEGIN_ZH} inside the block "
+                                       f"opened at line {open_at + 1}")
+                open_at = number
+            elif marker == END_ZH:
+                if open_at is None:
+                    raise ReleaseError(f"{source.path}:{number + 1}: {END_ZH} without a {BEGIN_ZH}")
+                if not any(l.strip() not in ("", "#") for l in source.lines[open_at + 1:number]):
+                    raise ReleaseError(f"{source.path}:{open_at + 1}: an empty {BEGIN_ZH} block")
+                blocks.append((open_at, number))
+                open_at = None
+            elif re.search(r"\b(BEGIN|END)\s*ZH\b", marker, re.IGNORECASE):
+                raise ReleaseError(f"{source.path}:{number + 1}: malformed marker {marker!r}; write "
+                                   f"exactly {BEGIN_ZH!r} or {END_ZH!r} on a line of its own")
+        if open_at is not None:
+            raise ReleaseError(f"{source.path}:{open_at + 1}: {BEGIN_ZH} is never closed by {END_ZH}")
+        return blocks
+
+    @staticmethod
+    def _strings(source):
+        """[(first line, last line, column)] (0-based) of every triple-quoted string."""
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(source.lines)).readline))
+        except (tokenize.TokenError, SyntaxError) as error:
+            raise ReleaseError(f"{source.path}: does not read as Python: {error}") from None
+        return [(t.start[0] - 1, t.end[0] - 1, t.start[1]) for t in tokens
+                if t.type == tokenize.STRING and t.string.endswith(('"""', "'''"))]
+
+    @staticmethod
+    def _translate(path, lines, begin, end, strings, blocks):
+        block = lines[begin + 1:end]
+        where = f"{path}:{begin + 1}"
+        inside = [s for s in strings if s[0] < begin < s[1]]
+        if inside:  # the Chinese of a docstring: from its opening quotes to the block
+            first, last, column = inside[0]
+            if sum(first < b < last for b, _ in blocks) > 1:
+                raise ReleaseError(f"{where}: a second {BEGIN_ZH} block in one docstring")
+            opening = lines[first]
+            start = column + len(opening[column:]) - len(opening[column:].lstrip("rRuUbBfF"))
+            prefix = opening[:start + 3]
+            if first + 1 == begin and not opening[len(prefix):].strip():
+                raise ReleaseError(f"{where}: a {BEGIN_ZH} block with no English before it "
+                                   f"in its docstring")
+            return lines[:first] + [prefix + block[0].lstrip()] + block[1:] + lines[end + 1:]
+        marker = lines[begin]
+        indent = marker[:len(marker) - len(marker.lstrip())]
+        if not all(line.strip().startswith("#") for line in block):
+            raise ReleaseError(f"{where}: a {BEGIN_ZH} block outside a docstring must be "
+                               f"comment lines")
+        keep = begin
+        while keep and lines[keep - 1].startswith(indent + "#") \
+                and not lines[keep - 1].strip().startswith("###"):
+            keep -= 1
+        if keep == begin:
+            raise ReleaseError(f"{where}: a {BEGIN_ZH} block of comments with no English "
+                               f"comment right above it")
+        return lines[:keep] + block + lines[end + 1:]
+
+
+class CheckLanguage:
+    """Every docstring and comment of the skeleton is in its language: with "zh", each holds
+    Chinese (a forgotten translation is refused); with "en", none does (a block left open)."""
+
+    def __init__(self, lang="en"):
+        self.lang = lang
+
+    def apply(self, source):
+        text = "\n".join(source.lines)
+        tree = ast.parse(text, filename=source.path)
+        said = [(node.body[0].lineno, ast.get_docstring(node, clean=False))
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                and ast.get_docstring(node, clean=False)]
+        said += [(t.start[0], t.string) for t in
+                 tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+        for line, words in said:
+            if self.lang == "zh" and not CJK.search(words):
+                raise ReleaseError(f"{source.path}: released line {line}: no Chinese for "
+                                   f"{words.strip()[:80]!r} (add a {BEGIN_ZH} block after it)")
+            if self.lang == "en" and CJK.search(words):
+                raise ReleaseError(f"{source.path}: released line {line}: Chinese in the English "
+                                   f"skeleton: {words.strip()[:80]!r}")
         return source
 
 
@@ -160,19 +296,101 @@ class CheckNoLeak:
                                f"{BEGIN} region, so the skeleton would give it away")
 
 
-def release(solution_path, api_names):
-    """The student skeleton for `solution_path`, as text."""
+def release(solution_path, api_names, lang="en"):
+    """The student skeleton for `solution_path`, as text, in `lang` ("en" or "zh")."""
     with open(solution_path, encoding="utf-8") as handle:
         source = Source(solution_path, handle.read().split("\n"))
-    for step in (FindRegions(), StubRegions(), DropInstructorOnly(), CheckNoLeak(api_names)):
+    for step in (FindRegions(), StubRegions(lang), DropInstructorOnly(), SelectLanguage(lang),
+                 CheckNoLeak(api_names), CheckLanguage(lang)):
         source = step.apply(source)
     return "\n".join(source.lines)
 
 
+SKIP = ("__pycache__", ".pytest_cache")
+ZH_INI_NOTE = ("# 中文版文件夹（grader release --lang zh）：下面的 --lang zh 让自检信息默认用中文；"
+               "`pytest --lang en` 改用英文。")
+
+
+def student_folder(solution, api_names, lang, assignment=None):
+    """{relative path: bytes} of the whole student folder in `lang`: the kit's assignment
+    folder as it is, with attention.py released in `lang`; in Chinese, pytest.ini's addopts
+    also say `--lang zh`, so a plain `pytest` there answers in Chinese."""
+    from . import paths
+    assignment = assignment or paths.ASSIGNMENT
+    files = {}
+    for root, dirs, names in os.walk(assignment):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP)
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if name.endswith(".pyc") or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as handle:
+                files[os.path.relpath(path, assignment).replace(os.sep, "/")] = handle.read()
+    files["attention.py"] = release(solution, api_names, lang).encode("utf-8")
+    if lang == "zh":
+        ini = files.get("pytest.ini", b"").decode("utf-8").split("\n")
+        at = [i for i, line in enumerate(ini) if re.match(r"addopts\s*=", line)]
+        if len(at) != 1:
+            raise ReleaseError(f"{assignment}/pytest.ini: expected one `addopts =` line to add "
+                               f"--lang zh to, found {len(at)}")
+        ini[at[0]:at[0] + 1] = [ZH_INI_NOTE, ini[at[0]].rstrip() + " --lang zh"]
+        files["pytest.ini"] = "\n".join(ini).encode("utf-8")
+    return files
+
+
+def _same_folder(a, b):
+    a, b = os.path.realpath(a), os.path.realpath(b)
+    return a == b or a.startswith(b + os.sep)
+
+
+def _folder(args, api_names, lang, out):
+    """`--out DIR`: write (or with --check compare) the whole student folder."""
+    from . import paths
+    if _same_folder(out, paths.ASSIGNMENT):
+        print(f"grader release: --out {out} is (inside) the kit's assignment folder, which "
+              f"`grader release` keeps in English; give another folder", file=sys.stderr)
+        return 2
+    if os.path.exists(out) and not os.path.isdir(out):
+        print(f"grader release: --out {out} exists and is not a folder", file=sys.stderr)
+        return 2
+    files = student_folder(args.solution, api_names, lang)
+    if args.check:
+        stale = []
+        for name, data in files.items():
+            path = os.path.join(out, name)
+            if not os.path.isfile(path) or open(path, "rb").read() != data:
+                stale.append(name)
+        if stale:
+            print(f"{out} is out of date ({', '.join(stale[:10])}): run "
+                  f"`grader release --lang {lang} --out {out}`")
+            return 1
+        print(f"{out} is up to date ({len(files)} files, {lang})")
+        return 0
+    for name, data in files.items():
+        path = os.path.join(out, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+    print(f"wrote {out}: the student folder in {lang} ({len(files)} files; attention.py has "
+          f"{files['attention.py'].decode('utf-8').count(STUB_CALL)} stubs)")
+    if getattr(args, "notebook", None):
+        _write_notebook(args, api_names, lang)
+    return 0
+
+
 def main(args):
+    from . import paths
     from .harness.implementations import API_NAMES
-    text = release(args.solution, API_NAMES)
+    lang = getattr(args, "lang", None) or "en"
+    if getattr(args, "out", None):
+        return _folder(args, API_NAMES, lang, args.out)
     target = args.output
+    if lang != "en" and os.path.abspath(target) == os.path.abspath(paths.SKELETON):
+        print(f"grader release: --lang {lang} needs --out DIR (a whole student folder in that "
+              f"language) or --output FILE: {paths.SKELETON} is the English skeleton",
+              file=sys.stderr)
+        return 2
+    text = release(args.solution, API_NAMES, lang)
     current = open(target, encoding="utf-8").read() if os.path.exists(target) else None
     if args.check:
         if current != text:
@@ -182,23 +400,30 @@ def main(args):
             print(f"{target} is out of date: run `grader release`")
             return 1
         print(f"{target} is up to date")
+        for other in LANGUAGES:
+            if other != lang:  # every docstring and comment has its other language
+                release(args.solution, API_NAMES, other)
+                print(f"the {other} skeleton releases too (every docstring and comment "
+                      f"translated): `grader release --lang {other} --out DIR`")
         return 0
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     with open(target, "w", encoding="utf-8") as handle:
         handle.write(text)
-    print(f"wrote {target} ({text.count('raise NotImplementedError')} stubs)")
+    print(f"wrote {target} ({text.count(STUB_CALL)} stubs)")
     if getattr(args, "notebook", None):
-        _write_notebook(args, API_NAMES)
+        _write_notebook(args, API_NAMES, lang)
     return 0
 
 
-def _write_notebook(args, api_names):
-    """`--notebook PATH`: nbgrader's source notebook from the same solution."""
+def _write_notebook(args, api_names, lang="en"):
+    """`--notebook PATH`: nbgrader's source notebook from the same solution (its markdown
+    from the README of `lang`, its code's docstrings in the README's language)."""
     from . import paths
     from .nbgrader_bridge import require_nbformat
     require_nbformat("grader release --notebook")
     from .nbgrader_bridge import notebook
-    readme = getattr(args, "readme", None) or os.path.join(paths.ASSIGNMENT, "README.md")
+    readme = getattr(args, "readme", None) or os.path.join(
+        paths.ASSIGNMENT, "README.zh-CN.md" if lang == "zh" else "README.md")
     hidden = getattr(args, "hidden_tests", None) or paths.HIDDEN_TESTS
     notebook.write(args.notebook, args.solution, readme, hidden, api_names)
     print(f"wrote {args.notebook} (nbgrader's source notebook; release it with "

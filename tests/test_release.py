@@ -1,5 +1,7 @@
 """`grader release`: the skeleton is generated from the solution, in sync, and leaks nothing."""
 import importlib.util
+import os
+import re
 import subprocess
 import sys
 
@@ -8,7 +10,7 @@ import pytest
 
 from conftest import KIT, SKELETON, SOLUTION
 from grader.harness.implementations import API_NAMES
-from grader.release import ReleaseError, release
+from grader.release import ReleaseError, SelectLanguage, Source, release
 
 STUB_LINES = {"# YOUR CODE HERE", "raise NotImplementedError()"}
 
@@ -113,7 +115,11 @@ def test_nbgrader_reads_the_same_regions():
         lines = handle.read().split("\n")
     begin = lines.index("### BEGIN INSTRUCTOR ONLY")
     end = lines.index("### END INSTRUCTOR ONLY")
-    source = "\n".join(lines[:begin] + lines[end + 1:])  # nbgrader has no such block
+    # nbgrader has no instructor-only or language block: give it the English source, as
+    # `grader release --notebook` does (grader/nbgrader_bridge/notebook.py)
+    english = SelectLanguage("en").apply(Source(SOLUTION, lines[:begin] + lines[end + 1:]))
+    source = "\n".join(english.lines)
+    assert "BEGIN ZH" not in source and "### BEGIN SOLUTION" in source
     notebook = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell(source)
     cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False,
@@ -149,3 +155,132 @@ def test_source_notebook_for_nbgrader_in_chinese(tmp_path):
     assert code["transpose"].count("### BEGIN SOLUTION") == 2
     assert code["transpose"].count("### END SOLUTION") == 2
     assert all(c.rstrip().endswith("### END SOLUTION") for c in code.values())
+
+
+# -- the skeleton in Chinese (`grader release --lang zh`) ---------------------------------------
+
+def _code_only(text):
+    """The module's code as ast.dump, every docstring taken out (comments never reach the AST)."""
+    import ast
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node):
+            node.body = node.body[1:]
+    return ast.dump(tree)
+
+
+def test_the_chinese_skeleton_is_the_english_one_in_chinese():
+    english, chinese = release(SOLUTION, API_NAMES), release(SOLUTION, API_NAMES, "zh")
+    # the same code: the stubs' messages differ only in their words
+    assert _code_only(english.replace("is not written yet", "还没有写")) == _code_only(chinese)
+    assert 'raise NotImplementedError("MultiHeadAttention.forward 还没有写")' in chinese
+    assert chinese.count("# 在这里写你的代码") == english.count("# YOUR CODE HERE") == 10
+    # the Chinese edition's terms, and the hints point at the Chinese README
+    for term in ("掩蔽softmax", "加性注意力", "缩放点积注意力", "多头注意力", "查询", "键", "值",
+                 "有效长度", "暂退法", "提示："):
+        assert term in chinese, term
+    assert "README.zh-CN.md" in chinese and "README.md" not in chinese
+    assert "README.md" in english and "BEGIN ZH" not in chinese + english
+    assert not re.search(r"[\u4e00-\u9fff]", english)
+    # nothing of the solution leaks in Chinese either
+    with open(SOLUTION, encoding="utf-8") as handle:
+        solution = handle.read().split("\n")
+    inside, regions = False, []
+    for line in solution:
+        if line.strip() in ("### BEGIN SOLUTION", "### END SOLUTION"):
+            inside = line.strip() == "### BEGIN SOLUTION"
+        elif inside:
+            regions.append(line.strip())
+    shown = {line.strip() for line in chinese.split("\n")}
+    assert len(regions) > 40 and not [line for line in regions if len(line) > 12 and line in shown]
+
+
+ZH_GOOD = '''def sequence_mask(X, valid_len, value=0):
+    """Mask X.
+
+    Returns X.
+    ### BEGIN ZH
+    掩蔽 X。
+
+    返回 X。
+    ### END ZH
+    """
+    # Hint: compare positions
+    # with lengths.
+    ### BEGIN ZH
+    # 提示：比较位置与长度。
+    ### END ZH
+    ### BEGIN SOLUTION
+    return X * 2
+    ### END SOLUTION
+'''
+
+
+def test_a_chinese_block_takes_the_place_of_the_english_above_it(tmp_path):
+    path = _write(tmp_path, ZH_GOOD)
+    assert release(path, API_NAMES, "zh") == (
+        'def sequence_mask(X, valid_len, value=0):\n    """掩蔽 X。\n\n    返回 X。\n    """\n'
+        '    # 提示：比较位置与长度。\n    # 在这里写你的代码\n'
+        '    raise NotImplementedError("sequence_mask 还没有写")\n')
+    assert release(path, API_NAMES, "en") == (
+        'def sequence_mask(X, valid_len, value=0):\n    """Mask X.\n\n    Returns X.\n    """\n'
+        '    # Hint: compare positions\n    # with lengths.\n    # YOUR CODE HERE\n'
+        '    raise NotImplementedError("sequence_mask is not written yet")\n')
+
+
+@pytest.mark.parametrize("text, message", [
+    (ZH_GOOD.replace("    # 提示：比较位置与长度。\n    ### END ZH\n", "    # 提示：比较位置与长度。\n"),
+     "never closed"),
+    (ZH_GOOD.replace("    ### BEGIN ZH\n    # 提示", "    # 提示"), "without a ### BEGIN ZH"),
+    (ZH_GOOD.replace("    掩蔽 X。\n", "    ### BEGIN ZH\n"), "inside the block"),
+    (ZH_GOOD.replace("    ### BEGIN ZH\n    掩蔽", "    ### begin zh\n    掩蔽"), "malformed marker"),
+    (ZH_GOOD.replace("    # 提示：比较位置与长度。\n", ""), "empty"),
+    (ZH_GOOD.replace("    # Hint: compare positions\n    # with lengths.\n", ""), "no English comment"),
+    (ZH_GOOD.replace("    # 提示：比较位置与长度。", "    提示：比较位置与长度。"), "must be comment lines"),
+    (ZH_GOOD.replace('"""Mask X.\n\n    Returns X.\n', '"""\n'), "no English before it"),
+    (ZH_GOOD.replace("    返回 X。\n    ### END ZH\n", "    返回 X。\n    ### END ZH\n    ### BEGIN ZH\n"
+                     "    再一次。\n    ### END ZH\n"), "second ### BEGIN ZH block"),
+    (ZH_GOOD.replace("    # Hint: compare positions\n", "    # Hint: compare positions\n    x = 1\n"),
+     "no Chinese for '# Hint: compare positions'"),
+    (ZH_GOOD.replace("    ### BEGIN ZH\n    掩蔽 X。\n\n    返回 X。\n    ### END ZH\n", ""),
+     "no Chinese for 'Mask X"),
+    (ZH_GOOD.replace("    # Hint: compare positions\n", "    # Hint: 比较\n").replace(
+        "    ### BEGIN ZH\n    # 提示", "    ### BEGIN ZH\n    # 提示").replace(
+        "# with lengths.", "# with lengths. 长度"), "Chinese in the English skeleton"),
+], ids=["unclosed", "end-without-begin", "nested", "malformed", "empty", "nothing-to-translate",
+        "text-outside-docstring", "docstring-without-english", "two-in-one-docstring",
+        "code-line-ends-the-run", "docstring-untranslated", "chinese-left-in-english"])
+def test_release_refuses_a_broken_translation(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ReleaseError, match=message) as error:
+        release(path, API_NAMES, "zh")
+        release(path, API_NAMES, "en")
+    assert "solution.py" in str(error.value)
+
+
+def test_release_lang_zh_writes_and_checks_a_whole_student_folder(tmp_path):
+    from grader import paths
+
+    def grader(*args):
+        return subprocess.run([sys.executable, "-m", "grader", "release", *args], cwd=KIT,
+                              capture_output=True, text=True)
+    refused = grader("--lang", "zh")  # would overwrite the English skeleton
+    assert refused.returncode == 2 and "--lang zh needs --out DIR" in refused.stderr
+    inside = grader("--lang", "zh", "--out", str(paths.ASSIGNMENT) + "/zh")
+    assert inside.returncode == 2 and "kit's assignment folder" in inside.stderr
+    out = tmp_path / "zh"
+    done = grader("--lang", "zh", "--out", str(out))
+    assert done.returncode == 0 and "in zh (9 files; attention.py has 10 stubs)" in done.stdout
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == [".github/workflows/classroom.yml", "README.md", "README.zh-CN.md",
+                       "attention.py", "conftest.py", "locale/zh_CN/LC_MESSAGES/selfcheck.mo",
+                       "locale/zh_CN/LC_MESSAGES/selfcheck.po", "pytest.ini", "test_attention.py"]
+    assert (out / "attention.py").read_text(encoding="utf-8") == release(SOLUTION, API_NAMES, "zh")
+    assert (out / "test_attention.py").read_bytes() == (
+        open(os.path.join(paths.ASSIGNMENT, "test_attention.py"), "rb").read())
+    ini = (out / "pytest.ini").read_text(encoding="utf-8")
+    assert "addopts = -q --tb=short -rfE --lang zh\n" in ini
+    assert grader("--lang", "zh", "--out", str(out), "--check").returncode == 0
+    (out / "README.zh-CN.md").write_text("old", encoding="utf-8")
+    stale = grader("--lang", "zh", "--out", str(out), "--check")
+    assert stale.returncode == 1 and "out of date (README.zh-CN.md)" in stale.stdout

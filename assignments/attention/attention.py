@@ -61,7 +61,8 @@ class AdditiveAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens):
         """queries (B, Q, query_size), keys (B, K, key_size), values (B, K, V),
         valid_lens None, (B,) or (B, Q). Returns (B, Q, V) and stores
-        self.attention_weights (B, Q, K), taken before dropout."""
+        self.attention_weights (B, Q, K), taken before dropout.
+        """
         # Hint: after W_q and W_k, queries.unsqueeze(2) is (B, Q, 1, num_hiddens) and
         # keys.unsqueeze(1) is (B, 1, K, num_hiddens); their sum broadcasts to
         # (B, Q, K, num_hiddens). Drop only the last axis of w_v's output.
@@ -70,7 +71,8 @@ class AdditiveAttention(nn.Module):
 
 
 class DotProductAttention(nn.Module):
-    """Scaled dot-product attention: softmax(Q K^T / sqrt(d)) V. Dropout acts on the weights."""
+    """Scaled dot-product attention: softmax(Q K^T / sqrt(d)) V. Dropout acts on the weights.
+    """
 
     def __init__(self, dropout, **kwargs):
         super().__init__(**kwargs)
@@ -79,7 +81,8 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         """queries (B, Q, d), keys (B, K, d), values (B, K, V), valid_lens None, (B,)
-        or (B, Q). Returns (B, Q, V) and stores self.attention_weights (B, Q, K)."""
+        or (B, Q). Returns (B, Q, V) and stores self.attention_weights (B, Q, K).
+        """
         # Hint: d is the size of the last axis of queries; keys.transpose(1, 2) is (B, d, K).
         # YOUR CODE HERE
         raise NotImplementedError("DotProductAttention.forward is not written yet")
@@ -98,7 +101,8 @@ def transpose_qkv(X, num_heads):
 
 
 def transpose_output(X, num_heads):
-    """Undo transpose_qkv: (B*num_heads, n, num_hiddens/num_heads) -> (B, n, num_hiddens)."""
+    """Undo transpose_qkv: (B*num_heads, n, num_hiddens/num_heads) -> (B, n, num_hiddens).
+    """
     # YOUR CODE HERE
     raise NotImplementedError("transpose_output is not written yet")
 
@@ -121,7 +125,8 @@ class MultiHeadAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens):
         """queries (B, Q, query_size), keys (B, K, key_size), values (B, K, value_size),
         valid_lens None, (B,) or (B, Q). Returns (B, Q, num_hiddens);
-        self.attention.attention_weights is (B*num_heads, Q, K)."""
+        self.attention.attention_weights is (B*num_heads, Q, K).
+        """
         # Hint: every head of example b needs example b's valid length, so repeat each entry
         # of valid_lens num_heads times in a row along axis 0 (torch.repeat_interleave with
         # dim=0), not the whole tensor one copy after another (Tensor.repeat).

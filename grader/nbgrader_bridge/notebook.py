@@ -25,8 +25,8 @@ import importlib.util
 import os
 import re
 
-from ..release import (BEGIN_INSTRUCTOR, DropInstructorOnly, FindRegions, ReleaseError, Source,
-                       release)
+from ..release import (BEGIN_INSTRUCTOR, DropInstructorOnly, FindRegions, ReleaseError,
+                       SelectLanguage, Source, release)
 
 SCHEMA_VERSION = 3
 CROSS_CUTTING = "GPU"   # the part no one cell holds: a task cell
@@ -60,13 +60,13 @@ def _part_of(name, parts):
     return None
 
 
-def code_by_part(solution, parts):
+def code_by_part(solution, parts, lang="en"):
     """[(part or None, code)] of the solution, instructor-only text removed, solution
     markers kept; None is the setup code (imports). Consecutive statements of one part
     share a cell; comments above a statement go with it."""
     with open(solution, encoding="utf-8") as handle:
         source = Source(solution, handle.read().split("\n"))
-    source = DropInstructorOnly().apply(FindRegions().apply(source))
+    source = SelectLanguage(lang).apply(DropInstructorOnly().apply(FindRegions().apply(source)))
     lines = source.lines
     tree = ast.parse("\n".join(lines), filename=solution)
     body = list(tree.body)
@@ -140,16 +140,16 @@ def build(solution, readme, hidden_tests):
 
     points = part_points(hidden_tests)
     parts = [p for p in points if p != CROSS_CUTTING]
-    code = code_by_part(solution, parts)
+    intro, part_texts, after = readme_sections(readme)
+    lang = "zh" if CJK.search(intro.split("\n", 1)[0]) else "en"  # the docstrings follow it
+    code = code_by_part(solution, parts, lang)
     written = [part for part, _ in code if part is not None]
     if len(set(written)) != len(written):
         raise ReleaseError(f"{solution}: the code of a part is split by another part's code; "
                            f"keep each part's functions together")
-    intro, part_texts, after = readme_sections(readme)
     if len(part_texts) != len(written):
         raise ReleaseError(f"{readme} has {len(part_texts)} `## Part` sections, the solution "
                            f"{len(written)} parts ({', '.join(written)})")
-    lang = "zh" if CJK.search(intro.split("\n", 1)[0]) else "en"
 
     cells = [v4.new_markdown_cell(intro)]
     texts = iter(part_texts)
