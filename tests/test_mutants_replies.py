@@ -316,6 +316,9 @@ def test_integers_and_shapes_have_their_ranges():
     hello = {"ok": True, "ready": True}
     assert refused(dict(hello, pid=-2**63 - 1), "hello") == "pid is out of range"
     assert refused(dict(hello, uid=2**63), "hello") == "uid is out of range"
+    # the edges themselves pass: a signed 64-bit integer's whole range
+    edges = dict(hello, pid=2**63 - 1, uid=-2**63)
+    assert replies.check(edges, "hello") == edges
     meta = {"kind": "tensor-on-meta", "shape": [2**62 + 1]}
     assert refused(probe({"calls": [{"output": meta}]})) == \
         "result.calls[0].output.shape[0] is out of range"
