@@ -432,6 +432,49 @@ METADATA_FORMS = [
 ]
 
 
+@pytest.mark.parametrize("text, value", [
+    ("", ""), ("  ", ""), ("~", ""), ("null", ""), ("Null", "Null"),
+    ("'a''b'", "a'b"), ("'", ""), ("''", ""), ("'abc", "abc"), ("'a' # c", "a"),
+    ('"abc', "abc"), ('"', ""), ('"a\\0b\\rc\\/d\\\\e\\nf"', "abc/d\\e\nf"),
+    ('"\\U0001F600\\u00e9\\x41\\t"', "\U0001F600\u00e9A\t"),
+    ('"\\U00110000x"', "x"),                      # no such character: dropped
+    ("!ruby/string 123", "123"), ("!tag", ""), ("!a !b 'c'", "c"),
+    ("plain # comment", "plain"), ("a#b", "a#b"), ("a\t#b", "a"),
+])
+def test_a_yaml_scalar_as_psych_writes_it(text, value):
+    assert layouts._scalar(text) == value
+
+
+@pytest.mark.parametrize("first, more, value", [
+    ("|-", ["    a", "    b", "", ""], "a\nb"),
+    ("|", ["  a", "    b"], "a\n  b\n"),
+    ("|2-", ["  a"], "a"),
+    ("|+", ["  a"], "a\n"),
+    ("| # note", ["  a"], "a\n"),
+    (">", ["  a", "  b", "", "  c", ""], "a b\nc\n"),
+    (">-", ["  a", "", "", "  b"], "a\n\nb"),
+    ("Jane", ["  Doe", "", "  Smith"], "Jane Doe\nSmith"),
+    ("'Jane", ["  O''Doe'"], "Jane O'Doe"),
+    ("|x", ["  a"], "|x a"),                        # not a block scalar: a plain value
+])
+def test_a_yaml_value_over_lines(first, more, value):
+    assert layouts._scalar_lines(first, more) == value
+
+
+def test_the_subset_parser_reads_only_the_submissions_keys():
+    text = ("# a comment\n:orphan: 1\n  - :sid: '666'\n"      # nothing before the first key
+            "submission_1:\n  :submitters:\n  - :name: A\n    :sid: '1'\n"
+            "      :email: not a field\n"                      # deeper: the value goes on
+            "  - :sid: '2'\n"
+            "  :other:\n  - :sid: '3'\n"                      # a list under another key
+            "---\n"
+            "submission_2:\n  :created_at: yesterday\n  :submitters:\n    - :sid: '4'\n")
+    assert layouts.parse_metadata_subset(text) == {
+        "submission_1": {"people": [_person("A", "1"), _person(sid="2")],
+                         "created_at": ""},
+        "submission_2": {"people": [_person(sid="4")], "created_at": ""}}
+
+
 def _as_read(data):
     """read_metadata's answer with each field as the grader uses it (str(), None as "")."""
     return {k: {"people": [{f: "" if v is None else str(v) for f, v in p.items()}
@@ -470,30 +513,6 @@ def test_metadata_keeps_fifty_submitters(tmp_path, monkeypatch):
     assert _as_read(layouts.read_metadata(str(path))[0]) == expected
     monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
     assert layouts.read_metadata(str(path))[0] == expected
-
-
-def test_metadata_keeps_100000_submissions(tmp_path, monkeypatch):
-    text = "".join(f"submission_{i}:\n" for i in range(100_001))
-    subset = layouts.parse_metadata_subset(text)
-    assert len(subset) == 100_000 and "submission_99999" in subset and "submission_100000" not in subset
-    # PyYAML's reading is cut the same way (shown on a lower cap: 100 001 entries take PyYAML
-    # seconds)
-    monkeypatch.setattr(layouts, "METADATA_KEYS", 3)
-    path = tmp_path / "submission_metadata.yml"
-    path.write_text(text[:200], encoding="utf-8")
-    assert list(layouts.read_metadata(str(path))[0]) == ["submission_0", "submission_1", "submission_2"]
-
-
-def test_metadata_of_16_mb_is_read_and_one_byte_more_is_not(tmp_path):
-    head = b"submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n"
-    path = tmp_path / "submission_metadata.yml"
-    path.write_bytes(head + b"#" * (16 * 1024 * 1024 - len(head)))
-    assert layouts.read_metadata(str(path))[0]["submission_1"]["people"] == [_person("Jane", "9")]
-    path.write_bytes(head + b"#" * (16 * 1024 * 1024 + 1 - len(head)))
-    data, note = layouts.read_metadata(str(path))
-    assert (data, note) == ({}, "submission_metadata.yml could not be read (submission_metadata."
-                                "yml is 16 MB; a metadata file over 16 MB is not accepted.); "
-                                "names come from the folders.")
 
 
 # --- folders opened as downloads -------------------------------------------------------------
@@ -708,6 +727,105 @@ def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
             "submission_5: not in submission_metadata.yml; named after its folder, no student id"])]
 
 
+def test_canvas_anonymous_files_rank_and_keep_no_id(tmp_path):
+    canvas = _touch(tmp_path / "canvas", ["anon_x1_90001_notes.txt", "anon_x1_90000_attention.py",
+                                          "LATE_anon_y2_90003_b.py", "LATE_anon_y2_90004_c.py"])
+    batch = layouts.resolve([str(canvas)])
+    assert [(s.name, s.student_id, s.late_flag, os.path.basename(s.path))
+            for s in batch.submissions] == [
+        ("anon_y2", "", True, "LATE_anon_y2_90004_c.py"),
+        ("anon_x1", "", False, "anon_x1_90000_attention.py")]
+    # an anonymous id of 20 characters at most
+    assert layouts.CANVAS_ANONYMOUS.match("anon_" + "z" * 20 + "_1_a.py")["anon"] == "z" * 20
+    assert layouts.CANVAS_ANONYMOUS.match("anon_" + "z" * 21 + "_1_a.py") is None
+
+
+def test_a_name_that_splits_two_ways_says_both_readings(tmp_path):
+    # x_10000_10005_90005: user 10000 as Canvas reads it, or user 10005 named "x_10000"
+    alone = _touch(tmp_path / "alone", ["x_10000_10005_90005_a.py"])
+    sub = layouts.resolve([str(alone)]).submissions[0]
+    assert (sub.name, sub.student_id, sub.flags) == ("unverified-x_10000", "", [
+        "x_10000_10005_90005_a.py splits two ways (user 10000, or user 10005 whose name ends in "
+        "_10000): no student id is given until you check whose it is"])
+    both = _touch(tmp_path / "both", ["x_10000_10005_90005_a.py", "x_10000_90000_attention.py"])
+    rows = layouts.resolve([str(both)]).submissions
+    assert [(s.name, s.student_id, os.path.basename(s.path), s.flags) for s in rows] == [
+        ("x_10000", "10000", "x_10000_90000_attention.py", [
+            "x_10000_10005_90005_a.py splits two ways (user 10000, or user 10005 whose name ends "
+            "in _10000): not graded as user 10000's, who has a file that reads one way"])]
+    assert rows[0].notes == ["x_10000_10005_90005_a.py was not graded: x_10000_90000_attention.py "
+                             "is this student's latest or main file"]
+
+
+def test_times_by_layout(tmp_path):
+    moodle = _touch(tmp_path / "Li_10006_assignsubmission_file_", ["attention.py"])
+    os.utime(moodle / "attention.py", (1_764_000_000, 1_764_000_000))
+    plain = _touch(tmp_path / "subs", ["bob.py"])
+    os.utime(plain / "bob.py", (1_764_000_100, 1_764_000_100))
+    got = {s.layout: (s.submitted_at, s.time_source)
+           for s in layouts.resolve([str(moodle)]).submissions + layouts.resolve(
+               [str(plain / "bob.py")]).submissions}
+    assert got == {"moodle": ("2025-11-24T16:00:00+00:00", "moodle-file-time"),
+                   "plain": ("2025-11-24T16:01:40+00:00", "file-mtime")}
+    # a Moodle download given as its zip keeps its entries' times
+    download = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("Li_10006_assignsubmission_file_/attention.py", "x = 1\n")
+        archive.writestr("Wu_10007_assignsubmission_file_/attention.py", "x = 1\n")
+    batch = layouts.resolve([str(download)])
+    assert [(s.student_id, s.time_source) for s in batch.submissions] == \
+        [("10006", "moodle-file-time"), ("10007", "moodle-file-time")]
+
+
+def test_nbgrader_timestamp_is_the_time_and_a_bad_one_falls_back(tmp_path):
+    submitted = tmp_path / "course" / "submitted"
+    _touch(submitted / "alice" / "attention", ["attention.py"])
+    (submitted / "alice" / "attention" / "timestamp.txt").write_text("2026-12-01 10:00:00")
+    _touch(submitted / "bob" / "attention", ["attention.py"])
+    (submitted / "bob" / "attention" / "timestamp.txt").write_text("not a time")
+    os.utime(submitted / "bob" / "attention" / "attention.py", (1_764_000_000, 1_764_000_000))
+    os.utime(submitted / "bob" / "attention" / "timestamp.txt", (1_764_000_000, 1_764_000_000))
+    batch = layouts.resolve([str(submitted)])
+    got = {s.name: (s.submitted_at, s.time_source) for s in batch.submissions}
+    assert got == {"alice": ("2026-12-01T10:00:00+00:00", "nbgrader-timestamp"),
+                   "bob": ("2025-11-24T16:00:00+00:00", "file-mtime")}
+    bob = next(s for s in batch.submissions if s.name == "bob")
+    assert len(bob.flags) == 1 and bob.flags[0].endswith("; no submission time from nbgrader")
+    assert f"bob: {bob.flags[0]}" in batch.notes
+
+
+def test_the_metadata_file_given_alone_is_read_never_graded(tmp_path):
+    export = _gradescope(tmp_path, "submission_1:\n" + _submitters(5), ["submission_1"])
+    batch = layouts.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")])
+    assert [(s.name, s.student_id) for s in batch.submissions] == [("N5_5", "5")]
+    assert batch.notes == ["skipped submission_metadata.yml: Gradescope's metadata (read for "
+                           "names, never graded)"]
+    # --layout plain never reads it: the folder is named after itself
+    batch = layouts.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")],
+                            "plain")
+    assert [(s.name, s.layout) for s in batch.submissions] == [("submission_1", "plain")]
+
+
+def test_a_junk_name_that_is_an_lms_name_is_not_skipped(tmp_path):
+    # "._" starts a Mac's resource file, and also Moodle's name for participant "."
+    folder = _touch(tmp_path / "._10006_assignsubmission_file_", ["attention.py"])
+    batch = layouts.resolve([str(folder)])
+    assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
+        ("._10006", "10006", "moodle")]
+    junk = _touch(tmp_path / "__MACOSX", ["attention.py"])
+    batch = layouts.resolve([str(junk)])
+    assert batch.submissions == [] and batch.notes == [
+        "skipped __MACOSX: not a submission (added by an LMS or an operating system)"]
+
+
+def test_a_folder_inside_a_download_is_never_opened_as_one(tmp_path):
+    # depth 1: a student's folder in a Moodle download holding Canvas-named files is theirs
+    download = tmp_path / "moodle"
+    _touch(download / "Li_10006_assignsubmission_file_" / "sub", ["w_10000_90000_a.py"])
+    batch = layouts.resolve([str(download)])
+    assert _rows(batch) == [("Li_10006", "10006", "moodle", "Li_10006_assignsubmission_file_")]
+
+
 # --- row names ------------------------------------------------------------------------------
 
 def test_row_names_stay_unique_in_the_batch(tmp_path):
@@ -722,7 +840,7 @@ def test_row_names_stay_unique_in_the_batch(tmp_path):
         ("w_10000", "canvas"), ("w_10000-2", "nbgrader"), ("w_10000-3", "moodle")]
 
 
-# --- slow last: ten thousand files ----------------------------------------------------------
+# --- slow last: ten thousand files, 100 000 submissions, 16 MB ----------------------------------------------------------
 
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
@@ -737,3 +855,27 @@ def test_a_download_of_10001_files_is_read_to_its_first_10000():
         assert batch.notes[:2] == ["canvas: only its first 10000 entries were read",
                                    "canvas: a Canvas download, 10000 entries"]
         assert len(batch.submissions) == 10_000 and batch.layouts == {"canvas": 10_000}
+
+
+def test_metadata_keeps_100000_submissions(tmp_path, monkeypatch):
+    text = "".join(f"submission_{i}:\n" for i in range(100_001))
+    subset = layouts.parse_metadata_subset(text)
+    assert len(subset) == 100_000 and "submission_99999" in subset and "submission_100000" not in subset
+    # PyYAML's reading is cut the same way (shown on a lower cap: 100 001 entries take PyYAML
+    # seconds)
+    monkeypatch.setattr(layouts, "METADATA_KEYS", 3)
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(text[:200], encoding="utf-8")
+    assert list(layouts.read_metadata(str(path))[0]) == ["submission_0", "submission_1", "submission_2"]
+
+
+def test_metadata_of_16_mb_is_read_and_one_byte_more_is_not(tmp_path):
+    head = b"submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n"
+    path = tmp_path / "submission_metadata.yml"
+    path.write_bytes(head + b"#" * (16 * 1024 * 1024 - len(head)))
+    assert layouts.read_metadata(str(path))[0]["submission_1"]["people"] == [_person("Jane", "9")]
+    path.write_bytes(head + b"#" * (16 * 1024 * 1024 + 1 - len(head)))
+    data, note = layouts.read_metadata(str(path))
+    assert (data, note) == ({}, "submission_metadata.yml could not be read (submission_metadata."
+                                "yml is 16 MB; a metadata file over 16 MB is not accepted.); "
+                                "names come from the folders.")
