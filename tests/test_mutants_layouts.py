@@ -384,6 +384,19 @@ def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tm
         "dan": ("dan", [])}
 
 
+def test_a_checkpoints_folder_beside_the_assignment_keeps_its_timestamp(tmp_path):
+    # before: the student's folder was graded with no time at all (timestamp.txt was looked
+    # for beside .ipynb_checkpoints/, not in attention/), and nothing said so
+    student = tmp_path / "course" / "submitted" / "alice"
+    _touch(student / "attention", ["attention.py"])
+    (student / "attention" / "timestamp.txt").write_text("2026-12-01 10:00:00")
+    _touch(student / ".ipynb_checkpoints", ["attention-checkpoint.py"])
+    for given in (student, student.parent):
+        sub = layouts.resolve([str(given)]).submissions[0]
+        assert (sub.name, sub.student_id, sub.submitted_at, sub.time_source, sub.flags) == \
+            ("alice", "alice", "2026-12-01T10:00:00+00:00", "nbgrader-timestamp", [])
+
+
 def test_a_file_right_in_submitted_is_no_students(tmp_path):
     submitted = _touch(tmp_path / "submitted", ["attention.py"])
     sub = layouts.resolve([str(submitted / "attention.py")]).submissions[0]
@@ -840,7 +853,7 @@ def test_row_names_stay_unique_in_the_batch(tmp_path):
         ("w_10000", "canvas"), ("w_10000-2", "nbgrader"), ("w_10000-3", "moodle")]
 
 
-# --- slow last: ten thousand files, 100 000 submissions, 16 MB ----------------------------------------------------------
+# --- slow last: ten thousand files, 100 000 submissions, 16 MB -----------------------
 
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 

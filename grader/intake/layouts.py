@@ -833,7 +833,8 @@ def _assignment_folder(path):
     found = nbgrader_parts(folder)
     if found is not None and not found[1]:     # submitted/<student>: its one subfolder
         names, _cut = _listing(folder, 50)
-        inner = [n for n in names if _is_dir(os.path.join(folder, n))]
+        # as _nbgrader_assignment counts them (.ipynb_checkpoints, __MACOSX are no assignment)
+        inner = [n for n in names if _is_dir(os.path.join(folder, n)) and not non_submission(n)]
         if len(inner) == 1:
             return os.path.join(folder, inner[0])
     return folder
