@@ -60,6 +60,15 @@ def build_parser():
                             "recognises Canvas and Moodle downloads, a Gradescope export and "
                             "nbgrader's submitted/ folder by their names; plain: the file or "
                             "folder name")
+    grade.add_argument("--shard", default=None, metavar="K/N",
+                       help="grade only shard K of N: the students whose id (else submission "
+                            "name) hashes to K (sha256), so N machines given the same class "
+                            "share it without overlap; DIR/shard.json records the run for "
+                            "grader merge")
+    grade.add_argument("--parts", default="all", metavar="PARTS",
+                       help="grade only these parts: all (default), cpu (every part but GPU), "
+                            "gpu (the GPU part, on a GPU node), or part names separated by "
+                            "commas; grader merge combines the parts per student")
     _disclosure_arguments(grade)
     _course_argument(grade)
     grade.add_argument("--results-json", metavar="PATH",
@@ -146,6 +155,22 @@ def build_parser():
                                "course.toml in the kit's results folder, --out, when there is "
                                "one); the penalty goes to nbgrader's late_submission_penalty")
     _suite_arguments(nbgrader)
+
+    merge = commands.add_parser(
+        "merge", help="merge the folders of grader grade --shard / --parts into one gradebook",
+        description="Check that the SHARD_DIRs (each the --out of grader grade --shard K/N or "
+                    "--parts) are every shard of one class, graded with one suite and the "
+                    "same settings, with no student graded twice differently and every part "
+                    "graded for every student; then write DIR as one run would (grades.csv, "
+                    "report.html, each student's files, what grader export reads) and "
+                    "DIR/merge.json (which machine graded which shard and part). Refuses, "
+                    "writing nothing, with exit status 2 and the reason.")
+    merge.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR")
+    merge.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    _course_argument(merge)
+
+    from .similarity.command import add_parser as similarity_parser
+    similarity_parser(commands)
 
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every catalog "
@@ -244,6 +269,9 @@ def main(argv=None):
     if args.command == "export":
         from . import export
         return export.main(args)
+    if args.command == "merge":
+        from .merge import main as merge_main
+        return merge_main(args)
     if args.command == "gradebook":
         from .gradebook_commands import gradebook_main
         return gradebook_main(args)
@@ -282,6 +310,13 @@ def _grade(args):
     if problem:
         print(f"grader grade: {problem}", file=sys.stderr)
         return 2
+    from . import shards
+    try:  # before anything is read
+        shard = shards.parse_shard(args.shard) if args.shard else None
+        parts = shards.parse_parts(args.parts)
+    except shards.ShardError as error:
+        print(f"grader grade: {error}", file=sys.stderr)
+        return 2
     from .intake import layouts
     batch = layouts.resolve(args.submissions, args.layout)
     for note in batch.notes[:200]:
@@ -291,7 +326,7 @@ def _grade(args):
     if not batch.submissions:
         print("grader grade: nothing to grade (every path given was skipped)", file=sys.stderr)
         return 2
-    if args.results_json and len(batch.submissions) != 1:
+    if args.results_json and (len(batch.submissions) != 1 or shard is not None):
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
         return 2
     from . import course as courses
@@ -309,12 +344,19 @@ def _grade(args):
         print(f"grader grade: {error}", file=sys.stderr)
         return 2
     shown = ", ".join(f"{n} {k}" for k, n in sorted(batch.layouts.items()))
+    if shard is not None:
+        mine = sum(shards.belongs(s, shard) for s in batch.submissions)
+        shown += f"; shard {shard}: {mine} of them"
     print(f"Grading {len(batch.submissions)} submission(s) ({shown}); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,
-                              visibility=args.visibility, course_file=args.course)
+                              visibility=args.visibility, course_file=args.course,
+                              shard=shard, parts=parts)
+    except shards.ShardError as error:
+        print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
+        return 2
     except SuiteFailed as error:
         print(f"grader grade: nothing was graded: {error}", file=sys.stderr)
         return 2

@@ -272,7 +272,10 @@ CODE_WORDS = {"torch", "softmax", "d2l", "eval", "train", "None", "True", "False
               "exp", "sqrt", "bias", "dim", "return", "squeeze", "unsqueeze", "permute",
               "reshape", "transpose", "view", "device", "dtype", "forward", "Tensor",
               "dropout", "Dropout", "Linear", "Python", "README", "GBK", "UTF", "CRLF",
-              "Windows", "nbgrader"}
+              "Windows", "nbgrader",
+              # names of programs, formats and parameters a Chinese text keeps as they are
+              "zip", "matplotlib", "Jupyter", "pytest", "bool", "self", "value", "detach", "cuda",
+              "ln", "shell"}
 
 
 def _without(text, pattern, opener, closer):
@@ -293,7 +296,7 @@ def _without(text, pattern, opener, closer):
 
 
 def page_text(page):
-    page = re.sub(r"(?is)<(style|script|code|title)\b.*?</\1>", " ", page)
+    page = re.sub(r"(?is)<(style|script|code|title)\b.*?</\1>", " ", page).replace("<wbr>", "")
     return html.unescape(re.sub(r"(?s)<[^>]+>", " ", page))
 
 
@@ -308,8 +311,11 @@ def english_words(text):
     text = re.sub(r"\(\s*\w+(\s*,\s*\w+)+\s*\)", " ", text)          # shapes
     text = re.sub(r"\[[-+\d\s.,:e\[\]naninf]*\]", " ", text)            # numbers, indices
     text = re.sub(r"[A-Za-z_]\w*\s*=", " ", text)                        # keyword=
+    text = re.sub(r"(?<!\w)--[A-Za-z][\w-]*", " ", text)            # an option: --lang
+    text = re.sub(r"(?<![\w.])[./][A-Za-z][\w/]*", " ", text)       # .data, .py, /dev/zero
+    text = re.sub(r"\uff08[A-Za-z]+( [A-Za-z]+){0,2}\uff09", " ", text)  # a gloss: 嵌套张量（nested tensor）
     words = []
-    for token in re.findall(r"[A-Za-z_][\w.'-]*", text):
+    for token in re.findall(r"[A-Za-z_][A-Za-z0-9_.'-]*", text):      # ASCII: not softmax之后
         token = token.rstrip(".'-")
         if len(token) < 2 or token in CODE_WORDS or re.search(r"[_\d.]", token) \
                 or re.search(r"[A-Z]", token[1:]):
@@ -374,3 +380,91 @@ def test_the_device_guards_sentence_is_said_in_the_chosen_language():
         assert said("made up \x1b[2J by the worker") == "made up [2J by the worker"
     finally:
         i18n.set_language("en")
+
+
+# -- every student-facing message, rendered: no English prose ------------------------------
+
+SELFCHECK_PO = os.path.join(KIT, "assignments", "attention", "locale", "zh_CN", "LC_MESSAGES",
+                            "selfcheck.po")
+
+
+@pytest.mark.parametrize("po, least", [(PO, 300), (SELFCHECK_PO, 100)],
+                         ids=["grader", "selfcheck"])
+def test_every_chinese_message_of_both_catalogs_reads_without_english_prose(po, least):
+    """Each msgstr as a student reads it ({fields} filled in): the grader's feedback, pages
+    and notes (grader.po) and the public self-checks (selfcheck.po)."""
+    with open(po, "rb") as handle:
+        catalog = read_po(handle, locale="zh_CN")
+    said = [s for m in catalog if m.id
+            for s in (m.string if isinstance(m.string, (list, tuple)) else [m.string])]
+    assert len(said) >= least
+    found = {s: english_words(re.sub(r"\{[^{}]*\}", "0", s)) for s in said}
+    assert {s: w for s, w in found.items() if w} == {}
+
+
+def _skeleton_prose(lang):
+    """The docstrings and the comments of the skeleton `grader release --lang` writes."""
+    import tokenize
+    from grader.harness.implementations import API_NAMES
+    from grader.release import release
+    text = release(os.path.join(KIT, "solutions", "attention.py"), API_NAMES, lang)
+    said = [ast.get_docstring(n) for n in ast.walk(ast.parse(text))
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(n)]
+    comments = [t.string for t in tokenize.generate_tokens(iter(text.splitlines(True)).__next__)
+                if t.type == tokenize.COMMENT]
+    return said, comments
+
+
+def test_the_chinese_skeleton_has_no_english_prose():
+    """`grader release --lang zh`: every docstring and comment of the student's attention.py
+    (the English skeleton, measured the same way, is almost all prose)."""
+    said, comments = _skeleton_prose("zh")
+    # the module, 3 classes, 4 functions and 3 forward methods; 16 lines of hints, 10 stubs
+    assert (len(said), len(comments), comments.count("# 在这里写你的代码")) == (11, 26, 10)
+    assert english_words("\n".join(said + comments)) == []
+    assert len(CJK.findall("\n".join(said + comments))) > 700
+    english = english_words("\n".join(sum(_skeleton_prose("en"), [])))
+    assert len(english) > 300 and {"Returns", "heads", "broadcasting"} <= set(english)
+
+
+def _class_row(name, student_id, status="graded", total=80.0, **more):
+    row = {"name": name, "status": status, "total": total, "max": 100.0,
+           "parts": {"sequence_mask": [11.0, 11.0], "masked_softmax": [69.0, 89.0]},
+           "reason": "", "source": "", "folder": name, "fingerprint": None,
+           "student_id": student_id, "student_name": name, "layout": "canvas"}
+    row.update(more)
+    return row
+
+
+def test_the_class_report_says_each_status_in_chinese_and_quotes_the_flags():
+    """report.html for a Chinese-reading instructor: the status words, lateness and the review
+    list are Chinese; identity flags are grades.csv's English record, quoted as such."""
+    from grader import course, i18n, overrides
+    from grader.report import gradebook, html as pages
+    flag = "the uploaded file's own name claims Canvas user 10000; graded as user 10005's"
+    rows = [_class_row("wang_10004", "10004", submitted_at="2026-12-03T12:00:00+08:00",
+                       time_source="canvas-file-time"),
+            _class_row("gone_10003", "10003", status="missing work", total=0.0),
+            _class_row("syntax_10006", "10006", status="not gradable", total=0.0),
+            _class_row("claim_10005", "10005", flags=[flag]),
+            _class_row("err_10002", "10002", status="grader error", total=None,
+                       reason="RuntimeError: the worker died")]
+    policy = course.from_data({"due": "2026-12-01T23:59:00+08:00",
+                               "late_policy": {"kind": "per_day", "percent": 10}})
+    i18n.set_language("zh")
+    try:
+        entry = overrides.entry_for(rows, "10005", "sequence_mask", "10", "重新评分")
+        page = pages.report_html(gradebook.final_rows(rows, policy, [entry]), charts=False)
+    finally:
+        i18n.set_language("en")
+    table = page[page.index("<h2>提交</h2>"):]
+    for name, status in (("wang_10004", "已评分"), ("gone_10003", "未找到作业"),
+                         ("syntax_10006", "无法评分")):
+        row = table[table.index(f">{name}</a>"):]
+        assert row[:row.index("</tr>")].count(f"<td>{status}</td>") == 1, name
+    assert "<td>迟交 2 天</td><td>-20</td>" in table
+    review = page[page.index("<h2>待查看</h2>"):page.index("<h2>提交</h2>")]
+    assert "<strong>claim_10005</strong>: 标记（grades.csv 中记录的英文原文）：the uploaded file&#x27;s" in review
+    assert "<strong>err_10002</strong>: 评分程序出错" in review
+    said = page_text(page).replace(flag, " ").replace(entry["who"], " ")
+    assert english_words(said) == [] and len(CJK.findall(said)) > 200

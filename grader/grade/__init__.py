@@ -26,6 +26,7 @@ import traceback
 from .. import course as courses
 from .. import intake
 from .. import overrides as ledger
+from .. import shards
 from ..i18n import _
 from ..intake import layouts
 from ..report.console import Table
@@ -158,7 +159,8 @@ class BatchInterrupted(Exception):
 
 
 def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False,
-                feedback="full", visibility="visible", course_file=None):
+                feedback="full", visibility="visible", course_file=None, shard=None,
+                parts=None):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
     SubmissionResults in input order (`unchanged` ones were not regraded: see force).
     Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded.
@@ -172,7 +174,13 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     course_file: the course file (--course; default DIR/course.toml when it exists) and
     DIR/overrides.json decide the final scores of grades.csv (gradebook.final_rows); both
     are read before anything is graded, and a CourseError or OverrideError stops the
-    batch then."""
+    batch then.
+
+    shard: a shards.Shard (K of N): only the submissions whose key hashes to K are graded
+    (their folder names settled over the whole class, as one run would); parts: only these
+    parts' tests run (shards.parse_parts: None, "cpu", "gpu" or names; an unknown part raises
+    shards.ShardError before anything is graded). With either, DIR/shard.json records the
+    run (grader/shards.py), for `grader merge`."""
     policy = courses.find(out_dir, course_file)
     ledger.load(out_dir)  # a ledger that does not read stops the batch before it starts
     os.makedirs(out_dir, exist_ok=True)
@@ -182,20 +190,34 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     zygote = trusted.start_zygote()            # torch and pytest once for every trusted process
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
-                            {"feedback": feedback, "visibility": visibility}, policy)
+                            {"feedback": feedback, "visibility": visibility}, policy,
+                            shard, parts)
     finally:
         if zygote is not None:
             zygote.close()
         trusted.stop_worker_template(workers)
 
 
-def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None):
+def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None,
+                 shard=None, wanted_parts=None):
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
+    all_parts, whole_suite = parts, fingerprint.suite_fingerprint(options)
+    parts = shards.select_parts(wanted_parts, all_parts)  # ShardError: nothing graded
+    if parts != all_parts:
+        options = dataclasses.replace(options, parts=tuple(parts))
+        catalog = [t for t in catalog if t["part"] in parts]
+        trusted._BATCH["catalog"] = catalog  # what a charged report lists (trusted._charged)
+    if shard is not None or parts != all_parts:  # an unfinished run leaves no record to merge
+        shards.remove_record(out_dir)
     identities = _identities(paths)
     paths, names = [s.path for s in identities], [s.name for s in identities]
     kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
+    if shard is not None:  # folders were settled over the whole class, as one run's are
+        mine = [i for i, s in enumerate(identities) if shards.belongs(s, shard)]
+        identities, paths, names, folder_names = (
+            [items[i] for i in mine] for items in (identities, paths, names, folder_names))
     suite = fingerprint.suite_fingerprint(options)
     table = Table(parts, len(paths), **({"stream": stream} if stream else {}))
     table.header()
@@ -233,6 +255,10 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                     _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
         _write_gradebook(out_dir, list(kept.values()), parts, policy)
+        if (shard is not None or parts != all_parts) and not interrupted:
+            settings = dict(disclosure, **shards.settings_of(options))
+            shards.write_record(out_dir, shard, parts, all_parts, whole_suite, options.isolation,
+                                settings, [kept[n] for n in names if n in kept])
     if interrupted:
         raise BatchInterrupted(sum(r is not None for r in results), len(results))
     return results

@@ -36,6 +36,8 @@ def suite_fingerprint(options):
                 "limits": dataclasses.asdict(options.limits)}
     if getattr(options, "lang", "en") != "en":  # the feedback's language: another grading
         settings["lang"] = options.lang
+    if getattr(options, "parts", None) is not None:  # --parts: only some parts graded
+        settings["parts"] = list(options.parts)
     digest.update(json.dumps(settings, sort_keys=True).encode())
     return digest.hexdigest()
 

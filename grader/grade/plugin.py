@@ -33,6 +33,8 @@ def pytest_addoption(parser):
                     help="with --collect-only: report the tests with their points and parts")
     group.addoption("--attnkit-lang", choices=i18n.LANGUAGES, default="en",
                     help="language of the messages students read (grader/i18n.py)")
+    group.addoption("--attnkit-parts", default=None,
+                    help="JSON list: only the tests of these parts run (grader/shards.py)")
 
 
 def _marker_arg(item, name, default=None):
@@ -143,6 +145,21 @@ class Recorder:
         data = json.dumps(payload).encode()
         with os.fdopen(fd, "wb", closefd=True) as out:
             out.write(data)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """--attnkit-parts: the other parts' tests are deselected (after the suite's own check
+    that every part's points add up), so neither the catalog nor the report lists them."""
+    wanted = config.getoption("--attnkit-parts", None)
+    if wanted is None:
+        return
+    wanted = set(json.loads(wanted))
+    keep = [item for item in items if _marker_arg(item, "part", "other") in wanted]
+    dropped = [item for item in items if _marker_arg(item, "part", "other") not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.hookimpl(tryfirst=True)

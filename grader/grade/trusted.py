@@ -32,6 +32,7 @@ class SuiteOptions:
     limits: Limits = Limits()
     no_gpu: bool = False
     lang: str = "en"           # of the messages students read: en or zh (grader/i18n.py)
+    parts: tuple = None        # only the tests of these parts run (--parts; None: every part)
 
     def pytest_args(self):
         args = [os.path.abspath(self.hidden_tests), "-c",
@@ -55,6 +56,8 @@ class SuiteOptions:
             args.append("--no-gpu")
         if self.lang != "en":
             args += ["--attnkit-lang", self.lang]
+        if self.parts is not None:  # grader/shards.py: the others run on another machine
+            args += ["--attnkit-parts", json.dumps(list(self.parts))]
         return args
 
     def process_seconds(self):

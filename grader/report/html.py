@@ -40,6 +40,9 @@ WHAT_TO_LOOK_AT = N_("What to look at")
 EVERY_PART_PASSED = N_("Every part passed.")
 WEIGHTS_HEADING = N_("Attention weights: expected and yours")
 CLASS_TITLE = N_("Attention assignment: the class")
+# a row's status (grades.csv's `status`, a stable identifier) as the class table says it
+STATUS_WORDS = {"graded": N_("graded"), "not gradable": N_("not gradable"),
+                "missing work": N_("missing work"), "grader error": N_("grader error")}
 
 MODULES = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
 LEVELS = ("full", "summary", "score")
@@ -518,6 +521,12 @@ def _late(row):
     return _("on time") if late is False else ""
 
 
+def _status(row):
+    """The escaped status cell: the grader's own status words in the page's language."""
+    status = row.get("status", "")
+    return esc(_(STATUS_WORDS[status]) if status in STATUS_WORDS else status, 50)
+
+
 def _flags(row):
     return [f for key in ("flags", "review") if isinstance(row.get(key), list)
             for f in row[key] if isinstance(f, str)]
@@ -536,6 +545,15 @@ def _adjustment_cells(row):
             "<br>".join(esc(f, 400) for f in _flags(row)[:20])]
 
 
+def _quoted_flags(row):
+    """A row's flags for the review list: as grades.csv records them (English, written at
+    intake); a Chinese page says that they are quoted."""
+    flags = "; ".join(_flags(row))
+    if i18n.language() == "zh":
+        return _("flags, as grades.csv records them: {flags}").format(flags=flags)
+    return flags
+
+
 def _review(rows, errors, more=None):
     """The rows to look at: missing work, identity flags and what to review, grader errors;
     `more`: lines about no row (an override that applies to none)."""
@@ -543,7 +561,7 @@ def _review(rows, errors, more=None):
     items += [(r, _("missing work: nothing gradable was found; not exported unless "
                     "{option}").format(option="--export-missing-as-zero"))
               for r in rows if r.get("status") == "missing work"]
-    items += [(r, "; ".join(_flags(r))) for r in rows + errors if _flags(r)]
+    items += [(r, _quoted_flags(r)) for r in rows + errors if _flags(r)]
     items += [(r, _("grader error: {reason}").format(reason=_first_line(r.get("reason", ""))))
               for r in errors]
     if not items:
@@ -633,7 +651,7 @@ def _class_table(rows, known):
             f"{'' if total is None else f'{total:g}'}</td>"
             + "".join(_part_cell(row, p) for p in parts)
             + f"<td>{late}</td><td>{penalty}</td>"
-            + f'<td class="list">{diagnoses}</td><td>{esc(row.get("status", ""), 50)}</td>'
+            + f'<td class="list">{diagnoses}</td><td>{_status(row)}</td>'
             + f'<td class="list">{overrides}</td><td class="list">{flags}</td></tr>')
     lines.append("</tbody></table></div>")
     return lines

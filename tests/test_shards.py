@@ -1,0 +1,295 @@
+"""A class graded as shards on several machines and merged (grader/shards.py, grader/merge/):
+three real shards of examples/ merged give the one run's grades.csv and report.html byte for
+byte; the partition is the documented sha256 rule; every refusal names what is wrong; a
+re-run shard replaces only its rows; the CPU parts and the GPU part graded apart and merged
+give the one run's rows.
+
+Every grading runs from a snapshot of the kit in a temporary folder: the suite fingerprint
+hashes the grader's code, which other work in this checkout may change between two runs."""
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT
+
+EXAMPLES = ["alice.py", "bob.ipynb", "chen.py", "dana.zip", "erik", "fatima.py"]
+# sha256(name) mod 3 + 1, worked out by hand from hashlib (not from grader.shards)
+SHARDS_OF_3 = {"chen": 1, "fatima": 1, "bob": 2, "dana": 2, "alice": 3, "erik": 3}
+
+
+def _snapshot(root, name="kit"):
+    kit = os.path.join(root, name)
+    for part in ("grader", "tests_hidden", "solutions", "examples"):
+        shutil.copytree(os.path.join(KIT, part), os.path.join(kit, part),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return kit
+
+
+def _grader(kit, *args):
+    env = dict(os.environ, PYTHONPATH=kit)
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=kit, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def _grade(kit, out, *args, submissions=None):
+    paths = [os.path.join(kit, "examples", s) for s in (submissions or EXAMPLES)]
+    done = _grader(kit, "grade", *paths, "--out", out, "--jobs", "1", *args)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def _grade_at_once(*runs):
+    """Several gradings at once (kit, out, args, submissions), as machines of a cluster do."""
+    started = []
+    for kit, out, args, submissions in runs:
+        paths = [os.path.join(kit, "examples", s) for s in (submissions or EXAMPLES)]
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "grader", "grade", *paths, "--out", out, "--jobs", "1", *args],
+            cwd=kit, env=dict(os.environ, PYTHONPATH=kit), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    for proc in started:
+        said, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, said[-3000:]
+
+
+def _merge(kit, out, *dirs):
+    return _grader(kit, "merge", *dirs, "--out", out)
+
+
+def _csv(path):
+    with open(path, encoding="utf-8-sig") as handle:
+        return list(csv.reader(handle))
+
+
+def _rows_by_name(path):
+    rows = _csv(path)
+    return {row[0]: row for row in rows[1:]}, rows[0]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("shards"))
+    kit = _snapshot(root)
+    out = {"root": root, "kit": kit, "one": os.path.join(root, "one")}
+    for k in (1, 2, 3):
+        out[k] = os.path.join(root, f"shard-{k}")
+    _grade_at_once((kit, out["one"], [], None),
+                   *[(kit, out[k], ["--shard", f"{k}/3"], None) for k in (1, 2, 3)])
+    return out
+
+
+def test_partition_is_sha256_of_the_key():
+    for name, shard in SHARDS_OF_3.items():
+        assert int(hashlib.sha256(name.encode()).hexdigest(), 16) % 3 + 1 == shard
+    from grader import shards
+    assert {n: shards.shard_of(shards.key("", n), 3) for n in SHARDS_OF_3} == SHARDS_OF_3
+    # a student id, when the layout gives one, is the key, never the file's name
+    assert shards.key("10000", "wangli_10000_90000_attention") == "10000"
+
+
+def test_shard_records_what_and_where(graded):
+    for k in (1, 2, 3):
+        with open(os.path.join(graded[k], "shard.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        assert (record["shard"], record["of"]) == (k, 3)
+        assert sorted(n for n, _ in record["rows"]) == sorted(
+            n for n, s in SHARDS_OF_3.items() if s == k)
+        assert record["isolation"] in ("bwrap", "unshare", "none")
+        assert record["machine"]["host"] and len(record["suite"]) == 64
+        assert record["grader_version"] and record["settings"]["feedback"] == "full"
+        # the shard's own gradebook holds its students only
+        names, _ = _rows_by_name(os.path.join(graded[k], "grades.csv"))
+        assert sorted(names) == sorted(n for n, s in SHARDS_OF_3.items() if s == k)
+
+
+def test_three_shards_merged_equal_one_run(graded):
+    merged = os.path.join(graded["root"], "merged")
+    done = _merge(graded["kit"], merged, graded[1], graded[2], graded[3])
+    assert done.returncode == 0, done.stderr
+    for name in ("grades.csv", "report.html"):
+        with open(os.path.join(graded["one"], name), "rb") as a, \
+                open(os.path.join(merged, name), "rb") as b:
+            assert a.read() == b.read(), name
+    for student in SHARDS_OF_3:  # each student's files, as the one run wrote them
+        with open(os.path.join(graded["one"], student, "feedback.txt"), "rb") as a, \
+                open(os.path.join(merged, student, "feedback.txt"), "rb") as b:
+            assert a.read() == b.read(), student
+        assert _results(graded["one"], student) == _results(merged, student)
+        with open(os.path.join(merged, student, "gradebook-row.json"), encoding="utf-8") as handle:
+            row = json.load(handle)
+        assert {by["shard"] for by in row["graded_by"].values()} == {f"{SHARDS_OF_3[student]}/3"}
+    exported = []
+    for source in (graded["one"], merged):
+        target = os.path.join(graded["root"], f"canvas-{len(exported)}.csv")
+        done = _grader(graded["kit"], "export", "canvas", "--from", source, "--out", target)
+        assert done.returncode == 0, done.stderr
+        with open(target, "rb") as handle:
+            exported.append(handle.read())
+    assert exported[0] == exported[1]
+
+
+def test_missing_shard_is_named(graded):
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-missing"), graded[1], graded[3])
+    assert done.returncode == 2
+    assert "shard 2 of 3 (parts sequence_mask" in done.stderr and "is missing" in done.stderr
+    assert not os.path.exists(os.path.join(graded["root"], "m-missing"))
+
+
+def test_shard_given_twice_is_refused(graded):
+    copy = os.path.join(graded["root"], "shard-2-copy")
+    shutil.copytree(graded[2], copy)
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-twice"),
+                  graded[1], graded[2], graded[3], copy)
+    assert done.returncode == 2
+    assert f"shard 2 of 3 (parts sequence_mask" in done.stderr
+    assert f"is given twice: {graded[2]} and {copy}" in done.stderr
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-twice"),
+                  graded[1], graded[2], graded[3], graded[2])
+    assert done.returncode == 2 and f"{graded[2]} is given twice" in done.stderr
+
+
+def _results(out, student):
+    """results.json without what depends on the run, not the work: its time, the uid its
+    worker had, how many reference results it computed or reused from the batch."""
+    with open(os.path.join(out, student, "results.json"), encoding="utf-8") as handle:
+        data = json.load(handle)
+    data.pop("execution_time")
+    for field in ("isolation", "case_results"):
+        data["extra_data"].pop(field)
+    return data
+
+
+def _with_student_from(graded, into, student, total=None):
+    """A copy of shard `into` that also lists `student`'s row from its own shard."""
+    copy = os.path.join(graded["root"], f"shard-{into}-with-{student}-{total}")
+    shutil.copytree(graded[into], copy)
+    shutil.copytree(os.path.join(graded[SHARDS_OF_3[student]], student),
+                    os.path.join(copy, student))
+    row_file = os.path.join(copy, student, "gradebook-row.json")
+    with open(row_file, encoding="utf-8") as handle:
+        row = json.load(handle)
+    if total is not None:
+        row["total"] = total
+    with open(row_file, "w", encoding="utf-8") as handle:
+        json.dump(row, handle)
+    with open(os.path.join(copy, "shard.json"), encoding="utf-8") as handle:
+        record = json.load(handle)
+    record["rows"].append([student, student])
+    with open(os.path.join(copy, "shard.json"), "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    return copy
+
+
+def test_student_graded_twice_differently_is_refused(graded):
+    bad = _with_student_from(graded, 1, "bob", total=99.0)
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-conflict"),
+                  bad, graded[2], graded[3])
+    assert done.returncode == 2
+    assert (f"bob is graded in shard 1 ({bad}) and shard 2 ({graded[2]}) with different "
+            "results") in done.stderr
+    # the same row, in a shard its key does not hash to
+    same = _with_student_from(graded, 1, "bob")
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-wrong"), same, graded[3], graded[2])
+    assert done.returncode == 2
+    assert f"{same} (shard 1 of 3) holds bob, whose key hashes to shard 2" in done.stderr
+
+
+def test_other_settings_are_refused(graded):
+    copy = os.path.join(graded["root"], "shard-3-summary")
+    shutil.copytree(graded[3], copy)
+    path = os.path.join(copy, "shard.json")
+    with open(path, encoding="utf-8") as handle:
+        record = json.load(handle)
+    record["settings"]["feedback"] = "summary"
+    record["settings"]["carry_forward"] = True  # a setting this merge has never heard of
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-settings"),
+                  graded[1], graded[2], copy)
+    assert done.returncode == 2
+    assert (f'carry_forward is null in {graded[1]} but true in {copy}') in done.stderr
+    record["settings"].pop("carry_forward")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-settings"),
+                  graded[1], graded[2], copy)
+    assert f'feedback is "full" in {graded[1]} but "summary" in {copy}' in done.stderr
+
+
+def before_suite(graded):
+    with open(os.path.join(graded[1], "shard.json"), encoding="utf-8") as handle:
+        return json.load(handle)["suite"]
+
+
+def test_another_suite_is_refused_and_a_rerun_replaces_only_its_rows(graded):
+    root, kit = graded["root"], graded["kit"]
+    merged = os.path.join(root, "merged-rerun")
+    assert _merge(kit, merged, graded[1], graded[2], graded[3]).returncode == 0
+    before, header = _rows_by_name(os.path.join(merged, "grades.csv"))
+    # shard 3's record says another suite (the hidden tests changed between the runs)
+    changed = os.path.join(root, "shard-3-changed")
+    shutil.copytree(graded[3], changed)
+    with open(os.path.join(changed, "shard.json"), encoding="utf-8") as handle:
+        record = json.load(handle)
+    record["suite"] = hashlib.sha256(b"another suite").hexdigest()
+    with open(os.path.join(changed, "shard.json"), "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    done = _merge(kit, merged, graded[1], graded[2], changed)
+    assert done.returncode == 2
+    assert f'suite is "{before_suite(graded)}" in {graded[1]} but "{record["suite"]}" in ' \
+        f"{changed}" in done.stderr
+    # bob hands in a corrected file; shard 2 alone is graded again and merged again
+    shutil.copyfile(os.path.join(kit, "examples", "alice.py"),
+                    os.path.join(root, "bob.py"))
+    rerun = _grader(kit, "grade", os.path.join(root, "bob.py"),
+                    os.path.join(kit, "examples", "dana.zip"),
+                    *[os.path.join(kit, "examples", s) for s in ("alice.py", "chen.py", "erik",
+                                                                "fatima.py")],
+                    "--out", graded[2], "--jobs", "1", "--shard", "2/3")
+    assert rerun.returncode == 0, rerun.stderr
+    assert _merge(kit, merged, graded[1], graded[2], graded[3]).returncode == 0
+    after, _ = _rows_by_name(os.path.join(merged, "grades.csv"))
+    assert sorted(after) == sorted(before)
+    assert [n for n in before if before[n] != after[n]] == ["bob"]
+    assert after["bob"][header.index("total")] == "100"
+    assert before["bob"][header.index("total")] == "83"
+
+
+def test_cpu_parts_and_gpu_part_merged_equal_one_run(graded):
+    root, kit = graded["root"], graded["kit"]
+    few = ["bob.ipynb", "dana.zip", "erik"]  # GPU 10, 8 and 0 in the one run
+    cpu, gpu = os.path.join(root, "cpu"), os.path.join(root, "gpu")
+    _grade_at_once((kit, cpu, ["--parts", "cpu"], few), (kit, gpu, ["--parts", "gpu"], few))
+    cpu_rows, cpu_header = _rows_by_name(os.path.join(cpu, "grades.csv"))
+    assert not any(h.startswith("GPU") for h in cpu_header)
+    alone = _merge(kit, os.path.join(root, "m-cpu-only"), cpu)
+    assert alone.returncode == 2 and "no shard folder graded part GPU" in alone.stderr
+    twice = _merge(kit, os.path.join(root, "m-gpu-twice"), gpu, graded[1], graded[2], graded[3])
+    assert twice.returncode == 2 and "part GPU is graded twice" in twice.stderr
+    merged = os.path.join(root, "m-parts")
+    done = _merge(kit, merged, cpu, gpu)
+    assert done.returncode == 0, done.stderr
+    one, header = _rows_by_name(os.path.join(graded["one"], "grades.csv"))
+    rows, merged_header = _rows_by_name(os.path.join(merged, "grades.csv"))
+    assert merged_header == header and sorted(rows) == ["bob", "dana", "erik"]
+    for name in rows:
+        assert rows[name] == one[name], name
+    assert [rows[n][header.index("GPU (/10)")] for n in ("bob", "dana", "erik")] == ["10", "8", "0"]
+    with open(os.path.join(merged, "dana", "gradebook-row.json"), encoding="utf-8") as handle:
+        row = json.load(handle)
+    with open(os.path.join(gpu, "shard.json"), encoding="utf-8") as handle:
+        host = json.load(handle)["machine"]["host"]
+    assert row["graded_by"]["GPU"]["host"] == host and set(row["graded_by"]) == set(row["parts"])
+    with open(os.path.join(merged, "dana", "results.json"), encoding="utf-8") as handle:
+        results = json.load(handle)
+    with open(os.path.join(graded["one"], "dana", "results.json"), encoding="utf-8") as handle:
+        whole = json.load(handle)
+    assert results["score"] == whole["score"] == 69
+    assert sorted(t["name"] for t in results["tests"]) == sorted(t["name"] for t in whole["tests"])
