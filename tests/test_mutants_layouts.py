@@ -839,6 +839,43 @@ def test_a_folder_inside_a_download_is_never_opened_as_one(tmp_path):
     assert _rows(batch) == [("Li_10006", "10006", "moodle", "Li_10006_assignsubmission_file_")]
 
 
+def test_a_path_that_cannot_exist_is_nothing(tmp_path):
+    assert layouts._lstat("a\x00b") is None and layouts._is_dir("a\x00b") is False
+    assert layouts._listing("a\x00b") == ([], False)
+    assert layouts.nbgrader_students("c/submitted/a\x00b/x") is None
+
+
+def test_a_zip_that_is_no_download(tmp_path):
+    broken = tmp_path / "submissions.zip"
+    broken.write_bytes(b"PK\x03\x04 not really")
+    folder = tmp_path / "folder.zip"
+    _touch(folder, ["attention.py"])
+    batch = layouts.resolve([str(broken), str(folder)])
+    assert [(s.name, s.layout, s.student_id) for s in batch.submissions] == [
+        ("submissions", "plain", "submissions"), ("folder", "plain", "folder")]
+    # junk and entries extraction refuses do not decide what a download is
+    download = tmp_path / "dl.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("__MACOSX/._w_10000_90000_a.py", "junk")
+        archive.writestr("../evil.py", "x = 1\n")
+        archive.writestr("w_10000_90000_a.py", "x = 1\n")
+    assert layouts._zip_names(str(download)) == ["w_10000_90000_a.py"]
+    assert [(s.name, s.student_id) for s in layouts.resolve([str(download)]).submissions] == \
+        [("w_10000", "10000")]
+
+
+@pytest.mark.parametrize("given, name, ident", [
+    ("bob.py", "bob", "bob"), ("a b.py", "a b", ""), ("=1+1.py", "=1+1", ""),
+    ("jane@x.edu.ipynb", "jane@x.edu", "jane@x.edu"),
+])
+def test_a_plain_row_is_an_id_only_when_its_name_is_one_as_it_is(tmp_path, given, name, ident):
+    _touch(tmp_path, [given])
+    sub = layouts.resolve([str(tmp_path / given)]).submissions[0]
+    assert (sub.name, sub.student_id, sub.student_name, sub.layout) == (name, ident, name, "plain")
+    old = layouts.plain([str(tmp_path / given)])[0]   # the same row without a time
+    assert (old.name, old.student_id, old.student_name, old.layout) == (name, ident, name, "plain")
+
+
 # --- row names ------------------------------------------------------------------------------
 
 def test_row_names_stay_unique_in_the_batch(tmp_path):
