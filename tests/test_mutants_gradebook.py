@@ -276,6 +276,14 @@ def test_a_row_the_grader_failed_on_keeps_an_empty_total_and_no_override():
     assert final["review"] == [] and final["graded_total"] is None
 
 
+def test_a_score_cell_is_a_finite_number_or_empty():
+    assert [gradebook._number(v) for v in (0, "1.5", 2.25, None, "x", [1], float("nan"),
+                                           float("inf"), float("-inf"), 10 ** 400)] == \
+        [0.0, 1.5, 2.25, None, None, None, None, None, None, None]
+    assert [gradebook._score_cell(v) for v in (85.0, "72.5", None, "x", float("nan"))] == \
+        ["85", "72.5", "", "", ""]
+
+
 def test_only_score_pairs_are_kept_as_parts():
     row = _row("w", parts={"mask": [30.0, 40.0], "odd": "x", "three": [1, 2, 3], "one": [1],
                            "pair": (5.0, 10.0)})
