@@ -326,3 +326,62 @@ def test_open_entry_closes_every_folder_it_opened(tmp_path):
         assert len(os.listdir("/proc/self/fd")) == before
     finally:
         os.close(root)
+
+
+def test_a_name_is_shown_cut_at_200_characters_unless_told():
+    assert safeio.shown("x" * 200) == "x" * 200
+    assert safeio.shown("x" * 201) == "x" * 157 + "\n[... cut by the grader: 1 more characters]"
+    assert len(safeio.shown("a" * 600, 500)) == 500
+    assert safeio.shown("a\x1b" * 300, 500) == "a" * 300
+
+
+def test_a_missing_path_is_named_in_500_characters(tmp_path):
+    path = str(tmp_path / ("p" * 200) / ("q" * 200) / ("r" * 200))
+    said = _raises(safeio.open_submitted, path, "r")
+    assert said.endswith(" more characters] does not exist.")
+    assert len(said) == 500 + len(" does not exist.") and said.startswith(str(tmp_path))
+
+
+def test_an_entry_gone_between_the_listing_and_its_stat_is_left_out(tmp_path):
+    (tmp_path / "a").mkdir()
+    for name in ("b.py", "c.py"):
+        (tmp_path / name).write_bytes(b"")
+
+    def skip(name):     # called for "a" after the listing, before "b.py" is looked at
+        if name == "a" and (tmp_path / "b.py").exists():
+            os.remove(tmp_path / "b.py")
+        return False
+    entries, notes = _walk(tmp_path, skip=skip)
+    assert [e.parts for e in entries] == [("c.py",)] and notes == []
+
+
+def test_an_entry_swapped_for_a_link_to_a_file_is_refused_as_a_link(tmp_path):
+    (tmp_path / "attention.py").write_bytes(b"mine")
+    (tmp_path / "secret.py").write_bytes(b"SECRET")
+    entries, _ = _walk(tmp_path)
+    [entry] = [e for e in entries if e.name == "attention.py"]
+    os.remove(tmp_path / "attention.py")
+    os.symlink(tmp_path / "secret.py", tmp_path / "attention.py")
+    root = os.open(tmp_path, safeio.DIR_FLAGS)
+    try:
+        assert _raises(safeio.read_entry, root, entry, 100, "attention.py",
+                       safeio.Deadline(30, "x")) == (
+            "attention.py is a symbolic link; upload the file itself.")
+    finally:
+        os.close(root)
+
+
+def test_a_file_that_would_block_is_refused_not_waited_for(tmp_path, monkeypatch):
+    # fault injected: only a regular file on a network or FUSE file system answers EAGAIN
+    # to a non-blocking read, and there is none here
+    (tmp_path / "a.py").write_bytes(b"x")
+    fd = os.open(tmp_path / "a.py", os.O_RDONLY)
+
+    def would_block(fd, size):
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+    monkeypatch.setattr(safeio.os, "read", would_block)
+    try:
+        assert _raises(safeio.read_fd, fd, 10, "a.py", safeio.Deadline(30, "a.py")) == (
+            "a.py is not a regular file; upload the file itself.")
+    finally:
+        os.close(fd)
