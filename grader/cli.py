@@ -172,6 +172,9 @@ def build_parser():
     from .similarity.command import add_parser as similarity_parser
     similarity_parser(commands)
 
+    from .similarity.command import add_parser as similarity_parser
+    similarity_parser(commands)
+
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every catalog "
                          "mistake loses points in its part and is diagnosed as itself, "
@@ -272,6 +275,9 @@ def main(argv=None):
     if args.command == "merge":
         from .merge import main as merge_main
         return merge_main(args)
+    if args.command == "similarity":
+        from .similarity.command import main as similarity_main
+        return similarity_main(args)
     if args.command == "gradebook":
         from .gradebook_commands import gradebook_main
         return gradebook_main(args)

@@ -32,6 +32,7 @@ from ..intake import layouts
 from ..report.console import Table
 from ..sandbox import isolation
 from ..report import files, folders
+from ..similarity import code as kept_code
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report import html as pages
@@ -56,11 +57,14 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
     os.chmod(stage_root, 0o711)
     try:
         staged = intake.stage(path, os.path.join(stage_root, "staged"), name)
+        code = kept_code.staged_code(staged)  # kept in the gradebook for `grader similarity`
         mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
         if mark is not None and mark == previous:
-            return outcome.SubmissionResult(name, path, [], unchanged=True, fingerprint=mark,
-                                            seconds=time.monotonic() - started)
-        result = _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started)
+            return kept_code.attach(outcome.SubmissionResult(
+                name, path, [], unchanged=True, fingerprint=mark,
+                seconds=time.monotonic() - started), code)
+        result = kept_code.attach(_grade_staged(staged, name, path, catalog, options, stage_root,
+                                                zygote, started), code)
         # a grader error is never kept: the next run grades it again
         result.fingerprint = mark if result.status != "grader error" else None
         return result
@@ -308,6 +312,7 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
     result.folder = folder_names[index]
     _identify(result, identities[index])
     results[index] = result
+    kept_code.keep(out_dir, result)  # DIR/<folder>/submitted-code.py; never raises
     if result.unchanged and names[index] in kept:
         row = kept[names[index]]
         if any(row.get(k) != v for k, v in gradebook.identity(result).items()):

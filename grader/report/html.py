@@ -701,6 +701,9 @@ def report_html(items, out_dir=None, charts=True, review=None):
             + (_("; {count} missing work, left out (to review)").format(
                 count=len(rows) - len(scored)) if len(rows) > len(scored) else "")
             + ".</p>"]
+    if out_dir and os.path.isfile(os.path.join(out_dir, "similarity.html")):  # grader similarity
+        body.append('<p><a href="similarity.html">' + _("Similarity of submissions (a review "
+                                                          "aid, never a verdict)") + "</a></p>")
     if totals:
         mean = sum(totals) / len(totals)
         ordered = sorted(totals)

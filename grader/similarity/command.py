@@ -1,0 +1,105 @@
+"""`grader similarity --from DIR [--threshold T]`: the class's similarity report.
+
+Reads the code `grader grade` kept in the gradebook DIR (a merged one too), compares every
+pair with the base code removed, writes DIR/similarity.csv and DIR/similarity.html, and
+writes DIR/report.html again (the same rows, course file and overrides as `grader
+gradebook`; grades.csv and the students' files are not touched) so that it links the page.
+No grade changes; nothing is run.
+"""
+import os
+import sys
+
+from .. import course as courses
+from .. import overrides as ledger
+from ..report import gradebook
+from ..report import html as pages
+from ..textsafety import safe_text
+from . import DEFAULT_THRESHOLD, MIN_SHARED
+
+
+
+def threshold_value(text):
+    """argparse type: a score from 0 to 1."""
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a score above 0 and at most 1")
+    return value
+
+
+def add_parser(commands):
+    parser = commands.add_parser(
+        "similarity", help="which submissions are alike beyond the book's code: "
+                           "DIR/similarity.html and .csv (a review aid; no grade changes)",
+        description="Compare the code of every two submissions of the gradebook DIR with "
+                    "copydetect, the skeleton, public tests, solution and the book's own code "
+                    "removed as base code; write DIR/similarity.csv (every pair) and "
+                    "DIR/similarity.html (flagged pairs side by side, clusters), linked from "
+                    "report.html. A review aid, never a verdict: no grade changes.")
+    parser.add_argument("--from", dest="source", default="grades", metavar="DIR",
+                        help="the gradebook folder (the --out of grader grade; default grades)")
+    parser.add_argument("--threshold", type=threshold_value, default=DEFAULT_THRESHOLD,
+                        metavar="T", help="flag pairs scoring at least T (0 to 1; default "
+                                          f"{DEFAULT_THRESHOLD:g})")
+    return parser
+
+
+def run(out_dir, threshold=DEFAULT_THRESHOLD):
+    """Compare and write both files; returns (pairs, clusters, sources, skipped)."""
+    from . import base, compare, fingerprint, page, sources
+    found, skipped = sources.load(out_dir)
+    texts = base.base_texts()
+    hashes = fingerprint.base_hashes([text for _, text in texts])
+    prints = {s.key: fingerprint.Fingerprint(s.text, hashes) for s in found}
+    pairs = compare.all_pairs(prints, threshold)
+    groups = compare.clusters(pairs)
+    by_key = {s.key: s for s in found}
+    settings = {"threshold": threshold, "min_shared": MIN_SHARED, "k": fingerprint.K,
+                "window": fingerprint.WINDOW, "base": [label for label, _ in texts]}
+    page.write(out_dir, pairs, groups, by_key, skipped, settings)
+    return pairs, groups, by_key, skipped
+
+
+def relink_report(out_dir):
+    """report.html again, as `grader gradebook` would write it (it links similarity.html
+    when the file is there); None, or why it was not written."""
+    if not os.path.exists(os.path.join(out_dir, "report.html")):
+        return None
+    try:
+        rows = list(gradebook.load_records(out_dir).values())
+        entries = ledger.load(out_dir)
+        final = gradebook.final_rows(rows, courses.find(out_dir, None), entries)
+        pages.write_report(final, out_dir, gradebook.orphans(rows, entries))
+    except (courses.CourseError, ledger.OverrideError, ValueError) as error:
+        return f"report.html not rewritten ({safe_text(str(error), 300)}); it links the page " \
+               "the next time the gradebook is built"
+    return None
+
+
+def main(args, stream=None):
+    stream = stream or sys.stdout
+    out_dir = args.source
+    if not os.path.isdir(out_dir) or not gradebook.load_records(out_dir):
+        print(f"grader similarity: --from {safe_text(out_dir, 300)} is not a graded gradebook "
+              "folder (the --out of grader grade)", file=sys.stderr)
+        return 2
+    try:
+        import copydetect  # noqa: F401  (the optional extra)
+    except ImportError:
+        print("grader similarity: needs copydetect: pip install -e '.[similarity]'",
+              file=sys.stderr)
+        return 2
+    pairs, groups, found, skipped = run(out_dir, args.threshold)
+    flagged = sum(p.flagged for p in pairs)
+    big = sum(len(g) > 2 for g in groups)
+    print(f"Wrote {out_dir}/similarity.html and similarity.csv: {len(found)} submissions, "
+          f"{len(pairs)} pairs, {flagged} flagged (score >= {args.threshold:g}), {big} "
+          f"clusters of more than two, {len(skipped)} skipped. A review aid: no grade changed.",
+          file=stream)
+    note = relink_report(out_dir)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return 0

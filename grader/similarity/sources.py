@@ -1,0 +1,48 @@
+"""The submissions of a gradebook folder, as code to compare: who each is, and its text.
+
+A row of DIR (gradebook.load_records: DIR/<folder>/gradebook-row.json) names the student
+(`student_id`, from the LMS's own fields, never from text the student chose) and its
+folder, where `grader grade` kept the code it graded (code.CODE_FILE). A row without code
+(missing work, an upload intake refused, a row graded before the kit kept code) or with
+code over the cap is listed as skipped, with the reason.
+"""
+import dataclasses
+import os
+
+from ..report import gradebook
+from ..textsafety import safe_text
+from .code import MAX_CODE_BYTES, CODE_FILE, Unreadable, read_code, review_text
+
+
+@dataclasses.dataclass
+class Source:
+    key: str            # the row's name in the gradebook (unique in DIR)
+    student_id: str     # "" when the layout gives none (an anonymous Canvas download)
+    name: str           # the student's name as the LMS gave it, else the submission's
+    folder: str
+    text: str = ""      # the code as the student wrote it (a notebook's cells)
+
+    @property
+    def label(self):
+        """How the pages name it: the student id, else the folder, marked."""
+        return self.student_id or f"(no id) {self.folder}"
+
+
+def load(out_dir, limit=MAX_CODE_BYTES):
+    """([Source with text], [(Source, reason skipped)]) for every kept row of `out_dir`."""
+    found, skipped = [], []
+    for key, row in sorted(gradebook.load_records(out_dir).items()):
+        source = Source(key=safe_text(key, 400),
+                        student_id=safe_text(row.get("student_id") or "", 100),
+                        name=safe_text(row.get("student_name") or row.get("name") or "", 200),
+                        folder=safe_text(row.get("folder") or "", 200))
+        if row.get("status") == "missing work":
+            skipped.append((source, "missing work: nothing gradable was handed in"))
+            continue
+        try:
+            source.text = review_text(read_code(os.path.join(out_dir, row["folder"], CODE_FILE), limit))
+        except Unreadable as why:
+            skipped.append((source, str(why)))
+            continue
+        found.append(source)
+    return found, skipped

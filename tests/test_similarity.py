@@ -1,0 +1,313 @@
+"""`grader similarity` (issue 18): disguised copies are flagged and rank above every
+independent pair, independent work (two that follow the book closely among it) is not,
+hostile names and code are escaped, oversized or odd stored code is skipped with its reason,
+and the command works end to end on a gradebook graded for real, changing no grade.
+
+The test set is tests/similarity/: wei.py and four disguised copies of it (names changed,
+functions reordered, Chinese comments added and docstrings translated, reformatted, a
+notebook), ana.py and one copy (renamed, reordered and reformatted at once), and eight
+independent correct implementations: liu_book, zhang_book, he_skeleton_book and
+xu_skeleton_book follow the book closely (the last two fill the skeleton with its code),
+the others are einsum, loops, helpers and torch.where styles. Every file scores 100.
+"""
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KIT
+
+pytest.importorskip("copydetect")
+
+from grader import intake  # noqa: E402
+from grader.report import gradebook, html as pages  # noqa: E402
+from grader.similarity import DEFAULT_THRESHOLD, MIN_SHARED, base, code, command, compare  # noqa: E402
+from grader.similarity import fingerprint, page, sources  # noqa: E402
+
+SET = os.path.join(KIT, "tests", "similarity")
+# who copied whom: the ground truth the test set was built to (not computed by the code)
+COPIES = [{"wei", "tom_renamed", "uma_reordered", "li_comments_zh", "finn_formatted",
+           "nora_notebook"}, {"ana", "ben_mixed"}]
+BOOK_FOLLOWERS = {"liu_book", "zhang_book", "he_skeleton_book", "xu_skeleton_book"}
+INDEPENDENT = BOOK_FOLLOWERS | {"park_einsum", "omar_loops", "sara_functional", "kim_where"}
+
+
+def _staged(path, tmp_path):
+    """The code as `grader grade` keeps it: real intake, then read back for review."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    staged = intake.stage(path, str(tmp_path / "staged" / name), name)
+    assert staged.error is None, staged.error
+    return code.review_text(code.staged_code(staged))
+
+
+@pytest.fixture(scope="module")
+def class_pairs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("set")
+    texts = {os.path.splitext(n)[0]: _staged(os.path.join(SET, n), tmp) for n in sorted(os.listdir(SET))}
+    hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
+    prints = {k: fingerprint.Fingerprint(t, hashes) for k, t in texts.items()}
+    return texts, prints, compare.all_pairs(prints)
+
+
+def _is_copy(pair):
+    return any({pair.a, pair.b} <= group for group in COPIES)
+
+
+def test_the_set_is_what_the_docstring_says(class_pairs):
+    texts, _, _ = class_pairs
+    assert set(texts) == set().union(*COPIES) | INDEPENDENT
+    assert len(texts) == 16
+    assert "# cell 3" in texts["nora_notebook"] and "__attnkit_run_cell__" not in texts["nora_notebook"]
+
+
+def test_copies_are_flagged_and_rank_above_every_independent_pair(class_pairs):
+    _, _, pairs = class_pairs
+    copies = [p for p in pairs if _is_copy(p)]
+    others = [p for p in pairs if not _is_copy(p)]
+    assert len(copies) == 15 + 1 and len(others) == 120 - 16
+    assert all(p.flagged for p in copies), [(p.a, p.b, p.score) for p in copies if not p.flagged]
+    assert not any(p.flagged for p in others), [(p.a, p.b, p.score) for p in others if p.flagged]
+    assert min(p.score for p in copies) > max(p.score for p in others)
+    # measured (README "Similarity"): copies 0.98 and up, independent pairs 0.19 at most
+    assert min(p.score for p in copies) >= 0.9 and max(p.score for p in others) < 0.3
+    assert min(p.shared for p in copies) >= 700
+    assert pairs[:16] == sorted(copies, key=lambda p: (-p.score, -p.shared, p.a, p.b))
+
+
+def test_the_clusters_are_the_two_groups_of_copies(class_pairs):
+    _, _, pairs = class_pairs
+    assert compare.clusters(pairs) == [sorted(COPIES[0]), sorted(COPIES[1])]
+
+
+def test_the_book_is_base_code(class_pairs):
+    """Students who follow the book share the book, which never counts: the two that fill
+    the skeleton with the book's code have no code of their own at all."""
+    _, prints, pairs = class_pairs
+    assert prints["he_skeleton_book"].token_coverage == 0
+    assert prints["xu_skeleton_book"].token_coverage == 0
+    for pair in pairs:
+        if {pair.a, pair.b} <= BOOK_FOLLOWERS:
+            assert pair.score == 0 and pair.shared == 0, (pair.a, pair.b)
+
+
+def test_the_book_without_docstrings_in_any_order_is_still_base():
+    """Deleting the docstrings and reordering the functions joins the book's lines in new
+    ways; fingerprinting one definition at a time with docstrings blanked keeps it base."""
+    with open(os.path.join(base.ALTERNATIVES, "book_d2l_0_17.py"), encoding="utf-8") as handle:
+        book = handle.read()
+    bare = re.sub(r'\n\s*"""[^"]*"""', "", re.sub(r"super\(\w+, self\)", "super()", book))
+    head, body = bare.split("\n\n\n", 1)
+    reversed_book = head + "\n\n\n" + "\n\n\n".join(reversed(body.split("\n\n\n")))
+    hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
+    assert fingerprint.Fingerprint(bare, hashes).token_coverage == 0
+    assert fingerprint.Fingerprint(reversed_book, hashes).token_coverage == 0
+    # without the base, the same two files are one long shared passage
+    pair = compare.compare("a", "b", fingerprint.Fingerprint(bare), fingerprint.Fingerprint(reversed_book))
+    assert pair.score > 0.9 and pair.flagged
+
+
+def _book_plus(extra):
+    with open(os.path.join(base.ALTERNATIVES, "book_d2l_0_17.py"), encoding="utf-8") as handle:
+        return handle.read() + "\n\n" + extra
+
+
+SHORT = "def _pad(t, n):\n    return torch.cat([t, t.new_zeros(n - t.shape[0])])\n"
+LONG = SHORT + '''
+
+def _check_shapes(queries, keys, values):
+    assert queries.dim() == 3 and keys.dim() == 3 and values.dim() == 3, "batch, steps, features"
+    assert keys.shape[1] == values.shape[1], "as many keys as values"
+    assert queries.shape[-1] == keys.shape[-1] or True, "features"
+    return queries.shape[0], queries.shape[1], keys.shape[1]
+
+
+def _describe(weights):
+    rows = weights.reshape(-1, weights.shape[-1])
+    return {"rows": rows.shape[0], "max": float(rows.max()), "sums": rows.sum(-1).tolist()}
+'''
+
+
+def test_a_small_shared_helper_in_the_book_is_not_flagged_a_larger_one_is():
+    """Two submissions that are the book plus the same helper: both score 1 (all their own
+    code is shared), flagged only once the shared code reaches MIN_SHARED characters."""
+    assert MIN_SHARED == 200 and DEFAULT_THRESHOLD == 0.5
+    hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
+    short_a, short_b = (fingerprint.Fingerprint(_book_plus(SHORT), hashes) for _ in range(2))
+    small = compare.compare("a", "b", short_a, short_b)
+    assert small.score == 1.0 and 25 <= small.shared < MIN_SHARED and not small.flagged
+    long_a, long_b = (fingerprint.Fingerprint(_book_plus(LONG), hashes) for _ in range(2))
+    large = compare.compare("a", "b", long_a, long_b)
+    assert large.score == 1.0 and large.shared >= MIN_SHARED and large.flagged
+    assert not compare.compare("a", "b", long_a, long_b, threshold=1.0001).flagged
+
+
+def test_scores_are_the_same_on_every_run(class_pairs):
+    """k-grams are hashed with BLAKE2b, not the per-process salted hash(): a new process
+    gives the same figures."""
+    _, _, pairs = class_pairs
+    mine = {(p.a, p.b): (p.score, p.shared) for p in pairs if p.a == "wei"}
+    script = f"""
+import json, os, pathlib, sys, tempfile
+sys.path.insert(0, {KIT!r}); sys.path.insert(0, {os.path.join(KIT, 'tests')!r})
+from grader.similarity import base, fingerprint, compare
+from test_similarity import _staged, SET
+tmp = pathlib.Path(tempfile.mkdtemp())
+texts = {{os.path.splitext(n)[0]: _staged(os.path.join(SET, n), tmp) for n in sorted(os.listdir(SET))}}
+hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
+prints = {{k: fingerprint.Fingerprint(t, hashes) for k, t in texts.items()}}
+print(json.dumps([[p.a, p.b, p.score, p.shared] for p in compare.all_pairs(prints) if p.a == "wei"]))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, PYTHONHASHSEED="12345"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = {(a, b): (s, n) for a, b, s, n in json.loads(done.stdout.strip().splitlines()[-1])}
+    assert theirs == mine
+
+
+# --- a gradebook folder written by the gradebook's own writer ---------------------------
+
+def _row(out, folder, student_id, name="", status="graded"):
+    os.makedirs(out / folder, exist_ok=True)
+    gradebook.save_record({"name": folder, "folder": folder, "status": status, "total": 50.0,
+                           "max": 100.0, "parts": {"sequence_mask": [5.0, 11.0]},
+                           "student_id": student_id, "student_name": name, "reason": "",
+                           "source": folder}, str(out))
+
+
+class _Result:
+    def __init__(self, folder, text):
+        self.folder, self.staged_code = folder, text
+
+
+HOSTILE = "<script>alert('x')</script>\u202e"
+
+
+def test_hostile_names_and_code_are_escaped(tmp_path):
+    with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
+        wei = handle.read()
+    hostile = ('    note = "</pre><script>alert(1)</script><img src=http://x/y.png>"\n'
+               '    # </mark><a href="javascript:alert(2)">\u202eevil\n')
+    wei = wei.replace("def sequence_mask(X, valid_len, value=0):\n",
+                      "def sequence_mask(X, valid_len, value=0):\n" + hostile)
+    evil = wei.replace('"""Attention homework, Wei."""', '"""</pre><b>x</b>"""')
+    _row(tmp_path, "a", "10001", name=HOSTILE)
+    _row(tmp_path, "b", HOSTILE)
+    code.keep(str(tmp_path), _Result("a", wei))
+    code.keep(str(tmp_path), _Result("b", evil))
+    pairs, groups, found, skipped = command.run(str(tmp_path))
+    assert [(p.a, p.b, p.flagged) for p in pairs] == [("a", "b", True)] and not skipped
+    text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    assert "<script" not in text and "<img" not in text and "<a " not in text and "<b>" not in text
+    assert "&lt;a href=&quot;javascript:alert(2)&quot;&gt;" in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text   # the student id
+    assert "\u202e" not in text
+    assert f'content="{pages.CSP}"' in text and "script-src" not in text
+    assert "http://x" not in text.replace("&lt;img src=http://x/y.png&gt;", "")
+    assert "A review aid, never a verdict" in text
+    rows = list(csv.reader(io.StringIO((tmp_path / "similarity.csv").read_text(encoding="utf-8-sig"))))
+    assert rows[0] == page.CSV_COLUMNS
+    assert rows[1][:2] == ["10001", "<script>alert('x')</script>"] and rows[1][5] == "yes"
+
+
+def test_a_formula_in_a_student_id_is_neutralised_in_the_csv(tmp_path):
+    with open(os.path.join(SET, "ana.py"), encoding="utf-8") as handle:
+        ana = handle.read()
+    _row(tmp_path, "a", "=HYPERLINK(\"http://x\")")
+    _row(tmp_path, "b", "10002")
+    code.keep(str(tmp_path), _Result("a", ana))
+    code.keep(str(tmp_path), _Result("b", ana))
+    command.run(str(tmp_path))
+    rows = list(csv.reader(io.StringIO((tmp_path / "similarity.csv").read_text(encoding="utf-8-sig"))))
+    assert rows[1][0] == "'=HYPERLINK(\"http://x\")"
+
+
+def test_oversized_linked_and_missing_code_is_skipped_with_its_reason(tmp_path):
+    with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
+        wei = handle.read()
+    for folder in ("ok1", "ok2", "big", "link", "fifo", "none", "missing"):
+        _row(tmp_path, folder, folder, status="missing work" if folder == "missing" else "graded")
+    code.keep(str(tmp_path), _Result("ok1", wei))
+    code.keep(str(tmp_path), _Result("ok2", wei))
+    assert code.MAX_CODE_BYTES == 256 * 1024
+    code.keep(str(tmp_path), _Result("big", wei + "#" * (256 * 1024)))
+    os.symlink(tmp_path / "ok1" / code.CODE_FILE, tmp_path / "link" / code.CODE_FILE)
+    os.mkfifo(tmp_path / "fifo" / code.CODE_FILE)
+    found, skipped = sources.load(str(tmp_path))
+    assert [s.key for s in found] == ["ok1", "ok2"]
+    reasons = {s.key: why for s, why in skipped}
+    big = os.path.getsize(tmp_path / "big" / code.CODE_FILE)
+    assert reasons == {
+        "big": f"stored code is {big // 1024} KB, over the 256 KB cap",
+        "link": "stored code not read (Too many levels of symbolic links)",
+        "fifo": "stored code is not a regular file",
+        "none": "no stored code (graded before the kit kept it, or intake refused the upload): "
+                "run `grader grade` on it again",
+        "missing": "missing work: nothing gradable was handed in"}
+    command.run(str(tmp_path))
+    text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    assert f"big (big): stored code is {big // 1024} KB, over the 256 KB cap" in text
+
+
+def test_keep_writes_removes_and_leaves_alone(tmp_path):
+    (tmp_path / "a").mkdir()
+    code.keep(str(tmp_path), _Result("a", "x = 1\n"))
+    assert (tmp_path / "a" / code.CODE_FILE).read_text() == "x = 1\n"
+    class Failed:   # the grader failed before intake: no staged_code at all
+        folder = "a"
+    code.keep(str(tmp_path), Failed())
+    assert (tmp_path / "a" / code.CODE_FILE).exists()
+    code.keep(str(tmp_path), _Result("a", None))   # intake refused the new upload
+    assert not (tmp_path / "a" / code.CODE_FILE).exists()
+
+
+def test_side_by_side_marks_the_shared_lines():
+    text = "a = 1\nb = 2\nshared line\nc = 3\n"
+    start = text.index("shared")
+    assert page.line_ranges(text, [(start, start + 6)]) == [(3, 3)]
+    shown = page.marked_code(text, [(start, start + len("shared line"))])
+    assert "   3  <mark>shared line</mark>" in shown and "   1  a = 1" in shown
+
+
+# --- end to end: a gradebook graded for real ---------------------------------------------
+
+def _grader(*args):
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, timeout=600, cwd=KIT)
+
+
+def test_the_command_on_a_graded_gradebook(tmp_path):
+    out = tmp_path / "grades"
+    subs = [os.path.join(SET, n) for n in ("wei.py", "nora_notebook.ipynb", "kim_where.py")]
+    done = _grader("grade", *subs, "--out", str(out), "--jobs", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "nora_notebook" / code.CODE_FILE).read_text(encoding="utf-8").startswith(
+        code.NOTEBOOK_PRELUDE)
+    grades = (out / "grades.csv").read_bytes()
+    before = {p: (out / p / "results.json").read_bytes() for p in ("wei", "kim_where")}
+
+    done = _grader("similarity", "--from", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "3 submissions, 3 pairs, 1 flagged (score >= 0.5), 0 clusters of more than two, " \
+           "0 skipped" in done.stdout
+    rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text(encoding="utf-8-sig"))))
+    assert [(r["student_a"], r["student_b"], r["flagged"]) for r in rows][0] == \
+        ("nora_notebook", "wei", "yes")
+    assert [r["flagged"] for r in rows[1:]] == ["no", "no"]
+    assert float(rows[0]["score"]) >= 0.9 and int(rows[0]["shared_tokens"]) >= 700
+    page_text = (out / "similarity.html").read_text(encoding="utf-8")
+    assert "<mark>" in page_text and "A review aid, never a verdict" in page_text
+    assert '<a href="similarity.html">' in (out / "report.html").read_text(encoding="utf-8")
+    # a review aid: no grade changes
+    assert (out / "grades.csv").read_bytes() == grades
+    assert {p: (out / p / "results.json").read_bytes() for p in ("wei", "kim_where")} == before
+
+    bad = _grader("similarity", "--from", str(out), "--threshold", "1.5")
+    assert bad.returncode == 2 and "1.5 is not a score above 0 and at most 1" in bad.stderr
+    empty = _grader("similarity", "--from", str(tmp_path / "nothing"))
+    assert empty.returncode == 2 and "is not a graded gradebook folder" in empty.stderr
