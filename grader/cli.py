@@ -172,9 +172,6 @@ def build_parser():
     from .similarity.command import add_parser as similarity_parser
     similarity_parser(commands)
 
-    from .similarity.command import add_parser as similarity_parser
-    similarity_parser(commands)
-
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every catalog "
                          "mistake loses points in its part and is diagnosed as itself, "
