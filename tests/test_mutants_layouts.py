@@ -730,6 +730,26 @@ def test_a_gradescope_row_by_email_and_by_folder(tmp_path):
         in batch.notes
 
 
+def test_a_group_whose_sids_fill_more_than_400_characters_keeps_no_id(tmp_path):
+    # before: the joined SIDs were cut at 400 characters, so the last member's SID 12345678
+    # became "1234", which grader export would send as a grade for student 1234
+    sids = ["a" * 98] * 4 + ["12345678"]
+    assert len(";".join(sids[:4])) + 1 + 4 == 400
+    people = "".join(f"  - :name: P{i}\n    :sid: '{sid}'\n" for i, sid in enumerate(sids))
+    fits = "".join(f"  - :name: Q{i}\n    :sid: '{sid}'\n" for i, sid in enumerate(sids[:4] + ["1234"]))
+    export = _gradescope(tmp_path, "submission_1:\n  :submitters:\n" + people
+                         + "submission_2:\n  :submitters:\n" + fits,
+                         ["submission_1", "submission_2"])
+    rows = {os.path.basename(s.path): s for s in layouts.resolve([str(export)]).submissions}
+    assert (rows["submission_1"].student_id, rows["submission_1"].flags) == ("", [
+        "submission_1: 5 SIDs in submission_metadata.yml are more than one row holds (400 "
+        "characters); no student id is given"])
+    assert rows["submission_1"].name == "unverified-P0; P1; P2; P3; P4"
+    # 400 characters exactly: every SID whole
+    assert rows["submission_2"].student_id == ";".join(sids[:4] + ["1234"])
+    assert len(rows["submission_2"].student_id) == 400 and rows["submission_2"].flags == []
+
+
 def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
     folder = _touch(tmp_path / "submission_5", ["attention.py"])
     assert [(s.layout, s.student_id) for s in layouts.resolve([str(folder)]).submissions] == \

@@ -988,6 +988,10 @@ class _Resolver:
         if flags:   # "=10000", "10000\n", "１００００": never read as someone's "10000"
             ids, prefix = [], "unverified"
         ids = [i for i in ids if i]
+        if len(";".join(ids)) > MAX_ID * 4:   # never cut an SID short (export splits at ";")
+            flags.append(f"{_shown(name)}: {len(ids)} SIDs in {METADATA} are more than one row "
+                         f"holds ({MAX_ID * 4} characters); no student id is given")
+            ids, prefix = [], "unverified"
         if not people:
             note = f"{_shown(name)}: not in {METADATA}; named after its folder, no student id"
             self.notes.append(note)
