@@ -293,3 +293,64 @@ def test_cpu_parts_and_gpu_part_merged_equal_one_run(graded):
         whole = json.load(handle)
     assert results["score"] == whole["score"] == 69
     assert sorted(t["name"] for t in results["tests"]) == sorted(t["name"] for t in whole["tests"])
+
+
+# -- the recipes that cannot run here: their structure ------------------------------------
+
+DEPLOY = os.path.join(KIT, "deploy")
+
+
+def _commands(container):
+    return " ".join(container.get("command", []) + container.get("args", []))
+
+
+def test_kubernetes_indexed_jobs_are_well_formed():
+    """No cluster here: the manifests are checked as a Job of batch/v1 must be, and for
+    the one thing the recipe relies on (index i grades shard i+1 of completions)."""
+    yaml = pytest.importorskip("yaml")
+    with open(os.path.join(DEPLOY, "kubernetes", "grade-jobs.yaml"), encoding="utf-8") as handle:
+        jobs = {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all(handle)}
+    with open(os.path.join(DEPLOY, "kubernetes", "merge-job.yaml"), encoding="utf-8") as handle:
+        merge = yaml.safe_load(handle)
+    assert sorted(jobs) == ["attention-grade-cpu", "attention-grade-gpu"]
+    for name, job in jobs.items():
+        assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
+        spec = job["spec"]
+        assert spec["completionMode"] == "Indexed"
+        assert isinstance(spec["completions"], int) and 1 <= spec["parallelism"] <= spec["completions"]
+        pod = spec["template"]["spec"]
+        assert pod["restartPolicy"] in ("Never", "OnFailure")  # what a Job accepts
+        (container,) = pod["containers"]
+        assert container["name"] and container["image"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert int(env["SHARDS"]) == spec["completions"]
+        command = _commands(container)
+        assert "K=$((JOB_COMPLETION_INDEX + 1))" in command and '--shard "$K/$SHARDS"' in command
+        mounts = {m["name"] for m in container["volumeMounts"]}
+        assert mounts == {v["name"] for v in pod["volumes"]}
+    assert "--parts cpu" in _commands(jobs["attention-grade-cpu"]["spec"]["template"]["spec"]["containers"][0])
+    gpu = jobs["attention-grade-gpu"]["spec"]["template"]["spec"]["containers"][0]
+    assert "--parts gpu" in _commands(gpu) and gpu["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert (merge["apiVersion"], merge["kind"]) == ("batch/v1", "Job")
+    merged = _commands(merge["spec"]["template"]["spec"]["containers"][0])
+    assert "grader merge /grading/cpu-* /grading/gpu-*" in merged
+
+
+def test_actions_matrix_is_well_formed():
+    yaml = pytest.importorskip("yaml")
+    with open(os.path.join(DEPLOY, "github-actions", "grade-class.yml"), encoding="utf-8") as handle:
+        flow = yaml.safe_load(handle)
+    assert "workflow_dispatch" in flow.get("on", flow.get(True))  # YAML 1.1 reads `on` as True
+    shards = int(flow["env"]["SHARDS"])
+    grade = flow["jobs"]["grade"]
+    assert grade["strategy"]["matrix"]["shard"] == list(range(1, shards + 1))
+    runs = [step.get("run", "") for step in grade["steps"]]
+    assert any("--shard ${{ matrix.shard }}/$SHARDS --parts cpu" in r for r in runs)
+    assert any("--parts gpu" in step.get("run", "") for step in flow["jobs"]["gpu"]["steps"])
+    assert "gpu" in flow["jobs"]["gpu"]["runs-on"]
+    merge = flow["jobs"]["merge"]
+    assert sorted(merge["needs"]) == ["gpu", "grade"]
+    assert any("grader merge cpu-* gpu-*" in step.get("run", "") for step in merge["steps"])
+    for job in flow["jobs"].values():  # one isolation level everywhere, or merge refuses
+        graded = [s["run"] for s in job["steps"] if "grader grade" in s.get("run", "")]
+        assert all("--isolation $ISOLATION" in r for r in graded)
