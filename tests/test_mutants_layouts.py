@@ -750,6 +750,18 @@ def test_a_group_whose_sids_fill_more_than_400_characters_keeps_no_id(tmp_path):
     assert len(rows["submission_2"].student_id) == 400 and rows["submission_2"].flags == []
 
 
+def test_what_an_export_holds_is_never_opened_as_another_download(tmp_path):
+    # a folder or zip inside a Gradescope export, named as Canvas names its downloads, is one
+    # submission: only what was given is opened as a download
+    export = _gradescope(tmp_path, "submission_1:\n" + _submitters(5), ["submission_1"])
+    _touch(export / "extra", ["w_10000_90000_a.py"])
+    with zipfile.ZipFile(export / "dl.zip", "w") as archive:
+        archive.writestr("l_10001_90001_a.py", "x = 1\n")
+    batch = layouts.resolve([str(export)])
+    assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
+        ("dl", "dl", "plain"), ("extra", "extra", "plain"), ("N5_5", "5", "gradescope")]
+
+
 def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
     folder = _touch(tmp_path / "submission_5", ["attention.py"])
     assert [(s.layout, s.student_id) for s in layouts.resolve([str(folder)]).submissions] == \
