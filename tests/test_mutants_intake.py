@@ -334,3 +334,16 @@ def test_an_intake_error_text_longer_than_4000_is_cut(tmp_path, monkeypatch):
     staged = _stage(tmp_path, tmp_path / "a.py")
     assert len(staged.error) == 4000 and staged.error.startswith("eee")
     assert staged.error.endswith("[... cut by the grader: 1000 more characters]")
+
+
+def test_the_one_code_file_that_is_not_a_regular_file_is_refused_by_what_it_is(tmp_path):
+    root = _folder(tmp_path, {"notes.txt": ""})
+    os.mkfifo(root / "mine.py")
+    staged = _stage(tmp_path, root)
+    assert staged.error == ("mine.py is a named pipe (FIFO), not a file; the grader reads only "
+                            "regular files. Upload the file itself.")
+    # beside a module, a lone odd notebook is not the work: the module is
+    os.remove(root / "mine.py")
+    (root / "mine.py").write_text(CODE)
+    os.mkfifo(root / "work.ipynb")
+    assert _staged_source(_stage(tmp_path, root, "again")) == CODE
