@@ -507,6 +507,40 @@ def test_metadata_reads_the_same_with_and_without_pyyaml(tmp_path, monkeypatch, 
     assert layouts.read_metadata(str(path)) == (expected, None)
 
 
+def test_metadata_with_ruby_tags_on_mappings_and_lists(tmp_path):
+    pytest.importorskip("yaml")
+    text = ("submission_1: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"
+            "  :submitters: !ruby/array:Array\n  - !ruby/object:Submitter\n    :name: Jane\n"
+            "    :sid: !!str 12\n  :created_at: !ruby/object:Time 2026-11-30 12:00:00 +00:00\n"
+            "submission_2:\n  submitters:\n  - name: Li\n    sid: '13'\n    email: li@x.edu\n"
+            "  created_at: 2026-11-30 13:00:00 +00:00\n"
+            "submission_3: [1, 2]\nsubmission_4:\n  :submitters: 5\n"
+            "submission_5:\n  :submitters:\n  - just text\n  - :sid: '14'\n"
+            "7: {}\n1.5: {}\n")   # a float is no folder name
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text(text, encoding="utf-8")
+    data, note = layouts.read_metadata(str(path))
+    assert note is None and _as_read(data) == {
+        "submission_1": {"people": [_person("Jane", "12")], "created_at": "2026-11-30T12:00:00+00:00"},
+        "submission_2": {"people": [_person("Li", "13", "li@x.edu")],
+                         "created_at": "2026-11-30T13:00:00+00:00"},
+        "submission_3": {"people": [], "created_at": ""},
+        "submission_4": {"people": [], "created_at": ""},
+        "submission_5": {"people": [_person(sid="14")], "created_at": ""},
+        "7": {"people": [], "created_at": ""}}
+
+
+def test_metadata_that_is_not_a_mapping_has_no_submissions(tmp_path):
+    path = tmp_path / "submission_metadata.yml"
+    path.write_text("- submission_1\n- submission_2\n", encoding="utf-8")
+    assert layouts.read_metadata(str(path)) == ({}, None)
+    folder = tmp_path / "f"
+    (folder / "submission_metadata.yml").mkdir(parents=True)
+    assert layouts.read_metadata(str(folder / "submission_metadata.yml")) == (
+        {}, "submission_metadata.yml could not be read (submission_metadata.yml is a folder.); "
+            "names come from the folders.")
+
+
 def test_metadata_pyyaml_refuses_is_read_by_the_subset_parser(tmp_path):
     # a tab where YAML wants spaces: PyYAML refuses the file, the subset parser reads it
     text = "submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n\t:junk: 1\n"
