@@ -650,6 +650,27 @@ def test_a_moodle_download_zip_with_only_a_folder_per_student(tmp_path):
     assert batch.notes[0] == "moodle.zip: moodle's download zip, unpacked to a temporary folder"
 
 
+def test_a_download_zip_that_does_not_unpack_is_graded_as_one_file_and_says_why(tmp_path):
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:   # stored: its bytes are in the file as is
+        archive.writestr("w_10000_90000_a.py", "x = 1 # the first student's work\n")
+    data = download.read_bytes()
+    download.write_bytes(data.replace(b"first student", b"FIRST student"))   # the CRC fails
+    batch = layouts.resolve([str(download)])
+    assert [(s.name, s.layout) for s in batch.submissions] == [("submissions", "plain")]
+    assert batch.notes == [
+        "submissions.zip: looks like canvas's download zip but could not be unpacked "
+        "(submissions.zip: the entry 'w_10000_90000_a.py' could not be read (Bad CRC-32 for "
+        "file 'w_10000_90000_a.py').)"]
+
+
+def test_an_unknown_layout_is_refused_by_name():
+    with pytest.raises(ValueError) as error:
+        layouts.resolve([], "blackboard")
+    assert str(error.value) == ("unknown layout 'blackboard': one of auto, plain, nbgrader, "
+                                "canvas, moodle, gradescope")
+
+
 # --- cross-checks within one download ------------------------------------------------------
 
 def test_one_attachment_under_two_users_is_flagged_on_both(tmp_path):
