@@ -90,9 +90,9 @@ def test_magics_and_shell_lines_become_pass_on_their_own_line():
 
 
 def test_a_question_mark_only_asks_for_help_after_a_name():
-    namespace, notes = _run(_nb(("code", "len?\nQ = '?'\nR = 1 if '?' else 0")))
-    assert (namespace["Q"], namespace["R"]) == ("?", 1)
-    assert notes[1:] == ["cell 1: the IPython magic `len?` was not run."]
+    namespace, notes = _run(_nb(("code", "x?\nQ = '?'\nR = 1 if '?' else 0\nQ\nx = 1")))
+    assert (namespace["Q"], namespace["R"], namespace["x"]) == ("?", 1, 1)
+    assert notes[1:] == ["cell 1: the IPython magic `x?` was not run."]
 
 
 def test_a_long_magic_line_is_shown_cut_at_60_characters():
@@ -161,6 +161,12 @@ def test_nbformat_3_cells_are_read_from_their_worksheets():
 ])
 def test_each_refusal_by_its_whole_text(data, says):
     assert _refused(data) == says
+
+
+def test_cells_win_over_worksheets():
+    both = json.dumps({"cells": [{"cell_type": "code", "source": "X = 1"}],
+                       "worksheets": [{"cells": []}]}).encode()
+    assert _run(both)[0]["X"] == 1
 
 
 def test_cells_keep_their_numbers_when_others_are_skipped():

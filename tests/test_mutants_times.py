@@ -121,3 +121,15 @@ def test_the_oldest_file_first_does_not_hide_a_newer_one(tmp_path):
         (tmp_path / f"{i}.py").write_text("x")
         os.utime(tmp_path / f"{i}.py", (when, when))
     assert times.file_time(str(tmp_path)) == "2026-11-30T00:55:00+00:00"
+
+
+def test_only_the_first_1000_entries_of_a_folder_are_looked_at(tmp_path):
+    for i in range(1001):
+        (tmp_path / f"{i}.py").write_bytes(b"")
+        os.utime(tmp_path / f"{i}.py", (1_796_000_000, 1_796_000_000))
+    with os.scandir(tmp_path) as listing:       # the order file_time will see them in
+        order = [entry.name for entry in listing]
+    os.utime(tmp_path / order[1000], (1_797_000_000, 1_797_000_000))   # the 1001st: not seen
+    assert times.file_time(str(tmp_path)) == "2026-11-30T00:53:20+00:00"
+    os.utime(tmp_path / order[999], (1_797_000_000, 1_797_000_000))    # the 1000th: seen
+    assert times.file_time(str(tmp_path)) == "2026-12-11T14:40:00+00:00"
