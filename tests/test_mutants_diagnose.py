@@ -311,3 +311,45 @@ def test_the_experiment_is_not_repeated_under_the_unexplained_cases(fails, lang)
     assert observed["mistake"] is None and observed["experiment"] == ""
     words = "the other 1 failing case(s)" if lang == "en" else "其余 1 个未通过的用例"
     assert words in observed["text"] and observed["text"].endswith(f"{other} failed")
+
+
+def test_a_fill_value_read_in_one_case_is_tried_where_it_cannot_be_read(fails):
+    """DotProductAttention's results do not show masked_softmax's fill value, so its cases
+    run softmax-fill-small with the values read in the session's earlier cases: a submission
+    filling with -20 is matched there by the instance for -20."""
+    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION)
+    search = diagnose.Search()
+
+    def found(names, failed_parts):
+        out = []
+        for name in names:
+            case = CASES[name]
+            if grade_case(case, submission):
+                continue
+            probe = case.probe(checks._state(case, REFERENCE))
+            out.append(diagnose.matching(case, probe, submission.raw(probe), SOLUTION,
+                                         failed_parts=failed_parts, search=search))
+        return out
+
+    assert any("softmax-fill-small@-20" in ids for ids in found(OWN, {PART}))
+    assert search.params["softmax-fill-small"] == ["-20"]
+    dot = found(DOT, {PART, "DotProductAttention"})
+    assert dot and all("softmax-fill-small@-20" in ids for ids in dot)
+
+
+def test_a_parts_own_mistake_is_named_before_a_called_functions_that_explains_as_much():
+    """The first mistake named is the part's headline: between a DotProductAttention mistake
+    and a masked_softmax one that each explain one failing case, the part's own, even when
+    the other was seen first. Which case each fails is hand-built (grade_case reads a table)."""
+    c1, c2 = DOT[:2]
+    table = {"dot-no-scale": {c1}, "softmax-neg-inf": {c2}}
+
+    def graded_by_table(case, implementation):
+        return case.id not in table.get(implementation.mistake.id, set())
+
+    tests = entries({c2: ["softmax-neg-inf"], c1: ["dot-no-scale"]}, DOT[2:],
+                    part="DotProductAttention")
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    assert [d["mistake"] for d in found] == ["dot-no-scale", "softmax-neg-inf"]
+    assert found[1]["text"].startswith("in masked_softmax, which DotProductAttention calls: in 1 "
+                                       "of the 2 failing cases")
