@@ -253,3 +253,20 @@ def test_a_damaged_entry_with_a_long_name_is_named_in_200_and_its_reason_in_300(
     assert len(entry) == 200 and len(reason) == 300
     assert _refused(tmp_path, stored) == (f"hw.zip: the entry {entry!r} could not be read "
                                           f"({reason}).")
+
+
+def test_a_link_already_in_the_destination_is_never_written_through(tmp_path):
+    # the second guard: whatever the names, nothing is written where the resolved path
+    # leaves the destination (here a link some earlier step left in it)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "out"
+    dest.mkdir()
+    os.symlink(outside, dest / "hw")
+    long = "hw/" + "n" * 250
+    upload = _zip(tmp_path / "l.zip", [("hw/attention.py", CODE), (long, CODE), ("ok.py", CODE)])
+    notes = archive.extract(upload, str(dest), "hw.zip")
+    assert os.listdir(outside) == [] and (dest / "ok.py").read_bytes() == CODE
+    cut = long[:156] + "\n[... cut by the grader: 53 more characters]"   # 253 cut to 200
+    assert notes == [f"hw.zip: refused 2 entries that point outside the archive or are links "
+                     f"(hw/attention.py, {cut}); nothing was written for them."]
