@@ -468,3 +468,114 @@ def test_the_class_report_says_each_status_in_chinese_and_quotes_the_flags():
     assert "<strong>err_10002</strong>: 评分程序出错" in review
     said = page_text(page).replace(flag, " ").replace(entry["who"], " ")
     assert english_words(said) == [] and len(CJK.findall(said)) > 200
+
+
+def _results_text(out, name):
+    """What results.json shows a student: its output and each test's name and output."""
+    data = json.loads(_read(out, name, "results.json"))
+    return "\n".join([data.get("output", "")] + [f"{t.get('name', '')}\n{t.get('output', '')}"
+                                                  for t in data.get("tests", [])])
+
+
+@pytest.fixture(scope="module")
+def graded_at_each_level(tmp_path_factory, graded_in_chinese):
+    """`many` (a mistake in every part) and chen graded in Chinese at --feedback summary and
+    score; the full level is graded_in_chinese."""
+    made = tmp_path_factory.mktemp("levels")
+    many = _mistake_file(made, "many", MISTAKE_FILES["many"])
+    outs = {"full": graded_in_chinese}
+    for level in ("summary", "score"):
+        outs[level] = made / level
+        done = subprocess.run([sys.executable, "-m", "grader", "grade", "--lang", "zh",
+                               "--feedback", level, many, os.path.join(EXAMPLES, "chen.py"),
+                               "--out", str(outs[level]), "--jobs", "1"],
+                              cwd=KIT, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return outs
+
+
+@pytest.mark.parametrize("level", ["full", "summary", "score"])
+def test_chinese_feedback_has_no_english_prose_at_any_level(graded_at_each_level, level):
+    """feedback.txt, feedback.html and results.json (its output, each test's name and
+    output) at each disclosure level."""
+    out = graded_at_each_level[level]
+    lengths = {}
+    for name in ("many", "chen"):
+        for file in ("feedback.txt", "feedback.html", "results.json"):
+            text = (_results_text(out, name) if file == "results.json"
+                    else _read(out, name, file)).replace(name, "student_file")
+            assert english_words(page_text(text) if file.endswith(".html") else text) == [], \
+                (level, name, file)
+            lengths[(name, file)] = len(CJK.findall(text))
+    assert min(lengths.values()) > (0 if level == "score" else 30), lengths
+    text = _read(out, "many", "feedback.txt")
+    assert text.startswith("student_file：57 / 100 分".replace("student_file", "many"))
+    # the per-part summary, with its diagnosis, except at the score level
+    assert ("sequence_mask: 0/11（通过：10 个用例中的 0 个）\n    本部分" in text) == (level != "score")
+
+
+def test_the_longest_chinese_feedback_has_no_english_word(graded_at_each_level):
+    """The figure the README gives: of every feedback.txt graded in Chinese, the longest."""
+    texts = [(_read(out, path.name, "feedback.txt"), path.name)
+             for out in graded_at_each_level.values() for path in out.iterdir()
+             if (path / "feedback.txt").is_file()]
+    text, name = max(texts)
+    text, name = max(texts, key=lambda pair: len(pair[0]))
+    assert name == "many" and len(text.splitlines()) > 60
+    assert english_words(text.replace(name, "student_file")) == []
+
+
+def _selfcheck_failures(output):
+    """The self-checks' own messages in a pytest run: the FAILURES section without pytest's
+    test headers and without the student's code quoted in a traceback line."""
+    start, end = output.find("= FAILURES ="), output.find("short test summary info")
+    assert start >= 0, output[-2000:]
+    return "\n".join(line for line in output[start:end].splitlines()[1:-1]
+                     if not line.startswith("_") and "attention.py 第" not in line)
+
+
+def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
+    """The folder of `grader release --lang zh`, with plain `pytest` (no --lang): the
+    skeleton and catalog mistakes in every part fail in Chinese, with no English prose."""
+    from grader.catalog.mistakes import MISTAKES
+    from grader.harness.implementations import API_NAMES
+    from grader.release import student_folder
+    solution = os.path.join(KIT, "solutions", "attention.py")
+    files = student_folder(solution, API_NAMES, "zh")
+    with open(solution, encoding="utf-8") as handle:
+        source = handle.read()
+    variants = {"skeleton": None, "mask": "mask-off-by-one", "softmax": "softmax-neg-inf",
+                "additive": "additive-dropout-stored", "dot": "dot-no-scale",
+                "transpose": "transpose-no-permute", "heads": "mha-repeat",
+                "device": "gpu-arange-no-device"}
+    runs = []
+    for name, mistake in variants.items():
+        folder = tmp_path / name
+        for path, data in files.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+        if mistake:
+            wrong = next(m for m in MISTAKES if m.id == mistake).apply(source)
+            (folder / "attention.py").write_text(wrong, encoding="utf-8")
+        runs.append([name, str(folder)])
+    driver = ("import contextlib, io, json, os, sys\nsys.dont_write_bytecode = True\n"
+              "import pytest\nresults = {}\n"
+              "for name, folder in json.loads(sys.argv[1]):\n"
+              "    for mod in ('attention', 'test_attention', 'conftest'):\n"
+              "        sys.modules.pop(mod, None)\n"
+              "    out = io.StringIO()\n    os.chdir(folder)\n"
+              "    with contextlib.redirect_stdout(out):\n"
+              "        rc = pytest.main(['-p', 'no:cacheprovider'])\n"
+              "    results[name] = [int(rc), out.getvalue()]\n"
+              "    sys.path[:] = [p for p in sys.path if p != folder]\n"
+              "print(json.dumps(results))\n")
+    env = {k: v for k, v in os.environ.items() if k != "ATTN_LANG"}
+    done = subprocess.run([sys.executable, "-c", driver, json.dumps(runs)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900, env={**env, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.splitlines()[-1])
+    for name, (rc, output) in results.items():
+        said = _selfcheck_failures(output)
+        assert rc == 1 and english_words(said) == [], (name, english_words(said), said[:3000])
+        assert len(CJK.findall(said)) > 30, (name, said)
+    assert results["skeleton"][1].count("还没有写（它抛出 NotImplementedError）") > 5

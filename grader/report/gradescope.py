@@ -120,7 +120,7 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
         if test.status == "skipped":
             continue
         tests.append({
-            "name": safe_text(test.name, 500),
+            "name": safe_text(i18n.case_title(test.name), 500),  # Gradescope shows it
             "score": _round(test.score),
             "max_score": _round(test.max_score),
             "status": "passed" if test.status == "passed" else "failed",
