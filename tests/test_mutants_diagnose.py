@@ -353,3 +353,19 @@ def test_a_parts_own_mistake_is_named_before_a_called_functions_that_explains_as
     assert [d["mistake"] for d in found] == ["dot-no-scale", "softmax-neg-inf"]
     assert found[1]["text"].startswith("in masked_softmax, which DotProductAttention calls: in 1 "
                                        "of the 2 failing cases")
+
+
+def test_a_device_mistake_is_never_one_of_a_pair_in_a_cpu_case(fails):
+    """gpu-arange-no-device changes no result on the CPU, so paired with a mistake X it gives
+    X's results there: naming the pair in a CPU case would name the device mistake without
+    evidence. Matched earlier in the session, it is not paired."""
+    from grader.catalog.mistakes import suspects_for
+    name = sorted(own(fails["softmax-neg-inf"]))[0]
+    case = CASES[name]
+    probe = case.probe(checks._state(case, REFERENCE))
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
+    plausible = suspects_for(case.target)
+    assert "gpu-arange-no-device" in {m.id for m in plausible}
+    search = diagnose.Search()
+    search.singles(["gpu-arange-no-device"])
+    assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search) == []
