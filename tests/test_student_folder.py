@@ -549,3 +549,29 @@ def test_folder_is_small_and_self_contained():
     assert {"attention.py", "test_attention.py", "README.md", "README.zh-CN.md", "pytest.ini",
             "conftest.py", "locale"} <= set(os.listdir(FOLDER))
     assert os.path.isfile(MO) and os.path.isfile(PO)
+
+
+def test_the_chinese_folder_is_as_small_and_passes_the_solution_without_numpy(tmp_path):
+    """`grader release --lang zh --out DIR`: the same files (attention.py in Chinese, pytest
+    answering in Chinese), as small; with the solution in it, every check passes with only
+    torch and pytest, and the messages of `pytest --lang en` are English again."""
+    from grader.harness.implementations import API_NAMES
+    from grader.release import student_folder
+    files = student_folder(SOLUTION, API_NAMES, "zh")
+    english = student_folder(SOLUTION, API_NAMES, "en")
+    assert set(files) == set(english) and sum(map(len, files.values())) < 300_000
+    assert {name for name in files if files[name] != english[name]} == {"attention.py", "pytest.ini"}
+    folder = tmp_path / "zh"
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    shutil.copy(SOLUTION, folder / "attention.py")
+    done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": "", "ATTN_LANG": ""})
+    last = done.stdout.splitlines()[-1]
+    assert done.returncode == 0 and "passed" in last and "warning" not in last, done.stdout[-3000:]
+    (folder / "attention.py").write_bytes(files["attention.py"])  # the Chinese skeleton
+    chinese = _run_pytest(folder, "-x", "-p", "no:cacheprovider", env={"ATTN_LANG": ""})
+    english = _run_pytest(folder, "-x", "-p", "no:cacheprovider", "--lang", "en", env={"ATTN_LANG": ""})
+    assert "attention.sequence_mask 还没有写（它抛出 NotImplementedError）。" in chinese.stdout
+    assert "attention.sequence_mask is not written yet (it raises NotImplementedError)." in english.stdout
