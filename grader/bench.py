@@ -10,7 +10,11 @@ Measures, in one run and on one machine, each against the bare torch import (med
 - a class of `--class-size` submissions at --jobs 2: copies of examples/ (files, a
   notebook, a zip, a folder; right and wrong), wall time in all and per submission;
 - `grader validate` at --jobs 2 (solution, skeleton, alternatives and every catalog
-  mistake, each diagnosed), wall time in all and per check.
+  mistake, each diagnosed), wall time in all and per check;
+- `grader similarity` on a class of `--similarity-class` submissions (rows and kept code
+  written by the gradebook's own writers, each a renamed copy of a file of
+  tests/similarity/ or examples/; nothing graded): wall time in all and per pair
+  (`--only-similarity` runs this alone).
 
 `--fresh` grades the copies again with workers started fresh (ATTNKIT_WORKER_START=fresh:
 each imports torch itself), for the worker template's share. Run it on an idle machine;
@@ -88,7 +92,11 @@ def main(argv=None):
     parser.add_argument("--fresh", action="store_true",
                         help="also grade the copies with workers started fresh")
     parser.add_argument("--isolation", default="auto", choices=isolation.CHOICES)
+    parser.add_argument("--similarity-class", type=int, default=200, help="0 skips it")
+    parser.add_argument("--only-similarity", action="store_true")
     args = parser.parse_args(argv)
+    if args.only_similarity:
+        return _similarity_class(args.similarity_class)
 
     level = isolation.choose(args.isolation)
     options = SuiteOptions(isolation=args.isolation)
@@ -136,6 +144,45 @@ def main(argv=None):
             print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if args.similarity_class:
+        _similarity_class(args.similarity_class)
+    return 0
+
+
+def _similarity_class(size):
+    """`grader similarity` on `size` submissions made from the files of tests/similarity/
+    and examples/ (intake's staged code, every name of each copy suffixed): the time it takes."""
+    import re
+    from . import intake
+    from .report import gradebook
+    from .similarity import code, command
+    folder = tempfile.mkdtemp(prefix="attnkit-bench-similarity-")
+    try:
+        texts = []
+        for root in (os.path.join(paths.KIT_ROOT, "tests", "similarity"), EXAMPLES):
+            for name in sorted(os.listdir(root)):
+                staged = intake.stage(os.path.join(root, name), os.path.join(folder, ".staged", name), name)
+                if not staged.error:
+                    texts.append(code.review_text(code.staged_code(staged)))
+        shutil.rmtree(os.path.join(folder, ".staged"))
+        for i in range(size):
+            name = f"s{i:04d}"
+            os.makedirs(os.path.join(folder, name))
+            gradebook.save_record({"name": name, "folder": name, "status": "graded", "total": 100.0,
+                                   "max": 100.0, "parts": {}, "student_id": str(10000 + i)}, folder)
+            renamed = re.sub(r"\b(X|valid_lens?|queries|keys|values|scores)\b",
+                             lambda m: f"{m.group(1)}_{i}", texts[i % len(texts)])
+            code.keep(folder, type("Row", (), {"folder": name, "staged_code": renamed})())
+        started = time.perf_counter()
+        pairs, groups, found, skipped = command.run(folder)
+        wall = time.perf_counter() - started
+        print(f"grader similarity, class of {len(found)} ({len(pairs)} pairs, "
+              f"{sum(p.flagged for p in pairs)} flagged, from {len(texts)} files): "
+              f"{wall:.1f} s in all, {1000 * wall / max(1, len(pairs)):.2f} ms per pair; "
+              f"similarity.html {os.path.getsize(os.path.join(folder, 'similarity.html')) // 1024} KB",
+              flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -30,11 +30,11 @@ def masked_softmax(X, valid_lens):
 
 
 class AdditiveAttention(nn.Module):
-    def __init__(self, key_size, query_size, num_feats, dropout, **kwargs):
+    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
         super().__init__(**kwargs)
-        self.W_k = nn.Linear(key_size, num_feats, bias=False)
-        self.W_q = nn.Linear(query_size, num_feats, bias=False)
-        self.w_v = nn.Linear(num_feats, 1, bias=False)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, valid_lens):
@@ -69,15 +69,15 @@ def transpose_output(X, num_heads):
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, key_size, query_size, value_size, num_feats,
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
                  num_heads, dropout, bias=False, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.attention = DotProductAttention(dropout)
-        self.W_q = nn.Linear(query_size, num_feats, bias=bias)
-        self.W_k = nn.Linear(key_size, num_feats, bias=bias)
-        self.W_v = nn.Linear(value_size, num_feats, bias=bias)
-        self.W_o = nn.Linear(num_feats, num_feats, bias=bias)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
 
     def forward(self, queries, keys, values, valid_lens):
         nh = self.num_heads
