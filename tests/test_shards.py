@@ -354,3 +354,45 @@ def test_actions_matrix_is_well_formed():
     for job in flow["jobs"].values():  # one isolation level everywhere, or merge refuses
         graded = [s["run"] for s in job["steps"] if "grader grade" in s.get("run", "")]
         assert all("--isolation $ISOLATION" in r for r in graded)
+
+
+def test_a_student_with_two_files_lands_in_one_shard(tmp_path):
+    """Canvas: wangli (user 10000) uploaded twice; the layout keeps the newer upload before
+    the class is split, so one shard grades it (sha256('10000') mod 2 + 1 = 2) and the other
+    never sees wangli; liuyang (10006) is shard 1's."""
+    assert int(hashlib.sha256(b"10000").hexdigest(), 16) % 2 + 1 == 2
+    assert int(hashlib.sha256(b"10006").hexdigest(), 16) % 2 + 1 == 1
+    root = str(tmp_path)
+    kit = _snapshot(root)
+    download = os.path.join(root, "canvas")
+    os.makedirs(download)
+    skeleton = os.path.join(KIT, "assignments", "attention", "attention.py")
+    solution = os.path.join(kit, "solutions", "attention.py")
+    for name, source in (("wangli_10000_90000_attention.py", skeleton),      # first upload
+                         ("wangli_10000_90001_attention.py", solution),      # the newer one
+                         ("liuyang_10006_90002_attention.py", skeleton)):
+        shutil.copyfile(source, os.path.join(download, name))
+    files = sorted(os.path.join(download, n) for n in os.listdir(download))
+    outs = [os.path.join(root, f"shard-{k}") for k in (1, 2)]
+    started = [subprocess.Popen([sys.executable, "-m", "grader", "grade", *files, "--out", out,
+                                 "--jobs", "1", "--shard", f"{k}/2"], cwd=kit,
+                                env=dict(os.environ, PYTHONPATH=kit), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+               for k, out in zip((1, 2), outs)]
+    for proc in started:
+        said, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, said[-3000:]
+    first, header = _rows_by_name(os.path.join(outs[0], "grades.csv"))
+    second, _ = _rows_by_name(os.path.join(outs[1], "grades.csv"))
+    assert sorted(first) == ["liuyang_10006"] and sorted(second) == ["wangli_10000"]
+    assert second["wangli_10000"][header.index("total")] == "100"   # the newer upload
+    assert first["liuyang_10006"][header.index("total")] == "0"
+    merged = os.path.join(root, "merged")
+    assert _merge(kit, merged, *outs).returncode == 0
+    target = os.path.join(root, "canvas.csv")
+    done = _grader(kit, "export", "canvas", "--from", merged, "--out", target)
+    assert done.returncode == 0, done.stderr
+    exported = {row["ID"]: row["Attention"] for row in csv.DictReader(
+        io.StringIO(open(target, encoding="utf-8-sig").read()))
+        if row["Student"] != "Points Possible"}
+    assert exported == {"10000": "100", "10006": "0"}

@@ -239,7 +239,14 @@ def plan(shard_dirs, out_dir):
     kept = gradebook.load_records(out_dir)
     taken = {folders.key(r["folder"]): n for n, r in kept.items()}
     for name, pieces in merged.items():
-        owner = taken.get(folders.key(pieces[0][0]["folder"]))
+        folder = pieces[0][0]["folder"]
+        target = os.path.join(out_dir, folder)
+        if folders.reserved(folder) or os.path.islink(target) or (
+                os.path.lexists(target) and not os.path.isdir(target)):
+            raise MergeError(f"{safe_text(name, 100)}'s folder {safe_text(folder, 100)} cannot "
+                             f"be written in --out {_shown(out_dir)} (a name of the grader's "
+                             "own, or a link or file is there)")
+        owner = taken.get(folders.key(folder))
         if owner is not None and owner != name:
             raise MergeError(f"--out {_shown(out_dir)} already has the folder "
                              f"{safe_text(pieces[0][0]['folder'], 100)} for {safe_text(owner, 100)}, "
