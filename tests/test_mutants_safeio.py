@@ -385,3 +385,25 @@ def test_a_file_that_would_block_is_refused_not_waited_for(tmp_path, monkeypatch
             "a.py is not a regular file; upload the file itself.")
     finally:
         os.close(fd)
+
+
+def test_a_path_swapped_for_a_link_between_lstat_and_open_is_refused_as_one(tmp_path,
+                                                                             monkeypatch):
+    (tmp_path / "a.py").write_bytes(b"mine")
+    (tmp_path / "secret.py").write_bytes(b"SECRET")
+
+    def swap():
+        os.remove(tmp_path / "a.py")
+        os.symlink(tmp_path / "secret.py", tmp_path / "a.py")
+    _swap_after(monkeypatch, "lstat", "a.py", swap)
+    assert _raises(safeio.open_submitted, str(tmp_path / "a.py"), "a.py") == (
+        "a.py is (or lies in a folder that is) a symbolic link; upload the file itself.")
+
+
+def test_folders_too_deep_are_named_three_at_most(tmp_path):
+    for top in ("a", "b", "c", "d"):
+        tmp_path.joinpath(top, *["d"] * 32).mkdir(parents=True)
+    entries, notes = _walk(tmp_path)
+    deep = "/".join(["d"] * 32)
+    assert entries == [] and notes == [
+        f"hw: folders nested deeper than 32 levels were not read (a/{deep}, b/{deep}, c/{deep})."]
