@@ -60,6 +60,8 @@ def _canvas(name, user, attachment, file, base, who=None, late=False, again=0, c
     # a pair starting with the uploader's own id claims nobody
     ("m_10005_90005_10005_7_x.py",
      _canvas("m", "10005", "90005", "10005_7_x.py", "10005_7_x.py", ambiguous=True)),
+    # a pair at the very end of the file name claims too
+    ("m_10005_90005_a_7_8", _canvas("m", "10005", "90005", "a_7_8", "a_7_8", claims=["7"])),
     # a file name that is only digits does not split two ways: nothing follows it
     ("m_10005_90005_7", _canvas("m", "10005", "90005", "7", "7")),
     ("m_10005_90005_7_a.py", _canvas("m", "10005", "90005", "7_a.py", "7_a.py", ambiguous=True)),
@@ -664,6 +666,28 @@ def test_a_download_zip_that_does_not_unpack_is_graded_as_one_file_and_says_why(
         "file 'w_10000_90000_a.py').)"]
 
 
+def test_the_reason_a_download_zip_did_not_unpack_is_cut_at_300_characters(tmp_path):
+    download = tmp_path / "submissions.zip"
+    entry = "w_10000_90000_" + "a" * 150 + ".py"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr(entry, "x = 1 # the first student's work\n")
+    download.write_bytes(download.read_bytes().replace(b"first student", b"FIRST student"))
+    note = layouts.resolve([str(download)]).notes[0]
+    head = "submissions.zip: looks like canvas's download zip but could not be unpacked ("
+    assert note.startswith(head + "submissions.zip: the entry 'w_10000_90000_aaa")
+    assert len(note) == len(head) + 300 + 1 and note.endswith(" more characters])")
+
+
+def test_a_link_named_as_a_zip_is_no_download(tmp_path):
+    download = tmp_path / "real.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("w_10000_90000_a.py", "x = 1\n")
+    os.symlink(download, tmp_path / "submissions.zip")
+    batch = layouts.resolve([str(tmp_path / "submissions.zip")])
+    assert [(s.name, s.layout) for s in batch.submissions] == [("submissions", "plain")]
+    assert layouts._zip_names(str(tmp_path / "submissions.zip")) is None
+
+
 def test_an_unknown_layout_is_refused_by_name():
     with pytest.raises(ValueError) as error:
         layouts.resolve([], "blackboard")
@@ -855,6 +879,14 @@ def test_a_name_that_splits_two_ways_says_both_readings(tmp_path):
             "in _10000): not graded as user 10000's, who has a file that reads one way"])]
     assert rows[0].notes == ["x_10000_10005_90005_a.py was not graded: x_10000_90000_attention.py "
                              "is this student's latest or main file"]
+
+
+def test_a_name_that_splits_two_ways_never_outranks_a_clear_one(tmp_path):
+    # read as Canvas reads it, x_10000_99999_90005_a.py is user 10000's newest attachment
+    # (99999): it still loses to the file that reads one way
+    canvas = _touch(tmp_path / "c", ["x_10000_99999_90005_a.py", "x_10000_90000_b.py"])
+    sub = layouts.resolve([str(canvas)]).submissions[0]
+    assert (sub.student_id, os.path.basename(sub.path)) == ("10000", "x_10000_90000_b.py")
 
 
 def test_times_by_layout(tmp_path):
