@@ -230,20 +230,24 @@ def test_a_formula_in_a_student_id_is_neutralised_in_the_csv(tmp_path):
 def test_oversized_linked_and_missing_code_is_skipped_with_its_reason(tmp_path):
     with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
         wei = handle.read()
-    for folder in ("ok1", "ok2", "big", "link", "fifo", "none", "missing"):
+    for folder in ("ok1", "ok2", "at_cap", "cap_plus_1", "big", "link", "fifo", "none", "missing"):
         _row(tmp_path, folder, folder, status="missing work" if folder == "missing" else "graded")
     code.keep(str(tmp_path), _Result("ok1", wei))
     code.keep(str(tmp_path), _Result("ok2", wei))
-    assert code.MAX_CODE_BYTES == 256 * 1024
-    code.keep(str(tmp_path), _Result("big", wei + "#" * (256 * 1024)))
+    assert code.MAX_CODE_BYTES == 128 * 1024
+    code.keep(str(tmp_path), _Result("big", wei + "#" * (128 * 1024)))
+    code.keep(str(tmp_path), _Result("at_cap", wei + "#" * (128 * 1024 - len(wei))))
+    code.keep(str(tmp_path), _Result("cap_plus_1", wei + "#" * (128 * 1024 + 1 - len(wei))))
+    assert os.path.getsize(tmp_path / "at_cap" / code.CODE_FILE) == 131072
     os.symlink(tmp_path / "ok1" / code.CODE_FILE, tmp_path / "link" / code.CODE_FILE)
     os.mkfifo(tmp_path / "fifo" / code.CODE_FILE)
     found, skipped = sources.load(str(tmp_path))
-    assert [s.key for s in found] == ["ok1", "ok2"]
+    assert [s.key for s in found] == ["at_cap", "ok1", "ok2"]
     reasons = {s.key: why for s, why in skipped}
     big = os.path.getsize(tmp_path / "big" / code.CODE_FILE)
     assert reasons == {
-        "big": f"stored code is {big // 1024} KB, over the 256 KB cap",
+        "big": f"stored code is {big // 1024} KB, over the 128 KB cap",
+        "cap_plus_1": "stored code is 128 KB, over the 128 KB cap",
         "link": "stored code not read (Too many levels of symbolic links)",
         "fifo": "stored code is not a regular file",
         "none": "no stored code (graded before the kit kept it, or intake refused the upload): "
@@ -251,7 +255,7 @@ def test_oversized_linked_and_missing_code_is_skipped_with_its_reason(tmp_path):
         "missing": "missing work: nothing gradable was handed in"}
     command.run(str(tmp_path))
     text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
-    assert f"big (big): stored code is {big // 1024} KB, over the 256 KB cap" in text
+    assert f"big (big): stored code is {big // 1024} KB, over the 128 KB cap" in text
 
 
 def test_keep_writes_removes_and_leaves_alone(tmp_path):

@@ -53,7 +53,14 @@ def run(out_dir, threshold=DEFAULT_THRESHOLD):
     found, skipped = sources.load(out_dir)
     texts = base.base_texts()
     hashes = fingerprint.base_hashes([text for _, text in texts])
-    prints = {s.key: fingerprint.Fingerprint(s.text, hashes) for s in found}
+    prints = {}
+    for source in list(found):   # one file that breaks the tokenizer costs its own row only
+        try:
+            prints[source.key] = fingerprint.Fingerprint(source.text, hashes)
+        except (Exception, RecursionError) as error:
+            found.remove(source)
+            skipped.append((source, f"not compared: the tokenizer failed on it "
+                                    f"({type(error).__name__}); read it yourself"))
     pairs = compare.all_pairs(prints, threshold)
     groups = compare.clusters(pairs)
     by_key = {s.key: s for s in found}
