@@ -347,3 +347,26 @@ def test_the_one_code_file_that_is_not_a_regular_file_is_refused_by_what_it_is(t
     (root / "mine.py").write_text(CODE)
     os.mkfifo(root / "work.ipynb")
     assert _staged_source(_stage(tmp_path, root, "again")) == CODE
+
+
+def test_the_deadline_passing_while_helpers_are_read_refuses_the_submission(tmp_path,
+                                                                            monkeypatch):
+    # the work is read, then its conversion outlasts the 2 s given (a real sleep, no clock
+    # faked); the helper read next must stop the whole submission, not be skipped quietly
+    import time
+    real = intake.decode_source
+
+    def slow(data, label):
+        if label == "attention.py":
+            time.sleep(2.5)
+        return real(data, label)
+    monkeypatch.setattr(intake, "decode_source", slow)
+    root = _folder(tmp_path, {"attention.py": CODE, "util.py": "U = 1\n"})
+    staged = stage(str(root), str(tmp_path / "staged"), "student", seconds=2)
+    assert staged.file is None and staged.missing is False and staged.grader_failed is False
+    assert staged.error == ("hw: reading the submission took longer than 2 s, the limit; upload "
+                            "only your code (attention.py and its helper files).")
+
+
+def test_a_name_that_is_no_file_name_is_still_named():
+    assert submission_names(["x/a\x00b.py", "y/attention"]) == ["a\x00b", "attention"]
