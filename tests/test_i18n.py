@@ -247,7 +247,7 @@ def test_the_chinese_uses_the_terms_of_the_chinese_edition_in_the_feedback():
 
 def test_grading_in_chinese_explains_the_failing_cases_in_chinese(graded_in_chinese):
     chen = _read(graded_in_chinese, "chen", "feedback.txt")
-    assert chen.startswith("chen：85 / 100 分"), chen[:200]
+    assert chen.startswith("chen：93 / 100 分"), chen[:200]  # -inf costs masked_softmax only
     assert "未通过的用例" in chen and "值不对" in chen and "NaN" in chen, chen[:3000]
     assert "（通过：" in chen  # the summary's blocks, one per part
     assert "Failing cases" not in chen and "wrong values" not in chen
@@ -579,3 +579,38 @@ def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
         assert rc == 1 and english_words(said) == [], (name, english_words(said), said[:3000])
         assert len(CJK.findall(said)) > 30, (name, said)
     assert results["skeleton"][1].count("还没有写（它抛出 NotImplementedError）") > 5
+
+
+def test_the_class_report_stays_chinese_when_rebuilt_without_lang(graded_in_chinese):
+    """`grader gradebook` (and `grader override`) take no --lang: report.html keeps the
+    language the class's feedback was written in (each results.json's extra_data.lang)."""
+    done = subprocess.run([sys.executable, "-m", "grader", "gradebook", "--out",
+                           str(graded_in_chinese)], cwd=KIT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(graded_in_chinese / "report.html", encoding="utf-8") as handle:
+        page = handle.read()
+    assert '<html lang="zh-CN"' in page and "<h2>分数分布</h2>" in page and "<td>已评分</td>" in page
+
+
+def test_the_class_language_is_the_one_most_students_were_graded_in(tmp_path):
+    from grader import i18n
+    from grader.report.html import class_language
+    rows = []
+    for name, lang in (("a", "zh"), ("b", "zh"), ("c", "en"), ("d", None), ("e", "fr")):
+        (tmp_path / name).mkdir()
+        extra = {"lang": lang} if lang else {}
+        (tmp_path / name / "results.json").write_text(json.dumps({"extra_data": extra}),
+                                                      encoding="utf-8")
+        rows.append({"folder": name})
+    rows.append({"folder": "../a"})  # never read outside DIR
+    assert class_language(rows, str(tmp_path)) == "zh"
+    assert class_language(rows[2:], str(tmp_path)) == "en"
+    assert class_language([{"folder": "missing"}], str(tmp_path)) == "en"  # this process's
+    try:
+        i18n.set_language("zh")
+        assert class_language(rows[3:], str(tmp_path)) == "zh"
+        assert class_language([rows[0], rows[2]], str(tmp_path)) == "zh"  # a tie: this process's
+    finally:
+        i18n.set_language("en")
+    assert class_language([rows[0], rows[2]], str(tmp_path)) == "en"

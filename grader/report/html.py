@@ -775,11 +775,41 @@ def report_html(items, out_dir=None, charts=True, review=None):
     return page
 
 
+def class_language(items, out_dir):
+    """The language of the class page: that of most students' results.json (extra_data.lang,
+    the --lang they were graded with), so `grader gradebook` and `grader override`, which
+    take no --lang, keep a Chinese class's page Chinese; this process's when none says."""
+    said = {}
+    for item in items:
+        folder = item.get("folder") if isinstance(item, dict) else getattr(item, "folder", None)
+        if not out_dir or not isinstance(folder, str) or not folder or "/" in folder \
+                or folder in (".", ".."):
+            continue
+        path = os.path.join(out_dir, folder, "results.json")
+        try:
+            if os.path.islink(path) or os.path.getsize(path) > 4 * files.RESULTS_BYTES:
+                continue
+            with open(path, encoding="utf-8") as handle:
+                lang = json.load(handle).get("extra_data", {}).get("lang")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if lang in i18n.LANGUAGES:
+            said[lang] = said.get(lang, 0) + 1
+    if not said:
+        return i18n.language()
+    return max(sorted(said), key=lambda lang: (said[lang], lang == i18n.language()))
+
+
 def write_report(items, out_dir, review=None):
-    """Write DIR/report.html (review: more lines for its "To review" list). Never raises
-    (the gradebook matters more than its charts)."""
+    """Write DIR/report.html (review: more lines for its "To review" list) in the class's
+    language (class_language). Never raises (the gradebook matters more than its charts)."""
+    language = i18n.language()
     try:
+        items = list(items)
+        i18n.set_language(class_language(items, out_dir))
         files.write_text(os.path.join(out_dir, "report.html"),
                          report_html(items, out_dir, review=review), PAGE_BYTES * 4)
     except Exception:
         pass
+    finally:
+        i18n.set_language(language)
