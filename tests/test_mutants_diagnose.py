@@ -369,3 +369,29 @@ def test_a_device_mistake_is_never_one_of_a_pair_in_a_cpu_case(fails):
     search = diagnose.Search()
     search.singles(["gpu-arange-no-device"])
     assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search) == []
+
+
+def test_a_pair_that_fails_with_its_own_error_is_named():
+    """mask-maxlen-from-batch with softmax-no-2d-case: with 2-D lengths the pair raises an
+    error neither mistake raises alone (the mask's shape); the error is the evidence, so the
+    pair is named in those cases once one of them has matched alone."""
+    both = "mask-maxlen-from-batch&softmax-no-2d-case"
+    submission = MistakeImplementation(by_id(both), SOLUTION)
+    search = diagnose.Search()
+    errors = []
+    for name in [c.id for c in ALL if c.part == "sequence_mask"] + OWN:
+        case = CASES[name]
+        # (a degenerate case is withheld, never diagnosed: tests_hidden/checks.py)
+        if case.degenerate or grade_case(case, submission):
+            continue
+        probe = case.probe(checks._state(case, REFERENCE))
+        got = submission.raw(probe)
+        found = diagnose.matching(case, probe, got, SOLUTION,
+                                  failed_parts={"sequence_mask", PART}, search=search)
+        if got["ok"] is False and case.part == PART:
+            errors.append((name, found))
+    # every error is explained: by mask-maxlen-from-batch's own error where the lengths are
+    # 1-D, by the pair's where they are 2-D
+    assert errors and all(found for _, found in errors), errors
+    two_d = [found for name, found in errors if "2-D lengths" in name]
+    assert two_d and all(found == [both] for found in two_d), errors
