@@ -137,6 +137,12 @@ def test_the_budget_of_values_and_characters():
     replies.check({"ok": False, "error": {"type": "x" * 2_000_000}}, "other")
     assert "more than 50000 values or 2000000 characters, at error.type" in refused(
         {"ok": False, "error": {"type": "x" * 2_000_001}}, "other")
+    # at exactly 2000000 characters the budget is not spent: a field with alternatives
+    # (stage: None or a string) still tries its next one, and an empty string fits
+    full = {"ok": True, "result": {"ok": True, "device_violations": ["x" * 2_000_000], "stage": ""}}
+    assert replies.check(full, "probe")["result"]["stage"] == ""
+    full["result"]["stage"] = "a"
+    assert "more than 50000 values or 2000000 characters, at result.stage" in refused(full)
 
 
 def test_shared_parts_count_each_time_they_are_used():
