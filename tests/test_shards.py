@@ -94,6 +94,7 @@ def test_partition_is_sha256_of_the_key():
     assert shards.key("10000", "wangli_10000_90000_attention") == "10000"
 
 
+@pytest.mark.slow
 def test_shard_records_what_and_where(graded):
     for k in (1, 2, 3):
         with open(os.path.join(graded[k], "shard.json"), encoding="utf-8") as handle:
@@ -109,6 +110,7 @@ def test_shard_records_what_and_where(graded):
         assert sorted(names) == sorted(n for n, s in SHARDS_OF_3.items() if s == k)
 
 
+@pytest.mark.slow
 def test_three_shards_merged_equal_one_run(graded):
     merged = os.path.join(graded["root"], "merged")
     done = _merge(graded["kit"], merged, graded[1], graded[2], graded[3])
@@ -135,6 +137,7 @@ def test_three_shards_merged_equal_one_run(graded):
     assert exported[0] == exported[1]
 
 
+@pytest.mark.slow
 def test_missing_shard_is_named(graded):
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-missing"), graded[1], graded[3])
     assert done.returncode == 2
@@ -142,6 +145,7 @@ def test_missing_shard_is_named(graded):
     assert not os.path.exists(os.path.join(graded["root"], "m-missing"))
 
 
+@pytest.mark.slow
 def test_shard_given_twice_is_refused(graded):
     copy = os.path.join(graded["root"], "shard-2-copy")
     shutil.copytree(graded[2], copy)
@@ -187,6 +191,7 @@ def _with_student_from(graded, into, student, total=None):
     return copy
 
 
+@pytest.mark.slow
 def test_student_graded_twice_differently_is_refused(graded):
     bad = _with_student_from(graded, 1, "bob", total=99.0)
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-conflict"),
@@ -201,6 +206,7 @@ def test_student_graded_twice_differently_is_refused(graded):
     assert f"{same} (shard 1 of 3) holds bob, whose key hashes to shard 2" in done.stderr
 
 
+@pytest.mark.slow
 def test_other_settings_are_refused(graded):
     copy = os.path.join(graded["root"], "shard-3-summary")
     shutil.copytree(graded[3], copy)
@@ -208,14 +214,14 @@ def test_other_settings_are_refused(graded):
     with open(path, encoding="utf-8") as handle:
         record = json.load(handle)
     record["settings"]["feedback"] = "summary"
-    record["settings"]["carry_forward"] = True  # a setting this merge has never heard of
+    record["settings"]["a_later_setting"] = True  # a setting this merge has never heard of
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle)
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-settings"),
                   graded[1], graded[2], copy)
     assert done.returncode == 2
-    assert (f'carry_forward is null in {graded[1]} but true in {copy}') in done.stderr
-    record["settings"].pop("carry_forward")
+    assert (f'a_later_setting is null in {graded[1]} but true in {copy}') in done.stderr
+    record["settings"].pop("a_later_setting")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle)
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-settings"),
@@ -228,6 +234,7 @@ def before_suite(graded):
         return json.load(handle)["suite"]
 
 
+@pytest.mark.slow
 def test_another_suite_is_refused_and_a_rerun_replaces_only_its_rows(graded):
     root, kit = graded["root"], graded["kit"]
     merged = os.path.join(root, "merged-rerun")
@@ -262,6 +269,7 @@ def test_another_suite_is_refused_and_a_rerun_replaces_only_its_rows(graded):
     assert before["bob"][header.index("total")] == "83"
 
 
+@pytest.mark.slow
 def test_cpu_parts_and_gpu_part_merged_equal_one_run(graded):
     root, kit = graded["root"], graded["kit"]
     few = ["bob.ipynb", "dana.zip", "erik"]  # GPU 10, 8 and 0 in the one run
@@ -356,6 +364,7 @@ def test_actions_matrix_is_well_formed():
         assert all("--isolation $ISOLATION" in r for r in graded)
 
 
+@pytest.mark.slow
 def test_a_student_with_two_files_lands_in_one_shard(tmp_path):
     """Canvas: wangli (user 10000) uploaded twice; the layout keeps the newer upload before
     the class is split, so one shard grades it (sha256('10000') mod 2 + 1 = 2) and the other
@@ -396,3 +405,52 @@ def test_a_student_with_two_files_lands_in_one_shard(tmp_path):
         io.StringIO(open(target, encoding="utf-8-sig").read()))
         if row["Student"] != "Points Possible"}
     assert exported == {"10000": "100", "10006": "0"}
+
+
+@pytest.mark.parametrize("text, says", [
+    ("0/3", "--shard 0/3: K must be from 1 to N (3)"),
+    ("4/3", "--shard 4/3: K must be from 1 to N (3)"),
+    ("1/0", "--shard 1/0: N must be from 1 to 10000"),
+    ("1/10001", "--shard 1/10001: N must be from 1 to 10000"),
+    ("2", "--shard 2: expected K/N, e.g. 2/8"),
+    ("1/3/5", "--shard 1/3/5: expected K/N"),
+    ("-1/3", "--shard -1/3: expected K/N"),
+    ("１/3", "expected K/N"),                      # a full-width digit is no K
+])
+def test_a_shard_that_cannot_be_is_refused_by_name(text, says):
+    from grader import shards
+    with pytest.raises(shards.ShardError) as error:
+        shards.parse_shard(text)
+    assert says in str(error.value)
+
+
+def test_parts_name_what_runs():
+    from grader import shards
+    suite = ["sequence_mask", "masked_softmax", "transpose", "GPU"]
+    assert shards.select_parts(shards.parse_parts("cpu"), suite) == suite[:3]
+    assert shards.select_parts(shards.parse_parts("gpu"), suite) == ["GPU"]
+    assert shards.select_parts(shards.parse_parts("all"), suite) == suite
+    assert shards.select_parts(shards.parse_parts("transpose,sequence_mask"), suite) == \
+        ["sequence_mask", "transpose"]                  # in the suite's order
+    with pytest.raises(shards.ShardError) as error:
+        shards.select_parts(shards.parse_parts("transpose,mask"), suite)
+    assert "no part mask in the hidden suite (its parts: sequence_mask, masked_softmax" in str(error.value)
+
+
+def test_command_line_refusals_grade_nothing(tmp_path):
+    out = tmp_path / "out"
+    for argv, says in (
+            (["grade", os.path.join(KIT, "examples", "alice.py"), "--out", str(out),
+              "--shard", "3/2"], "grader grade: --shard 3/2: K must be from 1 to N (2)"),
+            (["merge", str(tmp_path), "--out", str(out)],
+             f"grader merge: nothing was merged: {tmp_path} has no shard.json")):
+        done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=KIT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+    (tmp_path / "file").write_text("x")
+    done = subprocess.run([sys.executable, "-m", "grader", "merge", str(tmp_path),
+                           "--out", str(tmp_path / "file")], cwd=KIT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and "exists and is not a folder" in done.stderr

@@ -24,6 +24,7 @@ NEEDED = ("sbatch", "squeue", "scontrol", "sinfo", "slurmctld", "slurmd", "munge
 missing = [tool for tool in NEEDED if shutil.which(tool) is None
            and not os.path.exists(f"/usr/sbin/{tool}")]
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(bool(missing), reason=f"Slurm is not installed ({', '.join(missing)} "
                        "missing): apt-get install -y slurm-wlm munge"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a one-node Slurm cluster needs root here"),

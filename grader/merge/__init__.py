@@ -207,6 +207,8 @@ def group_rows(group):
 
 def plan(shard_dirs, out_dir):
     """Every check, nothing written: ({name: [(row, record), ...] in part order}, groups)."""
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise MergeError(f"--out {_shown(out_dir)} exists and is not a folder")
     for folder in shard_dirs:
         if not os.path.isdir(folder):
             raise MergeError(f"{_shown(folder)} is not a folder")
