@@ -370,3 +370,13 @@ def test_the_deadline_passing_while_helpers_are_read_refuses_the_submission(tmp_
 
 def test_a_name_that_is_no_file_name_is_still_named():
     assert submission_names(["x/a\x00b.py", "y/attention"]) == ["a\x00b", "attention"]
+
+
+def test_the_one_regular_module_beside_an_odd_one_is_the_work(tmp_path):
+    root = _folder(tmp_path, {"mine.py": "M = 1\n"})
+    os.symlink("/etc/hostname", root / "odd.py")
+    staged = _stage(tmp_path, root)
+    assert _staged_source(staged) == "M = 1\n"
+    assert staged.notes == ["hw: skipped 1 entry that is not a regular file (odd.py: a symbolic "
+                            "link); the grader reads only regular files, never links, pipes or "
+                            "devices."]
