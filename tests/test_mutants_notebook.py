@@ -77,7 +77,8 @@ def test_a_long_error_message_is_cut_at_300_characters_before_the_place():
 
 
 def test_magics_and_shell_lines_become_pass_on_their_own_line():
-    cell = "%matplotlib inline\nimport math\nif True:\n    !pip install d2l\n    X = 1\nmath?\nY = X + 1"
+    cell = ("%matplotlib inline\nimport math\nif True:\n    !pip install d2l\n    X = 1\n"
+            "math?\nY = X + 1")
     source, notes = notebook_to_module(_nb(("code", cell)), "nb.ipynb")
     assert notes == ["nb.ipynb was converted to a module: 1 code cells, run in order.",
                      "cell 1: the IPython magic `%matplotlib inline` was not run.",
