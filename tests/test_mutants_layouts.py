@@ -238,6 +238,15 @@ def test_of_a_students_canvas_files_the_main_then_newest_is_graded(tmp_path, fil
         in batch.notes
 
 
+def test_a_resubmission_number_after_a_line_break_still_ranks_as_the_assignment(tmp_path):
+    # `$` matches before a final line break, so "attention\n" is attention-like while
+    # "attention\n-1" is not: the name without its resubmission number decides (the files of
+    # an anonymous download are ranked by the file name as it is)
+    files = ["anon_x_90001_helper.py", "anon_x_90000_attention\n-1.py"]
+    batch = layouts.resolve([str(_touch(tmp_path / "canvas", files))])
+    assert [os.path.basename(s.path) for s in batch.submissions] == ["anon_x_90000_attention\n-1.py"]
+
+
 def test_moodle_files_given_with_prefixes_rank_like_canvas_files(tmp_path):
     moodle = _touch(tmp_path / "moodle", ["Fang Wu_10006_assignsubmission_file_notes.py",
                                           "Fang Wu_10006_assignsubmission_file_attention.py",
@@ -932,6 +941,12 @@ def test_the_metadata_file_given_alone_is_read_never_graded(tmp_path):
     assert [(s.name, s.student_id) for s in batch.submissions] == [("N5_5", "5")]
     assert batch.notes == ["skipped submission_metadata.yml: Gradescope's metadata (read for "
                            "names, never graded)"]
+    # given alone it is still read, and what it lists without a folder is said
+    for layout in ("auto", "gradescope"):
+        batch = layouts.resolve([str(export / "submission_metadata.yml")], layout)
+        assert batch.submissions == [] and batch.notes == [
+            "skipped submission_metadata.yml: Gradescope's metadata (read for names, never graded)",
+            "submission_metadata.yml: 1 submissions have no folder here (submission_1)"]
     # --layout plain never reads it: the folder is named after itself
     batch = layouts.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")],
                             "plain")
