@@ -78,6 +78,10 @@ def test_a_row_rounds_each_score_to_four_places_and_names_the_first_failure():
         "wang", "wang.py", "wang", "f1")
     silent = gradebook.record(_result([Outcome("c", "p", 1.0, "failed")]))
     assert silent["reason"] == "first failure: c: "
+    # a message of exactly 2000 characters is taken whole, then the reason cut at 1200
+    long = gradebook.record(_result([Outcome("b", "p", 1.0, "failed", "m" * 2000)]))
+    assert long["reason"] == ("first failure: b: " + "m" * 2000)[:1155] + \
+        "\n[... cut by the grader: 818 more characters]"
     passed = gradebook.record(_result([Outcome("c", "p", 1.0, "passed")]))
     assert passed["reason"] == "" and passed["total"] == 1.0
 
@@ -187,6 +191,8 @@ def test_a_row_that_does_not_read_costs_only_itself(tmp_path):
     rows = gradebook.load_records(str(out))
     assert sorted(rows) == ["zhou", "王丽"]
     assert rows["王丽"] == _row("王丽", folder="a_first", student_id="10000")
+    # the row file keeps Chinese readable (UTF-8, not \\u escapes)
+    assert '"name": "王丽"'.encode("utf-8") in (out / "a_first" / gradebook.ROW_FILE).read_bytes()
     assert gradebook.load_records(str(tmp_path / "nothing")) == {}
 
 
@@ -351,6 +357,8 @@ def test_grades_csv_of_kept_rows_sorts_by_name_and_takes_the_largest_maximum():
                  penalty=float("nan"))]
     lines = _table(gradebook.gradebook_text(rows, ["mask"]))
     assert lines[0][6] == "mask (/45)"
+    small = _table(gradebook.gradebook_text([_row("s", parts={"bonus": [0.0, 0.5]})], ["bonus"]))
+    assert small[0][6] == "bonus (/0.5)"
     assert [line[0] for line in lines[1:]] == ["a", "b"]
     a, b = lines[1], lines[2]
     assert (a[6], a[-4], a[-3], a[-2], a[-1]) == ("2.5", "80", "", "", "f" * 400 + "; look")
