@@ -3,9 +3,9 @@ independent pair, independent work (two that follow the book closely among it) i
 hostile names and code are escaped, oversized or odd stored code is skipped with its reason,
 and the command works end to end on a gradebook graded for real, changing no grade.
 
-The test set is tests/similarity/: wei.py and four disguised copies of it (names changed,
+The test set is tests/similarity/: wei.py and six disguised copies of it (names changed,
 functions reordered, Chinese comments added and docstrings translated, reformatted, a
-notebook), ana.py and one copy (renamed, reordered and reformatted at once), and eight
+notebook, a dead line after every statement), ana.py and one copy (renamed, reordered and reformatted at once), and eight
 independent correct implementations: liu_book, zhang_book, he_skeleton_book and
 xu_skeleton_book follow the book closely (the last two fill the skeleton with its code),
 the others are einsum, loops, helpers and torch.where styles. Every file scores 100.
@@ -32,7 +32,7 @@ from grader.similarity import fingerprint, page, sources  # noqa: E402
 SET = os.path.join(KIT, "tests", "similarity")
 # who copied whom: the ground truth the test set was built to (not computed by the code)
 COPIES = [{"wei", "tom_renamed", "uma_reordered", "li_comments_zh", "finn_formatted",
-           "nora_notebook"}, {"ana", "ben_mixed"}]
+           "nora_notebook", "gus_padded"}, {"ana", "ben_mixed"}]
 BOOK_FOLLOWERS = {"liu_book", "zhang_book", "he_skeleton_book", "xu_skeleton_book"}
 INDEPENDENT = BOOK_FOLLOWERS | {"park_einsum", "omar_loops", "sara_functional", "kim_where"}
 
@@ -61,7 +61,7 @@ def _is_copy(pair):
 def test_the_set_is_what_the_docstring_says(class_pairs):
     texts, _, _ = class_pairs
     assert set(texts) == set().union(*COPIES) | INDEPENDENT
-    assert len(texts) == 16
+    assert len(texts) == 17
     assert "# cell 3" in texts["nora_notebook"] and "__attnkit_run_cell__" not in texts["nora_notebook"]
 
 
@@ -69,14 +69,14 @@ def test_copies_are_flagged_and_rank_above_every_independent_pair(class_pairs):
     _, _, pairs = class_pairs
     copies = [p for p in pairs if _is_copy(p)]
     others = [p for p in pairs if not _is_copy(p)]
-    assert len(copies) == 15 + 1 and len(others) == 120 - 16
+    assert len(copies) == 21 + 1 and len(others) == 136 - 22
     assert all(p.flagged for p in copies), [(p.a, p.b, p.score) for p in copies if not p.flagged]
     assert not any(p.flagged for p in others), [(p.a, p.b, p.score) for p in others if p.flagged]
     assert min(p.score for p in copies) > max(p.score for p in others)
-    # measured (README "Similarity"): copies 0.98 and up, independent pairs 0.19 at most
-    assert min(p.score for p in copies) >= 0.9 and max(p.score for p in others) < 0.3
-    assert min(p.shared for p in copies) >= 700
-    assert pairs[:16] == sorted(copies, key=lambda p: (-p.score, -p.shared, p.a, p.b))
+    # measured (README "Similarity"): copies 0.71 and up, independent pairs 0.24 at most
+    assert min(p.score for p in copies) >= 0.7 and max(p.score for p in others) < 0.3
+    assert min(p.shared for p in copies) >= 400
+    assert pairs[:22] == sorted(copies, key=lambda p: (-p.score, -p.shared, p.a, p.b))
 
 
 def test_the_clusters_are_the_two_groups_of_copies(class_pairs):
@@ -139,7 +139,7 @@ def test_a_small_shared_helper_in_the_book_is_not_flagged_a_larger_one_is():
     hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
     short_a, short_b = (fingerprint.Fingerprint(_book_plus(SHORT), hashes) for _ in range(2))
     small = compare.compare("a", "b", short_a, short_b)
-    assert small.score == 1.0 and 25 <= small.shared < MIN_SHARED and not small.flagged
+    assert small.score == 1.0 and 0 < small.shared < MIN_SHARED and not small.flagged
     long_a, long_b = (fingerprint.Fingerprint(_book_plus(LONG), hashes) for _ in range(2))
     large = compare.compare("a", "b", long_a, long_b)
     assert large.score == 1.0 and large.shared >= MIN_SHARED and large.flagged
@@ -303,7 +303,7 @@ def test_the_command_on_a_graded_gradebook(tmp_path):
     assert [(r["student_a"], r["student_b"], r["flagged"]) for r in rows][0] == \
         ("nora_notebook", "wei", "yes")
     assert [r["flagged"] for r in rows[1:]] == ["no", "no"]
-    assert float(rows[0]["score"]) >= 0.9 and int(rows[0]["shared_tokens"]) >= 700
+    assert float(rows[0]["score"]) >= 0.9 and int(rows[0]["shared_tokens"]) >= 400
     page_text = (out / "similarity.html").read_text(encoding="utf-8")
     assert "<mark>" in page_text and "A review aid, never a verdict" in page_text
     assert '<a href="similarity.html">' in (out / "report.html").read_text(encoding="utf-8")

@@ -15,8 +15,8 @@ verb needs it.
 
 # A pair is flagged when its score is at least the threshold and it shares at least
 # MIN_SHARED characters of normalised code beyond the base. Measured on tests/similarity/
-# (README "Similarity"): the disguised copies scored 0.98 and up and shared 729 characters
-# or more; independent pairs scored 0.19 at most but shared up to 141 characters by
+# (README "Similarity"): the disguised copies scored 0.71 and up and shared 439 characters
+# or more; independent pairs scored 0.24 at most but shared up to 140 characters by
 # coincidence (generic lines), which a submission that is nearly all the book's code can
 # turn into a high score: hence the floor.
 DEFAULT_THRESHOLD = 0.5
