@@ -70,6 +70,12 @@ def build_parser():
                             "gpu (the GPU part, on a GPU node), or part names separated by "
                             "commas; grader merge combines the parts per student")
     _disclosure_arguments(grade)
+    grade.add_argument("--carry-forward", default="on", choices=("on", "off"),
+                       help="error carried forward: on (default), a part keeps the points of "
+                            "cases whose results equal what the solution gives with a mistake "
+                            "that a function it calls has, named in that function's own part; "
+                            "off, those cases fail (grader gradescope, nbgrader and validate "
+                            "grade with the default)")
     _course_argument(grade)
     grade.add_argument("--results-json", metavar="PATH",
                        help="with one submission: also write its results.json here "
@@ -229,7 +235,8 @@ def suite_options(args):
     limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits)})
     return SuiteOptions(hidden_tests=args.hidden_tests, solution=args.solution,
                         isolation=args.isolation, limits=limits, no_gpu=args.no_gpu,
-                        lang=getattr(args, "lang", "en"))
+                        lang=getattr(args, "lang", "en"),
+                        carry_forward=getattr(args, "carry_forward", "on"))
 
 
 def main(argv=None):
@@ -351,7 +358,8 @@ def _grade(args):
         mine = sum(shards.belongs(s, shard) for s in batch.submissions)
         shown += f"; shard {shard}: {mine} of them"
     print(f"Grading {len(batch.submissions)} submission(s) ({shown}); isolation: {level.level}"
-          f"{' with a throwaway uid' if level.uid is not None else ''}; results in {args.out}")
+          f"{' with a throwaway uid' if level.uid is not None else ''}; error carried forward: "
+          f"{options.carry_forward}; results in {args.out}")
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,

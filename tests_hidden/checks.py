@@ -7,6 +7,11 @@ that mistake); the catalog's mistakes are graded by these same checks (`passes`)
 A degenerate case (cases.py) the submission gets right counts only when its function also
 passes one of its non-degenerate cases (`shows_it_works`); otherwise it fails with the reason
 (`withheld`), never diagnosed, and the function's GPU share is not graded (`check_on_device`).
+
+Error carried forward (grader/catalog/carry.py): at the session's end a failed case is
+graded again by its own check with the solution plus a callee's diagnosed mistake standing
+in for the reference; `_right_on_cpu` and `check_on_device` ask that stand-in where it
+fails itself (`fails`), and there want exactly its result (`alike`).
 """
 import contextlib
 
@@ -164,6 +169,10 @@ def _right_on_cpu(case, student, reference):
     """The submission's CPU result for `case` when it equals the reference's, else None."""
     state = _state(case, reference)
     probe = case.probe(state)
+    if getattr(reference, "fails", None) and reference.fails(probe):
+        # carried forward (grader/catalog/carry.py): the solution with the callee's mistake
+        # raises here, so right is exactly its result
+        return reference.alike(probe, student, case.call_text())
     expected = reference.run(probe, case.call_text())
     try:
         got = student.run(probe, case.call_text(), expected)
@@ -357,8 +366,14 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
         "(see its own part).").format(target=case.target, why=_(right[0][0].degenerate)))
     for sample, on_cpu in right:
         state = _state(sample, reference)
-        expected = reference.run(sample.probe(state), sample.call_text())
         probe = sample.probe(state, device=device, guard=guard)
+        if getattr(reference, "fails", None) and reference.fails(probe):
+            # carried forward: the solution with the callee's mistake fails on the device
+            # too, so right is exactly its result there (grader/catalog/carry.py)
+            expect_true(reference.alike(probe, student, sample.call_text()) is not None,
+                        _("not what the solution with the carried mistake gives on the device"))
+            continue
+        expected = reference.run(sample.probe(state), sample.call_text())
         try:
             with diagnosing(sample, student, probe, reference) as seen:
                 on_device = seen(student.run(probe, sample.call_text(), expected))

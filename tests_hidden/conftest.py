@@ -12,7 +12,7 @@ import torch
 import checks
 from cases import CASES, TOTAL_POINTS, cases
 from checks import params
-from grader.catalog import diagnose
+from grader.catalog import carry, diagnose
 from grader.harness import Reference, Submission
 from grader.sandbox import isolation
 from grader.sandbox.limits import Limits
@@ -29,6 +29,8 @@ def pytest_addoption(parser):
     group.addoption("--limits", default="{}", help="JSON object overriding fields of Limits")
     group.addoption("--stage-dir", default=None, help="where workers get their private folders")
     group.addoption("--no-gpu", action="store_true", help="grade as if there were no CUDA device")
+    group.addoption("--carry-forward", default=carry.DEFAULT, choices=carry.SETTINGS,
+                    help="error carried forward (grader/catalog/carry.py): on (default) or off")
 
 
 def pytest_configure(config):
@@ -59,10 +61,25 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session):
-    student = getattr(session.config, "attnkit_student", None)
+    config = session.config
+    student = getattr(config, "attnkit_student", None)
     if student is not None:
-        student.stop()
-        session.config.attnkit_diagnoses = _diagnoses(session.config)
+        recorder = config.pluginmanager.get_plugin("attnkit-recorder")
+        tests = list(getattr(recorder, "tests", {}).values())
+        # what each case matched, before the diagnosis keeps only what it qualified
+        before = {t["nodeid"]: list(t.get("mistakes") or []) for t in tests}
+        config.attnkit_diagnoses = _diagnoses(config)
+        config.attnkit_carry_forward = config.getoption("--carry-forward")
+        try:
+            if config.attnkit_carry_forward == "on" and tests:  # the worker still runs
+                carry.carry_forward(tests, {case.id: case for case in CASES},
+                                    config.attnkit_diagnoses, before, _reference(config), student,
+                                    checks.passes, checks.shows_it_works, checks._state)
+        except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
+            config.attnkit_suite_errors = list(getattr(config, "attnkit_suite_errors", [])) + [
+                f"carrying errors forward failed: {type(error).__name__}: {error}"]
+        finally:
+            student.stop()
 
 
 def pytest_runtest_logreport(report):

@@ -67,6 +67,7 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
                                                 zygote, started), code)
         # a grader error is never kept: the next run grades it again
         result.fingerprint = mark if result.status != "grader error" else None
+        result.carry_forward = options.carry_forward  # the policy its row was graded with
         return result
     finally:
         shutil.rmtree(stage_root, ignore_errors=True)
@@ -100,7 +101,8 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
         name, path, outcome.from_suite(report, catalog), staged.notes,
         isolation=report.get("isolation"), summary=report.get("submission"),
         seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report),
-        case_results=outcome.case_results_from(report))
+        case_results=outcome.case_results_from(report),
+        carry_forward=outcome.carry_setting(report))
     if report.get("errors"):
         result.grader_error = "; ".join(report["errors"])[:2000]
     result.console = report.get("console", "")
@@ -152,6 +154,23 @@ def _could_not_write(result, out_dir, feedback="full", visibility="visible"):
                          results_text(result, feedback=feedback, visibility=visibility))
     except Exception:
         pass
+
+
+class MixedSettings(SuiteFailed):
+    """The gradebook holds rows graded with the other --carry-forward setting."""
+
+
+def _same_carry_forward(kept, names, setting):
+    """A gradebook never mixes rows graded with and without error carried forward: rows of
+    the other setting that this batch does not grade again stop it before anything runs."""
+    other = sorted(n for n, row in kept.items() if n not in set(names)
+                   and row.get("carry_forward") in ("on", "off") and row["carry_forward"] != setting)
+    if other:
+        raise MixedSettings(
+            f"{len(other)} row(s) of this gradebook were graded with --carry-forward "
+            f"{kept[other[0]]['carry_forward']} (e.g. {other[0]!r}), and this batch grades with "
+            f"--carry-forward {setting}: grade the whole class again with one setting, or "
+            "grade into another --out")
 
 
 class BatchInterrupted(Exception):
@@ -217,6 +236,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     identities = _identities(paths)
     paths, names = [s.path for s in identities], [s.name for s in identities]
     kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
+    _same_carry_forward(kept, names, options.carry_forward)  # MixedSettings: nothing graded
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
     if shard is not None:  # folders were settled over the whole class, as one run's are
         mine = [i for i, s in enumerate(identities) if shards.belongs(s, shard)]
@@ -329,6 +349,7 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
         _could_not_write(result, out_dir, **disclosure)
     row = gradebook.safe_record(result, result.fingerprint)
     row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
+    row["carry_forward"] = getattr(result, "carry_forward", None)  # the policy it was graded with
     kept[names[index]] = row
     try:
         gradebook.save_record(row, out_dir)

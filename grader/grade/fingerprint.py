@@ -33,7 +33,9 @@ def suite_fingerprint(options):
         digest.update(handle.read())
     _hash_tree(digest, _GRADER)
     settings = {"isolation": options.isolation, "no_gpu": options.no_gpu,
-                "limits": dataclasses.asdict(options.limits)}
+                "limits": dataclasses.asdict(options.limits),
+                # error carried forward (catalog/carry.py): rows of one setting only
+                "carry_forward": getattr(options, "carry_forward", "on")}
     if getattr(options, "lang", "en") != "en":  # the feedback's language: another grading
         settings["lang"] = options.lang
     if getattr(options, "parts", None) is not None:  # --parts: only some parts graded

@@ -15,6 +15,13 @@ class TestOutcome:
     grader_traceback: str = ""
     mistakes: list = dataclasses.field(default_factory=list)  # catalog ids whose result it equals
     heatmap: dict = None       # {"title", "expected", "got"}: 2-D lists of attention weights
+    # passed only as error carried forward (grader/catalog/carry.py): {"target", "mistakes",
+    # "in", "parts"}, the callee mistakes its result equals the solution's with; else None
+    carried: dict = None
+    # failed, and a function it calls failed its own part: {"why": "unnamed" | "differs",
+    # "callees", "mistakes"} (why its points were not carried forward)
+    carry_note: dict = None
+    target: str = None         # the function or module the case calls (cases.py)
 
     @property
     def score(self):
@@ -44,6 +51,7 @@ class SubmissionResult:
     diagnoses: list = dataclasses.field(default_factory=list)
     # {"reference": {"computed": n, "reused": m}, "mistake": {...}}: see harness/memo.py
     case_results: dict = None
+    carry_forward: str = None    # "on" | "off": the policy it was graded with (carry.py)
 
     @property
     def score(self):
@@ -136,6 +144,65 @@ def case_results_from(report):
     return out or None
 
 
+def _catalog_ids(value, limit=5):
+    """Catalog mistake ids from the trusted report, each one the catalog knows, or None."""
+    from ..catalog.mistakes import by_id
+    ids = _strings(value, limit)
+    return ids if ids and all(by_id(i) is not None for i in ids) else None
+
+
+def _carried(value, status):
+    """A passed test's carried-forward record, checked; the functions and parts it names
+    are the catalog's, never the report's."""
+    from ..catalog.mistakes import by_id
+    from ..harness.implementations import API_NAMES
+    if status != "passed" or not isinstance(value, dict) or value.get("target") not in API_NAMES:
+        return None
+    ids = _catalog_ids(value.get("mistakes"))
+    if ids is None:
+        return None
+    found = [by_id(i) for i in ids]
+    return {"target": value["target"], "mistakes": ids,
+            "in": list(dict.fromkeys(m.target for m in found)),
+            "parts": list(dict.fromkeys(m.part for m in found))}
+
+
+def _carry_note(value, status):
+    """A failed test's note of why it was not carried forward, checked: "unnamed" (the
+    functions it calls that failed their own parts) or "differs" (the named mistakes it
+    does not equal the solution's with); functions and parts are the catalog's."""
+    from ..catalog.carry import part_of
+    from ..catalog.mistakes import by_id
+    from ..harness.implementations import API_NAMES
+    if status != "failed" or not isinstance(value, dict) or value.get("target") not in API_NAMES:
+        return None
+    why = value.get("why")
+    if why == "unnamed":
+        callees = [c for c in _strings(value.get("callees"), 7) if c in API_NAMES]
+        ids = []
+    elif why == "differs":
+        ids = _catalog_ids(value.get("mistakes")) or []
+        callees = list(dict.fromkeys(by_id(i).target for i in ids))
+    else:
+        return None
+    if not callees:
+        return None
+    parts = (list(dict.fromkeys(by_id(i).part for i in ids)) if ids
+             else list(dict.fromkeys(part_of(c) for c in callees)))
+    return {"why": why, "target": value["target"], "callees": callees, "parts": parts,
+            "mistakes": ids}
+
+
+def _target(value):
+    from ..harness.implementations import API_NAMES
+    return value if value in API_NAMES else None
+
+
+def carry_setting(report):
+    found = report.get("carry_forward")
+    return found if found in ("on", "off") else None
+
+
 def from_catalog(catalog, status, message):
     """Every hidden test with the same outcome (used when none of them could run)."""
     return [TestOutcome(t["name"], t["part"], t["points"],
@@ -154,7 +221,10 @@ def from_suite(report, catalog):
         tests.append(TestOutcome(entry["name"], entry["part"], float(entry["points"]), status,
                                  entry.get("message", ""), float(entry.get("seconds", 0.0)),
                                  entry.get("grader_traceback", ""),
-                                 _strings(entry.get("mistakes")), _heatmap(entry.get("heatmap"))))
+                                 _strings(entry.get("mistakes")), _heatmap(entry.get("heatmap")),
+                                 _carried(entry.get("carried"), status),
+                                 _carry_note(entry.get("carry_note"), status),
+                                 _target(entry.get("target"))))
         seen.add(entry["nodeid"])
     missing = [t for t in catalog if t["nodeid"] not in seen]
     for t in missing:  # a test that never reported is the grader's failure, not a zero

@@ -7,6 +7,8 @@ Every outcome is classified before it leaves the process:
     failed, blame "grader"                anything else: a bug in the grader or the reference;
                                           the student sees that it was not their fault and the
                                           instructor gets the traceback
+A failed case may be re-scored as passed at the session's end, "carried forward", by the
+hidden suite's conftest (grader/catalog/carry.py): its entry then says so ("carried").
 The report is written as JSON to a file descriptor inherited from `grader grade` (never to
 a file a worker could reach). With --attnkit-catalog the plugin only lists the tests.
 """
@@ -53,6 +55,7 @@ def _skip_reason(item):
 def _describe(item):
     case = getattr(item, "callspec", None) and item.callspec.params.get("case")
     return {"nodeid": item.nodeid, "name": getattr(case, "id", item.name),
+            "target": getattr(case, "target", None),  # the function or module it calls
             "part": _marker_arg(item, "part", "other"),
             "points": float(_marker_arg(item, "points", 0)),
             "skip": _skip_reason(item)}
@@ -141,6 +144,8 @@ class Recorder:
                 # the reference's and the catalog's results: computed here or kept from
                 # an earlier submission of the batch (harness/memo.py)
                 "case_results": memo.counts(),
+                # error carried forward: on | off (grader/catalog/carry.py)
+                "carry_forward": getattr(self.config, "attnkit_carry_forward", None),
             }
         data = json.dumps(payload).encode()
         with os.fdopen(fd, "wb", closefd=True) as out:

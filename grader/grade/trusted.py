@@ -32,6 +32,7 @@ class SuiteOptions:
     limits: Limits = Limits()
     no_gpu: bool = False
     lang: str = "en"           # of the messages students read: en or zh (grader/i18n.py)
+    carry_forward: str = "on"  # error carried forward, on | off (grader/catalog/carry.py)
     parts: tuple = None        # only the tests of these parts run (--parts; None: every part)
 
     def pytest_args(self):
@@ -56,6 +57,7 @@ class SuiteOptions:
             args.append("--no-gpu")
         if self.lang != "en":
             args += ["--attnkit-lang", self.lang]
+        args += ["--carry-forward", self.carry_forward]
         if self.parts is not None:  # grader/shards.py: the others run on another machine
             args += ["--attnkit-parts", json.dumps(list(self.parts))]
         return args

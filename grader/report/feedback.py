@@ -8,7 +8,9 @@ failing cases: the same failure in several cases of a part is said once, with a 
 the other cases' names (grouped by the catalog mistakes the result equals, else by the
 message's first line with numbers and bracketed values normalised). Passing cases are one
 count per part in the summary. A file that did not import is one message and one line for
-the cases that did not run; a function attention.py does not define is said once.
+the cases that did not run; a function attention.py does not define is said once. Cases
+passed as error carried forward are said in their part (`carried_lines`), never counted as
+passed without it.
 
 `summary` shows the summary and notes only (no case inputs, expected values or what the
 code printed); `score` shows the scores only. The file is held to MAX_LINES lines and
@@ -114,6 +116,60 @@ def _case_sections(result, whole):
         for group in failure_groups([t for t in rest if t.part == part]):
             sections.append((_group_lines(group), len(group)))
     return sections
+
+
+# error carried forward (grader/catalog/carry.py): what a part says of its carried cases
+CARRIED = N_("{count} of {total} cases of this part gave what a correct {target} gives on top "
+             "of the mistake in {callee} named in the {part} part; their points are kept "
+             "(error carried forward).")
+CARRIED_MANY = N_("{count} of {total} cases of this part gave what a correct {target} gives on "
+                  "top of the mistakes in {callee} named in the {part} parts; their points are "
+                  "kept (error carried forward).")
+NOT_NAMED = N_("{count} of {total} cases of this part failed where they call {callee}, which "
+               "failed cases of its own part that no catalog mistake explains, so their points "
+               "could not be carried forward: fix {callee} and these cases may pass as they are.")
+NOT_NAMED_MANY = N_("{count} of {total} cases of this part failed where they call {callee}, "
+                    "which failed cases of their own parts that no catalog mistake explains, so "
+                    "their points could not be carried forward: fix {callee} and these cases may "
+                    "pass as they are.")
+DIFFERS = N_("{count} of {total} cases of this part failed and do not give what a correct "
+             "{target} gives on top of the mistake in {callee} named in the {part} part either, "
+             "so their points are not carried forward: {target} has a mistake of its own there.")
+DIFFERS_MANY = N_("{count} of {total} cases of this part failed and do not give what a correct "
+                  "{target} gives on top of the mistakes in {callee} named in the {part} parts "
+                  "either, so their points are not carried forward: {target} has a mistake of "
+                  "its own there.")
+
+
+def _listed(names):
+    return _(" and ").join(names) if len(names) == 2 else ", ".join(names)
+
+
+def carried_lines(tests):
+    """What one part's cases say of error carried forward: each group of carried cases (a
+    passed case never without this), then why failing cases calling a failed function were
+    not carried (TestOutcome.carried, .carry_note)."""
+    ran = [t for t in tests if t.status != "skipped"]
+    groups = {}
+    for test in ran:
+        carried = getattr(test, "carried", None)
+        note = getattr(test, "carry_note", None) if test.status == "failed" else None
+        if carried:
+            key = ("carried", carried["target"], tuple(carried["in"]), tuple(carried["parts"]))
+        elif note and note["callees"]:
+            key = (note["why"], note["target"], tuple(note["callees"]), tuple(note["parts"]))
+        else:
+            continue
+        groups[key] = groups.get(key, 0) + 1
+    lines = []
+    for (kind, target, callees, parts), count in groups.items():
+        one = len(callees) == 1
+        template = {"carried": CARRIED if one else CARRIED_MANY,
+                    "unnamed": NOT_NAMED if one else NOT_NAMED_MANY,
+                    "differs": DIFFERS if one else DIFFERS_MANY}[kind]
+        lines.append(_(template).format(count=count, total=len(ran), target=target,
+                                        callee=_listed(callees), part=_listed(parts)))
+    return lines
 
 
 def _fits(lines, extra, max_lines, max_bytes):

@@ -128,6 +128,10 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
             "tags": [safe_text(test.part, 100)],
             "visibility": visibility,
         })
+        if getattr(test, "carried", None):  # passed as error carried forward, said so
+            tests[-1]["carried_forward"] = dict(test.carried)
+            from .feedback import carried_lines  # feedback.py imports this module
+            tests[-1]["output"] = "" if feedback == "score" else carried_lines([test])[0]
     return {
         "score": _round(result.score),
         "output": summary_text(result, summary_chars, top_level_feedback(feedback, visibility)),
@@ -144,6 +148,7 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
             "max_score": _round(result.max_score),
             "isolation": result.isolation,
             "case_results": result.case_results,
+            "carry_forward": getattr(result, "carry_forward", None),  # grader grade --carry-forward
             "skipped": [{"name": safe_text(t.name, 500), "reason": safe_text(t.message, 500)}
                         for t in result.tests if t.status == "skipped"],
             "grader_errors": len(result.grader_failures) + bool(result.grader_error),

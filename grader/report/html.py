@@ -217,14 +217,21 @@ def _part_blocks(result, parts, feedback):
         lost = score < top
         head = (f'<div class="part{"" if lost else " ok"}"><h3>{esc(part, 100)}: '
                 f'{_fmt(score)} / {_fmt(top)}</h3>')
-        if not lost:  # the table above has it
-            continue
         if feedback == "score":
-            blocks.append(head + "</div>")
+            if lost:
+                blocks.append(head + "</div>")
             continue
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
+        # error carried forward (report/feedback.py): said in its part, full marks or not
+        from .feedback import carried_lines  # feedback.py, through gradescope.py, needs grade/
+        carried = [f"<p>{esc(line, 2000)}</p>" for line in carried_lines(tests)]
+        if not lost:  # the table above has its score; cases carried forward are said here
+            if carried:
+                blocks.append(f'<div class="part ok"><h3>{esc(part, 100)}</h3>'
+                              + "".join(carried) + "</div>")
+            continue
         failing = [t for t in tests if t.status == "failed"]
-        body = []
+        body = list(carried)
         diagnoses = _diagnosis(result, part, feedback)
         if _could_not_run(result):  # said once, above: not again in every part
             body.append('<p class="small">' + _("None of its cases could run (see above).")

@@ -153,7 +153,10 @@ def part_summaries(result, feedback="full"):
         failed = [t for t in part_tests if t.status != "passed"]
         block = {"part": safe_text(part, 100), "score": score, "max": top,
                  "passed": len(part_tests) - len(failed), "cases": len(part_tests),
-                 "text": "", "experiment": "", "mistake": None, "diagnoses": []}
+                 "text": "", "experiment": "", "mistake": None, "diagnoses": [],
+                 # error carried forward (report/feedback.py): how many passed so, and why
+                 "carried": sum(1 for t in part_tests if getattr(t, "carried", None)),
+                 "carried_text": [] if feedback == "score" else _carried_lines(part_tests)}
         if score < top and feedback != "score":
             stopped = bool(failed) and all(needs_missing(t, missing) for t in failed)
             if whole is not None:
@@ -183,6 +186,11 @@ def part_summaries(result, feedback="full"):
 MAX_DIAGNOSES = 4  # per part: up to three named mistakes and an observation
 
 
+def _carried_lines(tests):
+    from .feedback import carried_lines  # feedback.py imports this module
+    return carried_lines(tests)
+
+
 def _said(text, mistake=None, experiment=""):
     """One diagnosis of a block: its text, the catalog id it names and its experiment."""
     return {"text": text, "mistake": mistake,
@@ -203,7 +211,11 @@ def block_lines(blocks, feedback="full", whole=None):
         if feedback == "score":
             lines.append(head)
             continue
-        if whole is None and block["cases"]:
+        if whole is None and block["cases"] and block.get("carried"):
+            head += _(" (passed: {passed} of {cases} cases, {carried} of them carried "
+                      "forward)").format(passed=block["passed"], cases=block["cases"],
+                                         carried=block["carried"])
+        elif whole is None and block["cases"]:
             head += _(" (passed: {passed} of {cases} cases)").format(passed=block["passed"],
                                                                      cases=block["cases"])
         lines.append(head)
@@ -217,6 +229,8 @@ def block_lines(blocks, feedback="full", whole=None):
                     experiment = said["experiment"].splitlines()
                     lines.append("    " + _("Try this: ") + experiment[0])
                     lines += ["      " + line for line in experiment[1:4]]
+            # error carried forward (report/feedback.py): after what is wrong in the part
+            lines += ["    " + line for line in block.get("carried_text") or []]
     return lines
 
 

@@ -4,7 +4,8 @@ Grades, in one batch: the solution (must get full marks), the skeleton released 
 (must get 0), every correct alternative in alternatives/ (full marks: loops, einsum,
 torch.where, the book's own code, and no diagnosis), and every mistake of the catalog
 (grader/catalog: it must lose points in its part, and the diagnosis of that part must name
-it). Prints a table and returns whether every check held.
+it; with error carried forward on, the default, no case of a function that calls the
+mistake's function may lose points). Prints a table and returns whether every check held.
 """
 import dataclasses
 import os
@@ -15,7 +16,7 @@ from .. import paths
 from ..grade import grade_batch
 from ..harness.implementations import API_NAMES
 from ..release import release
-from ..catalog import MISTAKES
+from ..catalog import MISTAKES, callers
 
 ALTERNATIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alternatives")
 
@@ -27,6 +28,8 @@ class Expectation:
     path: str
     part: str = None  # for mistakes: the part that must lose points and name it
     about: str = ""
+    target: str = None  # for mistakes: the function it is in (its callers' cases keep
+                        # their points under error carried forward, grader/catalog/carry.py)
 
     def check(self, result):
         """(ok, what happened) for this submission's SubmissionResult."""
@@ -44,7 +47,19 @@ class Expectation:
         diagnosed = [d.get("mistake") for d in result.diagnoses if d.get("part") == self.part]
         detail = (f"{self.part} {score:g}/{top:g}, total {got}, diagnosed as "
                   f"{diagnosed[0] if diagnosed and diagnosed[0] else 'nothing'}")
-        return score < top and diagnosed == [self.name], detail
+        lost = self.callers_lost(result)
+        if lost:
+            detail += f"; with error carried forward its callers still lost: {', '.join(lost[:3])}"
+        return score < top and diagnosed == [self.name] and not lost, detail
+
+    def callers_lost(self, result):
+        """The cases of the functions that call this mistake's function that lost points
+        although error carried forward was on (none may)."""
+        if self.kind != "mistake" or result.carry_forward != "on" or not self.target:
+            return []
+        reach = callers(self.target) - {self.target}
+        return [t.name for t in result.tests if t.target in reach
+                and t.status not in ("passed", "skipped")]
 
 
 def expectations(workdir, solution=paths.SOLUTION):
@@ -67,7 +82,8 @@ def expectations(workdir, solution=paths.SOLUTION):
             with open(os.path.join(ALTERNATIVES, name), encoding="utf-8") as handle:
                 write("alternative", name[:-3], handle.read())
     for mistake in MISTAKES:
-        write("mistake", mistake.id, mistake.apply(source), part=mistake.part, about=mistake.en)
+        write("mistake", mistake.id, mistake.apply(source), part=mistake.part, about=mistake.en,
+              target=mistake.target)
     return items
 
 
@@ -108,9 +124,11 @@ def docs_table(rows, date):
         "(`grader/catalog/mistakes.py`, where each also has its sentence in Chinese).",
         "`grader validate` grades them all and checks that each one loses points in its part",
         "and is diagnosed as itself; `tests/test_zoo.py` runs it in CI and checks that this",
-        "table names every mistake. A mistake in an early part also costs the parts built on",
-        "it (a `sequence_mask` bug shows in `masked_softmax` and the attentions), and the",
-        "diagnosis of those parts names it there too.", "",
+        "table names every mistake. A mistake in an early part shows in the parts built on it",
+        "(a `sequence_mask` bug in `masked_softmax` and the attentions), and the diagnosis of",
+        "those parts names it there too; with error carried forward (the default) it costs",
+        "only its own part: their cases keep their points when they give what a correct",
+        "caller gives on top of it (`grader validate` checks it for every mistake below).", "",
         f"Scores below are from one run of `grader validate` ({date}, CPU machine: the GPU",
         "part graded by the device-discipline tests); `grader validate --docs docs/mistakes.md`",
         "writes this file again from a run.", "",

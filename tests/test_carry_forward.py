@@ -1,0 +1,198 @@
+"""Error carried forward (grader/catalog/carry.py), by real grading: catalog mistakes built
+as `grader validate` builds them (the solution with the edit), graded in one batch per
+setting through the real trusted processes and sandboxed workers.
+
+The figures "before" are docs/mistakes.md's (a `grader validate` run before error carried
+forward): what each mistake scored in all, and in its own part. Under the default policy a
+mistake in a function others call costs its own part as before, and its callers nothing;
+with --carry-forward off the old totals come back. `grader validate` (tests/test_zoo.py)
+checks the callers' cases of every catalog mistake under the default."""
+import json
+import os
+
+import pytest
+
+from conftest import KIT
+from grader import i18n, paths
+from grader.catalog.mistakes import by_id, callers
+from grader.grade import MixedSettings, SuiteOptions, grade_batch
+from grader.grade.fingerprint import suite_fingerprint
+from grader.report.feedback import carried_lines
+
+pytestmark = pytest.mark.slow
+
+MAX = {"sequence_mask": 11, "masked_softmax": 20, "AdditiveAttention": 15,
+       "DotProductAttention": 15, "transpose": 9, "MultiHeadAttention": 20, "GPU": 10}
+# one mistake of each kind a caller can meet: wrong values, an error (the mask returned),
+# a property check (dropout never applied), the transposes, a device verdict
+BEFORE = {  # docs/mistakes.md: (points left in its own part, total /100)
+    "mask-off-by-one": (0, 9),
+    "mask-returns-mask": (0, 9),
+    "dot-no-dropout": (14, 97),
+    "transpose-no-permute": (3, 72),
+    "gpu-arange-no-device": (0, 90),
+}
+# with error carried forward: the own part as before, but for the GPU part, which is every
+# function's: it loses only sequence_mask's own 2 points (its callers' 8 are carried)
+OWN_AFTER = dict({m: own for m, (own, _total) in BEFORE.items()}, **{"gpu-arange-no-device": 8})
+# and of the GPU part, the own function's 2 points where none of its cases is right on the
+# CPU (sequence_mask's for the first two)
+AFTER = {"mask-off-by-one": 87, "mask-returns-mask": 87, "dot-no-dropout": 99,
+         "transpose-no-permute": 94, "gpu-arange-no-device": 98}
+# length 0 keeps one position: no catalog mistake (mask-off-by-one agrees only at length 0)
+UNCATALOGUED = ("mask = positions[None, :] < valid_len[:, None]",
+                "mask = positions[None, :] < valid_len.clamp(min=1)[:, None]")
+
+
+def _source(*ids, edit=None):
+    with open(paths.SOLUTION, encoding="utf-8") as handle:
+        source = handle.read()
+    for mistake_id in ids:
+        source = by_id(mistake_id).apply(source)
+    if edit:
+        assert source.count(edit[0]) == 1
+        source = source.replace(*edit)
+    return source
+
+
+def _grade(folder, named, setting):
+    files = []
+    os.makedirs(folder / "subs", exist_ok=True)
+    for name, source in named.items():
+        path = folder / "subs" / f"{name}.py"
+        path.write_text(source, encoding="utf-8")
+        files.append(str(path))
+    out = folder / f"out-{setting}"
+    results = grade_batch(files, str(out), SuiteOptions(carry_forward=setting), jobs=1)
+    return {r.name: r for r in results}, out
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("carry")
+    subs = {name: _source(name) for name in BEFORE}
+    subs["uncatalogued"] = _source(edit=UNCATALOGUED)
+    on_subs = dict(subs, **{"mask-and-dot": _source("mask-off-by-one", "dot-no-scale")})
+    on, on_dir = _grade(folder, on_subs, "on")
+    off, off_dir = _grade(folder, subs, "off")
+    return {"on": on, "off": off, "on_dir": on_dir, "off_dir": off_dir}
+
+
+def _part(result, part):
+    return result.by_part()[part][0]
+
+
+def test_a_callee_mistake_costs_its_own_part_and_never_its_callers(graded):
+    for mistake_id, own_after in OWN_AFTER.items():
+        result = graded["on"][mistake_id]
+        mistake = by_id(mistake_id)
+        assert result.status == "graded" and result.carry_forward == "on", mistake_id
+        assert _part(result, mistake.part) == own_after, mistake_id
+        reach = callers(mistake.target) - {mistake.target}
+        for test in result.tests:
+            if test.target in reach and test.status != "skipped":
+                assert test.status == "passed", (mistake_id, test.name, test.message)
+        for part, top in MAX.items():
+            if part not in (mistake.part, "GPU"):
+                assert _part(result, part) == top, (mistake_id, part)
+        assert result.score == AFTER[mistake_id], mistake_id
+        carried = [t for t in result.tests if t.carried]
+        assert carried and all(t.carried["mistakes"] == [mistake_id] and t.carried["in"] ==
+                               [mistake.target] for t in carried), mistake_id
+        assert not any(t.carried for t in result.tests if t.target == mistake.target)
+
+
+def test_off_brings_the_old_losses_back(graded):
+    lost_before = lost_after = 0
+    for mistake_id, (own_before, total) in BEFORE.items():
+        off, on = graded["off"][mistake_id], graded["on"][mistake_id]
+        assert off.carry_forward == "off" and off.score == total, mistake_id
+        assert _part(off, by_id(mistake_id).part) == own_before, mistake_id
+        assert not any(t.carried for t in off.tests) and not any(t.carry_note for t in off.tests)
+        own = by_id(mistake_id).part
+        lost_before += sum(MAX[p] - _part(off, p) for p in MAX if p not in (own, "GPU"))
+        lost_after += sum(MAX[p] - _part(on, p) for p in MAX if p not in (own, "GPU"))
+    # the callers' parts (GPU aside): 70 (masked_softmax and the attentions), 70, 2
+    # (MultiHeadAttention's dropout), 20 (MultiHeadAttention), 0 -- docs/mistakes.md
+    assert (lost_before, lost_after) == (162, 0)
+
+
+def test_a_dependent_part_still_pays_for_its_own_mistake(graded):
+    both = graded["on"]["mask-and-dot"]
+    # DotProductAttention is judged against the solution with mask-off-by-one: its own
+    # missing scale fails every case there, as dot-no-scale alone does (docs/mistakes.md: 0/15)
+    assert _part(both, "DotProductAttention") == 0
+    dot = [t for t in both.tests if t.part == "DotProductAttention" and t.status == "failed"]
+    assert dot and all(t.carry_note["why"] == "differs" and t.carry_note["callees"] ==
+                       ["sequence_mask"] for t in dot)
+    # MultiHeadAttention calls both: judged on top of both mistakes, it keeps its points
+    assert _part(both, "MultiHeadAttention") == 20
+    assert {tuple(t.carried["mistakes"]) for t in both.tests
+            if t.carried and t.part == "MultiHeadAttention"} == {("mask-off-by-one", "dot-no-scale")}
+    assert _part(both, "masked_softmax") == 20 and _part(both, "sequence_mask") == 0
+    text = (graded["on_dir"] / "mask-and-dot" / "feedback.txt").read_text(encoding="utf-8")
+    assert ("do not give what a correct DotProductAttention gives on top of the mistake in "
+            "sequence_mask named in the sequence_mask part") in text
+
+
+def test_an_uncatalogued_callee_bug_is_not_carried(graded):
+    on, off = graded["on"]["uncatalogued"], graded["off"]["uncatalogued"]
+    assert not [d for d in on.diagnoses if d["part"] == "sequence_mask" and d["mistake"]]
+    assert not any(t.carried for t in on.tests)
+    assert on.by_part() == off.by_part()
+    assert _part(on, "masked_softmax") < 20  # its length-0 cases fail as before
+    text = (graded["on_dir"] / "uncatalogued" / "feedback.txt").read_text(encoding="utf-8")
+    assert "cases of this part failed where they call sequence_mask, which failed cases of its " \
+        "own part that no catalog mistake explains" in text
+
+
+def test_what_the_student_and_instructor_read(graded):
+    folder = graded["on_dir"] / "mask-off-by-one"
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    assert data["extra_data"]["carry_forward"] == "on"
+    carried = [t for t in data["tests"] if "carried_forward" in t]
+    assert carried and all(t["status"] == "passed" and t["carried_forward"]["mistakes"] ==
+                           ["mask-off-by-one"] and t["carried_forward"]["parts"] ==
+                           ["sequence_mask"] and "error carried forward" in t["output"]
+                           for t in carried)
+    # what failed with the old rule passed only as carried forward, and says so
+    before = json.loads((graded["off_dir"] / "mask-off-by-one" / "results.json").read_text(
+        encoding="utf-8"))
+    failed_before = {t["name"] for t in before["tests"] if t["status"] == "failed"
+                     and t["tags"] != ["sequence_mask"] and t["name"] != "GPU: sequence_mask "
+                     "makes no tensor on the default device"}
+    assert failed_before and failed_before == {t["name"] for t in carried}
+    text = (folder / "feedback.txt").read_text(encoding="utf-8")
+    # its 12 cases all failed with the old rule (some degenerate ones only withheld)
+    assert ("masked_softmax: 20/20 (passed: 12 of 12 cases, 12 of them carried forward)"
+            in text)
+    assert ("12 of 12 cases of this part gave what a correct masked_softmax gives on top of the "
+            "mistake in sequence_mask named in the sequence_mask part; their points are kept "
+            "(error carried forward).") in text
+    page = (folder / "feedback.html").read_text(encoding="utf-8")
+    assert "gave what a correct MultiHeadAttention gives on top of the mistake in sequence_mask" \
+        in page
+    row = json.loads((folder / "gradebook-row.json").read_text(encoding="utf-8"))
+    assert row["carry_forward"] == "on"
+    off = json.loads((graded["off_dir"] / "mask-off-by-one" / "results.json").read_text("utf-8"))
+    assert off["extra_data"]["carry_forward"] == "off"
+    result = graded["on"]["mask-off-by-one"]
+    tests = [t for t in result.tests if t.part == "AdditiveAttention"]
+    i18n.set_language("zh")
+    try:
+        said = carried_lines(tests)
+    finally:
+        i18n.set_language("en")
+    assert said and "错误不重复扣分" in said[0] and "AdditiveAttention" in said[0]
+
+
+def test_one_gradebook_never_mixes_the_settings(graded, tmp_path):
+    assert suite_fingerprint(SuiteOptions(carry_forward="on")) != \
+        suite_fingerprint(SuiteOptions(carry_forward="off"))
+    # a row graded with "on" is kept in graded["on_dir"]; one more submission graded with
+    # "off" into it would mix the two: refused before anything is graded
+    path = tmp_path / "late.py"
+    path.write_text(_source(), encoding="utf-8")
+    with pytest.raises(MixedSettings, match="--carry-forward on"):
+        grade_batch([str(path)], str(graded["on_dir"]), SuiteOptions(carry_forward="off"))
+    assert not (graded["on_dir"] / "late").exists()
