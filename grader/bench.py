@@ -173,12 +173,13 @@ def _similarity_class(size):
             renamed = re.sub(r"\b(X|valid_lens?|queries|keys|values|scores)\b",
                              lambda m: f"{m.group(1)}_{i}", texts[i % len(texts)])
             code.keep(folder, type("Row", (), {"folder": name, "staged_code": renamed})())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         pairs, groups, found, skipped = command.run(folder)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         print(f"grader similarity, class of {len(found)} ({len(pairs)} pairs, "
               f"{sum(p.flagged for p in pairs)} flagged, from {len(texts)} files): "
-              f"{wall:.1f} s in all, {1000 * wall / max(1, len(pairs)):.2f} ms per pair; "
+              f"{wall:.1f} s in all ({cpu:.1f} s of CPU), "
+              f"{1000 * wall / max(1, len(pairs)):.2f} ms per pair; "
               f"similarity.html {os.path.getsize(os.path.join(folder, 'similarity.html')) // 1024} KB",
               flush=True)
     finally:

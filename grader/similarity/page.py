@@ -152,6 +152,8 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
     big = [g for g in groups if len(g) > 2]
     body = ["<h1>Similarity of submissions</h1>",
             f'<p class="verdict">{esc(VERDICT, 1000)}</p>',
+            f"<p>Made {esc(settings.get('made', ''), 40)} from the code the gradebook kept; run "
+            "<code>grader similarity</code> again after grading more.</p>",
             f"<p>{len(sources)} submissions compared, {len(pairs)} pairs; "
             f"<strong>{len(flagged)} pairs flagged</strong> (score at least "
             f"{settings['threshold']:g} and at least {settings['min_shared']} shared characters "
