@@ -196,3 +196,39 @@ def test_one_gradebook_never_mixes_the_settings(graded, tmp_path):
     with pytest.raises(MixedSettings, match="--carry-forward on"):
         grade_batch([str(path)], str(graded["on_dir"]), SuiteOptions(carry_forward="off"))
     assert not (graded["on_dir"] / "late").exists()
+
+
+def test_a_report_entry_carries_only_what_the_catalog_knows():
+    """outcome.from_suite reads "carried" from the trusted report and still checks it: the
+    functions and parts come from the catalog, an unknown id or target, or a failed test,
+    carries nothing."""
+    from grader.grade.outcome import from_suite
+
+    def entry(name, outcome, carried=None, note=None):
+        return {"nodeid": name, "name": name, "part": "masked_softmax", "points": 1.0,
+                "outcome": outcome, "blame": None if outcome == "passed" else "student",
+                "target": "masked_softmax", "carried": carried, "carry_note": note}
+
+    good = {"target": "masked_softmax", "mistakes": ["mask-off-by-one"],
+            "in": ["MultiHeadAttention"], "parts": ["GPU"]}  # in/parts: the catalog's, below
+    tests = from_suite({"tests": [
+        entry("a", "passed", good),
+        entry("b", "passed", dict(good, mistakes=["mask-off-by-one", "no-such-mistake"])),
+        entry("c", "passed", dict(good, target="os.system")),
+        entry("d", "failed", good),
+        entry("e", "failed", None, {"why": "differs", "target": "masked_softmax",
+                                    "mistakes": ["mask-off-by-one"], "callees": ["evil"]}),
+        entry("f", "failed", None, {"why": "unnamed", "target": "masked_softmax",
+                                    "callees": ["sequence_mask", "evil"]}),
+        entry("g", "failed", None, {"why": "because", "target": "masked_softmax",
+                                    "callees": ["sequence_mask"]}),
+    ]}, [])
+    found = {t.name: t for t in tests}
+    assert found["a"].carried == {"target": "masked_softmax", "mistakes": ["mask-off-by-one"],
+                                  "in": ["sequence_mask"], "parts": ["sequence_mask"]}
+    assert found["a"].score == 1.0 and found["d"].score == 0.0
+    assert [found[n].carried for n in "bcd"] == [None, None, None]
+    assert found["e"].carry_note == {"why": "differs", "target": "masked_softmax",
+                                     "callees": ["sequence_mask"], "parts": ["sequence_mask"],
+                                     "mistakes": ["mask-off-by-one"]}
+    assert found["f"].carry_note["callees"] == ["sequence_mask"] and found["g"].carry_note is None
