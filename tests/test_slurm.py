@@ -8,6 +8,7 @@ and the merge as a job depending on both (afterok). The merged grades.csv must e
 
 Needs Debian's slurm-wlm and munge (`apt-get install -y slurm-wlm munge`) and root;
 skipped with that reason otherwise."""
+import json
 import os
 import shutil
 import signal
@@ -210,7 +211,6 @@ def test_array_gpu_job_and_merge_equal_one_run(cluster, tmp_path):
     with open(os.path.join(one, "grades.csv"), "rb") as a, \
             open(os.path.join(out, "grades", "grades.csv"), "rb") as b:
         assert a.read() == b.read()
-    import json
     with open(os.path.join(out, "grades", "merge.json"), encoding="utf-8") as handle:
         merged = json.load(handle)
     jobs = {(s["parts"] == ["GPU"], s["shard"], s["of"]) for s in merged["shards"]}

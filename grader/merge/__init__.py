@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 
 from .. import course as courses
 from .. import overrides as ledger
@@ -314,7 +315,7 @@ def main(args):
         ledger.load(args.out)
         merged, groups = plan(args.shard_dirs, args.out)
     except (MergeError, courses.CourseError, ledger.OverrideError) as error:
-        print(f"grader merge: nothing was merged: {error}", file=__import__("sys").stderr)
+        print(f"grader merge: nothing was merged: {error}", file=sys.stderr)
         return 2
     final = write(merged, groups, args.out, args.course)
     shown = "; ".join(f"parts {', '.join(p)}: {len(g)} shard(s)" for p, g in groups.items())

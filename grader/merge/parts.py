@@ -77,8 +77,9 @@ def combine(pieces, all_parts, target, graded_by):
 
 def _combine_files(pieces, target):
     first = _results(target) or {"score": 0, "output": "", "tests": [], "extra_data": {}}
-    extra = first.setdefault("extra_data", {}) if isinstance(first.get("extra_data"), dict) \
-        else first.setdefault("extra_data", {})
+    if not isinstance(first.get("extra_data"), dict):
+        first["extra_data"] = {}
+    extra = first["extra_data"]
     texts = [_read_text(os.path.join(target, "feedback.txt"))]
     for row, record in pieces[1:]:
         source = os.path.join(record["dir"], row["folder"])
