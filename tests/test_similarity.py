@@ -315,3 +315,25 @@ def test_the_command_on_a_graded_gradebook(tmp_path):
     assert bad.returncode == 2 and "1.5 is not a score above 0 and at most 1" in bad.stderr
     empty = _grader("similarity", "--from", str(tmp_path / "nothing"))
     assert empty.returncode == 2 and "is not a graded gradebook folder" in empty.stderr
+
+
+def test_code_built_from_strings_is_listed_to_read(tmp_path):
+    """A copy hidden in a string run by exec is one token to any token-based comparison:
+    it is not flagged, and the page lists it to be read; the book's `attention.eval()` and
+    `re.compile` are no such call."""
+    with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
+        wei = handle.read()
+    hidden = "import base64\nexec(base64.b64decode(%r).decode())\n" % __import__("base64").b64encode(
+        wei.encode()).decode()
+    plain = _book_plus("import re\nPATTERN = re.compile('x')\nattention = DotProductAttention(0.5)\n"
+                       "attention.eval()\n")
+    for folder, text in (("copy", wei), ("hidden", hidden), ("plain", plain)):
+        _row(tmp_path, folder, folder)
+        code.keep(str(tmp_path), _Result(folder, text))
+    pairs, groups, found, skipped = command.run(str(tmp_path))
+    assert {k: s.hidden for k, s in found.items()} == {
+        "copy": [], "hidden": ["b64decode", "exec"], "plain": []}
+    assert not any(p.flagged for p in pairs)
+    text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
+    read = text[text.index("<h2>Read these yourself</h2>"):text.index("<h2>Skipped</h2>")]
+    assert "<li>hidden (hidden): b64decode, exec</li>" in read and "plain" not in read

@@ -194,6 +194,14 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
     if len(flagged) > detailed:
         body.append(f"<p>{len(flagged) - detailed} more flagged pairs are in the table and "
                     "similarity.csv.</p>")
+    hidden = [src for src in sources.values() if src.hidden]
+    body.append("<h2>Read these yourself</h2>")
+    body.append("<p>Code that builds code from strings or bytes at run time: what it runs is a "
+                "string, which this comparison (and any token-based one) does not see into.</p>"
+                + ("<ul>" + "".join(f"<li>{esc(src.label)} ({esc(src.folder)}): "
+                                    + ", ".join(esc(c, 40) for c in src.hidden) + "</li>"
+                                    for src in hidden[:MAX_SKIPPED]) + "</ul>"
+                   if hidden else "<p>None.</p>"))
     body.append("<h2>Skipped</h2>")
     body.append("<ul>" + "".join(f"<li>{esc(s.label)} ({esc(s.folder)}): {esc(why, 600)}</li>"
                                  for s, why in skipped[:MAX_SKIPPED]) + "</ul>"

@@ -4,14 +4,24 @@ A row of DIR (gradebook.load_records: DIR/<folder>/gradebook-row.json) names the
 (`student_id`, from the LMS's own fields, never from text the student chose) and its
 folder, where `grader grade` kept the code it graded (code.CODE_FILE). A row without code
 (missing work, an upload intake refused, a row graded before the kit kept code) or with
-code over the cap is listed as skipped, with the reason.
+code over the cap is listed as skipped, with the reason. Code that calls exec, eval or the
+like is noted (HIDDEN_CODE: what it runs is a string, which no token-based comparison
+sees into).
 """
 import dataclasses
 import os
+import re
 
 from ..report import gradebook
 from ..textsafety import safe_text
 from .code import MAX_CODE_BYTES, CODE_FILE, Unreadable, read_code, review_text
+
+
+# Code built at run time from strings or bytes is invisible to any token-based comparison
+# (a string is one token): such submissions are listed for the instructor to read.
+# (`model.eval()` and `re.compile(...)` are attribute calls, not these)
+HIDDEN_CODE = re.compile(r"(?<![\w.])(exec|eval|compile|__import__)\s*\(|"
+                         r"\b(marshal\.loads|pickle\.loads|b64decode|codecs\.decode)\s*\(")
 
 
 @dataclasses.dataclass
@@ -21,6 +31,7 @@ class Source:
     name: str           # the student's name as the LMS gave it, else the submission's
     folder: str
     text: str = ""      # the code as the student wrote it (a notebook's cells)
+    hidden: list = dataclasses.field(default_factory=list)  # calls that build code from data
 
     @property
     def label(self):
@@ -44,5 +55,6 @@ def load(out_dir, limit=MAX_CODE_BYTES):
         except Unreadable as why:
             skipped.append((source, str(why)))
             continue
+        source.hidden = sorted({m.group(1) or m.group(2) for m in HIDDEN_CODE.finditer(source.text)})
         found.append(source)
     return found, skipped
