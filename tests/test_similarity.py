@@ -22,7 +22,7 @@ import pytest
 
 from conftest import KIT
 
-pytest.importorskip("copydetect")
+import copydetect  # noqa: E402,F401  (the test extra has it: tests/test_dependencies.py checks)
 
 from grader import intake  # noqa: E402
 from grader.report import gradebook, html as pages  # noqa: E402

@@ -9,6 +9,7 @@ shared passages, and the page is held to PAGE_BYTES (pairs beyond it are in the 
 import csv
 import html
 import io
+import os
 
 from ..report import files
 from ..report.gradebook import text_cell
@@ -221,7 +222,6 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
 
 def write(out_dir, pairs, groups, sources, skipped, settings):
     """Write both files atomically (report/files.py)."""
-    import os
     files.write_bytes(os.path.join(out_dir, "similarity.csv"),
                       ("\ufeff" + csv_text(pairs, sources)).encode("utf-8"))
     files.write_text(os.path.join(out_dir, "similarity.html"),
