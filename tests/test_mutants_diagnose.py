@@ -395,3 +395,32 @@ def test_a_pair_that_fails_with_its_own_error_is_named():
     assert errors and all(found for _, found in errors), errors
     two_d = [found for name, found in errors if "2-D lengths" in name]
     assert two_d and all(found == [both] for found in two_d), errors
+
+
+def test_a_cases_line_naming_a_mistake_stays_only_when_its_part_qualified_it(fails):
+    """The per-case "exactly what you get if" line (tests_hidden/checks.py) is the student's
+    to read: kept for a mistake the part's diagnosis names, dropped for one it rejected, and
+    a failing case that named no mistake keeps its message as it was."""
+    line = "\n  " + diagnose.sentence(["softmax-neg-inf"])
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    other = next(n for n in OWN if n not in fails["softmax-neg-inf"])
+
+    def with_lines(tests):
+        for entry in tests:
+            if entry["mistakes"]:
+                entry["message"] = f"{entry['name']} failed{line}"
+        return tests
+
+    tests = with_lines(entries({**{n: ["softmax-neg-inf"] for n in failing}, other: []},
+                               [n for n in OWN if n not in failing and n != other]))
+    diagnose_parts(tests)
+    by_name = {t["name"]: t for t in tests}
+    assert by_name[failing[0]]["message"] == f"{failing[0]} failed{line}"
+    assert by_name[failing[0]]["mistakes"] == ["softmax-neg-inf"]
+    assert by_name[other]["message"] == f"\n\n  {other} failed  \nmore"
+    # the evidence check rejects it (it fails failing[0], which this submission passes)
+    tests = with_lines(entries({n: ["softmax-neg-inf"] for n in failing[1:]},
+                               [n for n in OWN if n not in failing[1:]]))
+    diagnose_parts(tests)
+    rejected = {t["name"]: t for t in tests}[failing[1]]
+    assert rejected["message"] == f"{failing[1]} failed" and rejected["mistakes"] == []
