@@ -8,7 +8,6 @@ from copydetect.detector import compare_files
 from . import DEFAULT_THRESHOLD, MIN_SHARED
 
 
-
 @dataclasses.dataclass
 class Pair:
     a: str                 # submission keys (the gradebook's names)
