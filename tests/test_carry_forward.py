@@ -11,8 +11,8 @@ import json
 import os
 
 import pytest
+import torch
 
-from conftest import KIT
 from grader import i18n, paths
 from grader.catalog.mistakes import by_id, callers
 from grader.grade import MixedSettings, SuiteOptions, grade_batch
@@ -67,12 +67,20 @@ def _grade(folder, named, setting):
     return {r.name: r for r in results}, out
 
 
+def _hostile(name, folder):
+    from hostile_zoo import ZOO
+    path = next(h for h in ZOO if h.name == name).build(str(folder), None)
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("carry")
     subs = {name: _source(name) for name in BEFORE}
     subs["uncatalogued"] = _source(edit=UNCATALOGUED)
-    on_subs = dict(subs, **{"mask-and-dot": _source("mask-off-by-one", "dot-no-scale")})
+    on_subs = dict(subs, **{"mask-and-dot": _source("mask-off-by-one", "dot-no-scale"),
+                            "guard-popped": _hostile("guard-popped", folder)})
     on, on_dir = _grade(folder, on_subs, "on")
     off, off_dir = _grade(folder, subs, "off")
     return {"on": on, "off": off, "on_dir": on_dir, "off_dir": off_dir}
@@ -232,3 +240,18 @@ def test_a_report_entry_carries_only_what_the_catalog_knows():
                                      "callees": ["sequence_mask"], "parts": ["sequence_mask"],
                                      "mistakes": ["mask-off-by-one"]}
     assert found["f"].carry_note["callees"] == ["sequence_mask"] and found["g"].carry_note is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the device-discipline tier runs without CUDA")
+def test_a_switched_off_device_check_is_never_carried(graded):
+    """tests/hostile_zoo.py's guard-popped: gpu-arange-no-device's edit, and sequence_mask
+    pops the device check. The GPU part names gpu-arange-no-device (the diagnosis compares
+    verdicts as failed or not), but its callers' verdicts say "could not watch", not the
+    mistake's tensor on the default device: nothing is carried (8 points were, before the
+    verdicts were compared word for word)."""
+    result = graded["on"]["guard-popped"]
+    assert "gpu-arange-no-device" in [d["mistake"] for d in result.diagnoses
+                                      if d["part"] == "GPU"]
+    gpu = [t for t in result.tests if t.part == "GPU" and t.status != "skipped"]
+    assert _part(result, "GPU") == 0 and not any(t.carried for t in gpu)
+    assert [t.carry_note["why"] for t in gpu if t.target != "sequence_mask"] == ["differs"] * 4

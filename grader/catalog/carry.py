@@ -100,9 +100,15 @@ class CarriedReference:
             got = student.run(probe, call_text).raw
         except StudentFailure as failure:
             got = getattr(getattr(failure, "probe_result", None), "raw", None)
-        if isinstance(got, dict) and same_results(got, self.raw(probe), probe):
-            return Alike(got)
-        return None
+        mine = self.raw(probe)
+        if not isinstance(got, dict) or not same_results(got, mine, probe):
+            return None
+        # the same device verdict, word for word: a guard switched off ("could not watch")
+        # is never the same as the mistake's tensor made on the default device
+        if probe.get("guard") and device_failure(probe.get("target"), _Raw(got)) != \
+                device_failure(probe.get("target"), _Raw(mine)):
+            return None
+        return Alike(got)
 
 
 class _Raw:
