@@ -648,7 +648,13 @@ def test_a_canvas_download_zip_is_unpacked_and_each_file_graded_as_its_users(tmp
         [("canvas", "10000")]
     # --layout moodle never opens a Canvas download zip
     batch = layouts.resolve([str(download)], "moodle")
-    assert [(s.layout, s.name) for s in batch.submissions] == [("plain", "submissions")]
+    assert [(s.layout, s.name, s.path) for s in batch.submissions] == \
+        [("plain", "submissions", str(download))]
+    assert batch.notes == ["submissions.zip does not look like moodle's layout: named after the file"]
+    # a download zip named in capitals is one too
+    upper = tmp_path / "SUBMISSIONS.ZIP"
+    upper.write_bytes(download.read_bytes())
+    assert [s.student_id for s in layouts.resolve([str(upper)]).submissions] == ["10001", "10000"]
 
 
 def test_a_moodle_download_zip_with_only_a_folder_per_student(tmp_path):
@@ -702,6 +708,79 @@ def test_an_unknown_layout_is_refused_by_name():
         layouts.resolve([], "blackboard")
     assert str(error.value) == ("unknown layout 'blackboard': one of auto, plain, nbgrader, "
                                 "canvas, moodle, gradescope")
+
+
+def test_a_download_given_with_another_layout_is_not_opened(tmp_path):
+    canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py"])
+    batch = layouts.resolve([str(canvas)], "moodle")
+    assert _rows(batch) == [("canvas", "canvas", "plain", "canvas")]
+    assert batch.notes == ["canvas: not opened as a download: not all its entries are named as an "
+                           "LMS names them",
+                           "canvas does not look like moodle's layout: named after the file"]
+    batch = layouts.resolve([str(_touch(tmp_path / "bob", ["x.py"]))], "moodle")
+    assert batch.notes[0] == ("bob: not opened as a download: not all its entries are named as "
+                              "an LMS names them (e.g. x.py)")
+    export = _gradescope(tmp_path, "submission_1:\n" + _submitters(5), ["submission_1"])
+    batch = layouts.resolve([str(export)], "canvas")
+    assert [(s.name, s.layout) for s in batch.submissions] == [("export", "plain")]
+    submitted = _submitted(tmp_path / "course", ["alice"])
+    batch = layouts.resolve([str(submitted)], "canvas")
+    assert [(s.name, s.layout) for s in batch.submissions] == [("submitted", "plain")]
+
+
+def test_a_folder_holding_attention_in_capitals_is_one_students_without_a_note(tmp_path):
+    own = _touch(tmp_path / "eve", ["Attention.PY", "w_10000_90000_a.py"])
+    batch = layouts.resolve([str(own)])
+    assert _rows(batch) == [("eve", "eve", "plain", "eve")] and batch.notes == []
+
+
+def test_a_submitted_folder_inside_submitted_is_opened(tmp_path):
+    inner = _submitted(tmp_path / "course" / "submitted", ["alice"])
+    assert inner == tmp_path / "course" / "submitted" / "submitted"
+    batch = layouts.resolve([str(inner)])
+    assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
+        ("alice", "alice", "nbgrader")]
+
+
+def test_an_lms_download_zip_beside_plain_work_names_the_zip(tmp_path):
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("w_10000_90000_a.py", "x = 1\n")
+    _touch(tmp_path, ["alice.py"])
+    batch = layouts.resolve([str(tmp_path / "alice.py"), str(download)])
+    assert [(s.name, s.student_id) for s in batch.submissions] == [
+        ("alice", "alice"), ("submissions.zip-w_10000", "")]
+    assert batch.submissions[1].flags == [
+        "submissions.zip is named as Canvas names its downloads but was given beside plain "
+        "submissions: no student id is given (grade an LMS's download on its own, and "
+        "students' folders with --layout plain)"]
+
+
+def test_gradescope_exports_are_checked_like_the_other_downloads(tmp_path):
+    one = _gradescope(tmp_path / "a", "submission_1:\n" + _submitters(5), ["submission_1"])
+    two = _gradescope(tmp_path / "b", "submission_2:\n" + _submitters(6), ["submission_2"])
+    batch = layouts.resolve([str(one), str(two)])
+    assert [(s.name, s.student_id) for s in batch.submissions] == [
+        ("unverified-N5", ""), ("unverified-N6", "")]
+    assert batch.submissions[0].flags == [
+        "2 Gradescope downloads were given together (export, export); one may be a student's "
+        "own, so no student id is given (grade the newest download on its own)"]
+    _touch(tmp_path, ["alice.py"])
+    batch = layouts.resolve([str(tmp_path / "alice.py"), str(one / "submission_1")])
+    assert [(s.name, s.student_id) for s in batch.submissions] == [
+        ("alice", "alice"), ("unverified-N5", "")]
+    assert batch.submissions[1].flags == [
+        "submission_1 is named as Gradescope names its downloads but was given beside plain "
+        "submissions: no student id is given (grade an LMS's download on its own, and "
+        "students' folders with --layout plain)"]
+
+
+def test_a_row_name_is_cut_to_400_characters(tmp_path):
+    people = "".join(f"  - :name: {c * 150}\n    :sid: '{i}'\n" for i, c in enumerate("abc"))
+    export = _gradescope(tmp_path, "submission_1:\n  :submitters:\n" + people, ["submission_1"])
+    sub = layouts.resolve([str(export)]).submissions[0]
+    assert sub.student_id == "0;1;2" and sub.name.startswith("a" * 150 + "; " + "b" * 150)
+    assert len(sub.name) == 400 and sub.name.endswith(" more characters]") and "\n" not in sub.name
 
 
 # --- cross-checks within one download ------------------------------------------------------
@@ -772,7 +851,7 @@ def test_five_downloads_given_together_name_four(tmp_path):
 
 def _gradescope(root, metadata, folders):
     export = root / "export"
-    export.mkdir()
+    export.mkdir(parents=True)
     (export / "submission_metadata.yml").write_text(metadata, encoding="utf-8")
     for folder in folders:
         _touch(export / folder, ["attention.py"])
@@ -1063,3 +1142,31 @@ def test_metadata_of_16_mb_is_read_and_one_byte_more_is_not(tmp_path):
     assert (data, note) == ({}, "submission_metadata.yml could not be read (submission_metadata."
                                 "yml is 16 MB; a metadata file over 16 MB is not accepted.); "
                                 "names come from the folders.")
+
+
+def test_a_download_zip_of_20000_entries_is_read_and_one_more_is_not():
+    with tempfile.TemporaryDirectory(dir=SCRATCH) as scratch:
+        path = os.path.join(scratch, "submissions.zip")
+        with zipfile.ZipFile(path, "w") as archive:
+            for i in range(20_000):
+                archive.writestr(f"s_{i}_{i}_a.py", "")
+        assert len(layouts._zip_names(path)) == 20_000
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("s_x_1_2_a.py", "")
+        assert layouts._zip_names(path) is None
+
+
+def test_a_download_zip_over_1_gb_is_not_read():
+    # sparse: 1 GiB of nothing before a real zip (zipfile reads a zip with data before it)
+    with tempfile.TemporaryDirectory(dir=SCRATCH) as scratch:
+        small = os.path.join(scratch, "small.zip")
+        with zipfile.ZipFile(small, "w") as archive:
+            archive.writestr("w_10000_90000_a.py", "x = 1\n")
+        data = open(small, "rb").read()
+        for size, names in ((1024 ** 3, ["w_10000_90000_a.py"]), (1024 ** 3 + 1, None)):
+            path = os.path.join(scratch, f"{size}.zip")
+            with open(path, "wb") as handle:
+                handle.seek(size - len(data))
+                handle.write(data)
+            assert os.path.getsize(path) == size
+            assert layouts._zip_names(path) == names
