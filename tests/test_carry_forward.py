@@ -255,3 +255,22 @@ def test_a_switched_off_device_check_is_never_carried(graded):
     gpu = [t for t in result.tests if t.part == "GPU" and t.status != "skipped"]
     assert _part(result, "GPU") == 0 and not any(t.carried for t in gpu)
     assert [t.carry_note["why"] for t in gpu if t.target != "sequence_mask"] == ["differs"] * 4
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the device-discipline tier runs without CUDA")
+def test_the_gpu_part_graded_alone_carries_as_the_whole_run_does(tmp_path):
+    """--parts gpu (grader/shards.py: the GPU part on its own node) has no diagnosis of the
+    other parts in its session; the hidden suite's conftest runs their cases unscored for
+    it, so the GPU part scores as in a whole run (8/10 for mask-off-by-one, above)."""
+    from grader import shards
+    path = tmp_path / "mask-off-by-one.py"
+    path.write_text(_source("mask-off-by-one"), encoding="utf-8")
+    (result,) = grade_batch([str(path)], str(tmp_path / "out"), SuiteOptions(),
+                            parts=shards.parse_parts("gpu"))
+    assert result.status == "graded" and result.by_part() == {"GPU": (8.0, 10.0)}
+    ran = {t.target: t for t in result.tests if t.status != "skipped"}
+    assert ran["sequence_mask"].status == "failed" and not ran["sequence_mask"].carried
+    for target in ("masked_softmax", "AdditiveAttention", "DotProductAttention",
+                   "MultiHeadAttention"):
+        assert ran[target].status == "passed" and ran[target].carried["mistakes"] == \
+            ["mask-off-by-one"], target

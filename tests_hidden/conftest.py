@@ -13,7 +13,7 @@ import checks
 from cases import CASES, TOTAL_POINTS, cases
 from checks import params
 from grader.catalog import carry, diagnose
-from grader.harness import Reference, Submission
+from grader.harness import Reference, StudentFailure, Submission
 from grader.sandbox import isolation
 from grader.sandbox.limits import Limits
 
@@ -72,14 +72,46 @@ def pytest_sessionfinish(session):
         config.attnkit_carry_forward = config.getoption("--carry-forward")
         try:
             if config.attnkit_carry_forward == "on" and tests:  # the worker still runs
+                named, others, seen = _other_parts(config, tests, student)
                 carry.carry_forward(tests, {case.id: case for case in CASES},
-                                    config.attnkit_diagnoses, before, _reference(config), student,
-                                    checks.passes, checks.shows_it_works, checks._state)
+                                    config.attnkit_diagnoses + named, dict(before, **seen),
+                                    _reference(config), student, checks.passes,
+                                    checks.shows_it_works, checks._state, others=others)
         except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
             config.attnkit_suite_errors = list(getattr(config, "attnkit_suite_errors", [])) + [
                 f"carrying errors forward failed: {type(error).__name__}: {error}"]
         finally:
             student.stop()
+
+
+def _other_parts(config, tests, student):
+    """Under --attnkit-parts (grader/shards.py: the GPU part on a GPU node, say) the other
+    parts have no tests here, so no diagnosis to carry from. Their cases are run here, after
+    the session's own, unrecorded and unscored, and diagnosed as a whole run would; the
+    diagnosis is used for error carried forward only. Returns (diagnoses, their entries,
+    {nodeid: the ids each case matched before the diagnosis})."""
+    here = {t["part"] for t in tests}
+    others = [case for case in CASES if case.part not in here and case.part != "GPU"]
+    if not others:
+        return [], [], {}
+    reference = _reference(config)
+    entries = []
+    for case in others:
+        entry = {"nodeid": f"carry-forward::{case.id}", "name": case.id, "part": case.part,
+                 "outcome": "passed", "blame": None, "message": "", "mistakes": []}
+        try:
+            checks.CHECKS[case.check](case, student, reference)
+        except StudentFailure as failure:
+            entry.update(outcome="failed", blame="student", message=str(failure),
+                         mistakes=list(getattr(failure, "mistakes", None) or []))
+            checks.FAILED_PARTS.add(case.part)
+        entries.append(entry)
+    seen = {e["nodeid"]: list(e["mistakes"]) for e in entries}
+    table = {case.id: case for case in CASES}
+    named = diagnose.diagnose_parts(
+        entries, table, lambda case, implementation: checks.passes(case, implementation, reference),
+        reference.path, lang=checks.LANG[0])
+    return named, entries, seen
 
 
 def pytest_runtest_logreport(report):

@@ -160,15 +160,17 @@ def as_mistake(ids):
     return by_id(ids[0]) if len(ids) == 1 else combined(ids)
 
 
-def carry_forward(tests, cases, diagnoses, before, reference, student, grade, works, state):
+def carry_forward(tests, cases, diagnoses, before, reference, student, grade, works, state,
+                  others=()):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many were carried.
 
     grade(case, student, reference) -> bool: the case's own check passes (checks.passes);
     works(target, student, reference) -> bool: checks.shows_it_works; state(case,
-    reference): the module weights a case loads (checks._state)."""
-    named_ids = named(diagnoses, tests, before)
-    failed_parts = {t.get("part") for t in tests
+    reference): the module weights a case loads (checks._state); others: the entries of
+    parts this session did not grade (--parts), run only for their diagnosis."""
+    named_ids = named(diagnoses, list(tests) + list(others), before)
+    failed_parts = {t.get("part") for t in list(tests) + list(others)
                     if t.get("outcome") == "failed" and t.get("blame") == "student"}
     carried = 0
     for test in tests:
