@@ -133,3 +133,26 @@ def test_only_the_first_1000_entries_of_a_folder_are_looked_at(tmp_path):
     assert times.file_time(str(tmp_path)) == "2026-11-30T00:53:20+00:00"
     os.utime(tmp_path / order[999], (1_797_000_000, 1_797_000_000))    # the 1000th: seen
     assert times.file_time(str(tmp_path)) == "2026-12-11T14:40:00+00:00"
+
+
+@pytest.fixture
+def tmpfs():
+    """A folder on tmpfs, which keeps any 64-bit modification time (ext4 clamps them)."""
+    import shutil
+    import tempfile
+    if not os.access("/dev/shm", os.W_OK | os.X_OK):
+        pytest.skip("no writable /dev/shm (tmpfs) here")
+    folder = tempfile.mkdtemp(prefix="attnkit-times-", dir="/dev/shm")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("when", [1e12, -1e12, 1e17])   # year 33658, before year 1, beyond
+def test_a_modification_time_no_calendar_holds_gives_no_time(tmpfs, when):
+    path = os.path.join(tmpfs, "a.py")
+    open(path, "wb").close()
+    os.utime(path, (when, when))
+    if os.lstat(path).st_mtime != when:
+        pytest.skip("this /dev/shm does not keep such a time")
+    assert times.file_time(path) == ""
+    assert times.file_time(tmpfs) == ""
