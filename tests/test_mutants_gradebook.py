@@ -359,6 +359,9 @@ def test_grades_csv_of_kept_rows_sorts_by_name_and_takes_the_largest_maximum():
     assert lines[0][6] == "mask (/45)"
     small = _table(gradebook.gradebook_text([_row("s", parts={"bonus": [0.0, 0.5]})], ["bonus"]))
     assert small[0][6] == "bonus (/0.5)"
+    bare = _row("m")
+    del bare["max"]
+    assert _table(gradebook.gradebook_text([bare], []))[1][3:6] == ["graded", "80", "0"]
     assert [line[0] for line in lines[1:]] == ["a", "b"]
     a, b = lines[1], lines[2]
     assert (a[6], a[-4], a[-3], a[-2], a[-1]) == ("2.5", "80", "", "", "f" * 400 + "; look")
