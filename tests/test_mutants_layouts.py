@@ -81,6 +81,7 @@ def test_every_field_of_a_canvas_name(name, expected):
     "z_" + "1" * 21 + "_2_a.py",       # 21 digits: no id
     "a_0_LATE_10005",                   # no attachment id and no file after LATE's ids
     "a_0_LATE_10005_90005",             # the ids but no file
+    "a_0_LATE_x_90005_f.py",            # LATE, then no id: the 0 is no user id either
     "x_10000_90000_",                   # an empty file name
     "x_10000_90000",                    # no file name at all
     "wang-li_10000_90000_a.py",         # "-" is no word character: Canvas never writes it
@@ -254,6 +255,32 @@ def test_moodle_files_given_with_prefixes_rank_like_canvas_files(tmp_path):
     batch = layouts.resolve([str(moodle)])
     assert _rows(batch) == [("Fang Wu_10006", "10006", "moodle",
                              "Fang Wu_10006_assignsubmission_file_attention.py")]
+
+
+def test_a_moodle_folder_ranks_as_the_students_work(tmp_path):
+    # a folder and a prefixed file of one participant (the download made with and without
+    # folders): the newer counts, the folder being as much the work as attention.py
+    download = tmp_path / "moodle"
+    folder = _touch(download / "Li_10006_assignsubmission_file_", ["mine.py"])
+    _touch(download, ["Li_10006_assignsubmission_file_attention.py"])
+    os.utime(download / "Li_10006_assignsubmission_file_attention.py", (1_764_000_000,) * 2)
+    os.utime(folder / "mine.py", (1_764_000_100,) * 2)
+    sub = layouts.resolve([str(download)]).submissions[0]
+    assert (sub.student_id, sub.path) == ("10006", str(folder))
+
+
+def test_a_students_folder_is_looked_at_for_claims_in_its_first_200_entries(tmp_path, monkeypatch):
+    # which 200 of more entries a listing sees is the file system's order; the cap is the
+    # one documented figure, passed to the real listing
+    asked = []
+    real = layouts._listing
+    monkeypatch.setattr(layouts, "_listing", lambda folder, limit=10_000: asked.append(limit)
+                        or real(folder, limit))
+    folder = _touch(tmp_path / "Li_10006_assignsubmission_file_", ["w_10000_90000_a.py"])
+    assert layouts.resolve([str(folder)]).submissions[0].flags == [
+        "the uploaded file's own name claims Moodle participant 10000; graded as user 10006's "
+        "(w_10000_90000_a.py)"]
+    assert asked == [200]
 
 
 def test_moodle_text_and_feedback_are_skipped_by_name(tmp_path):
@@ -1122,8 +1149,10 @@ def test_a_download_of_10001_files_is_read_to_its_first_10000():
 
 def test_metadata_keeps_100000_submissions(tmp_path, monkeypatch):
     text = "".join(f"submission_{i}:\n" for i in range(100_001))
-    subset = layouts.parse_metadata_subset(text)
+    subset = layouts.parse_metadata_subset(text + "  :submitters:\n  - :sid: '7'\n")
     assert len(subset) == 100_000 and "submission_99999" in subset and "submission_100000" not in subset
+    # what follows the last key read is not read either (never given to the key before it)
+    assert subset["submission_99999"] == {"people": [], "created_at": ""}
     # PyYAML's reading is cut the same way (shown on a lower cap: 100 001 entries take PyYAML
     # seconds)
     monkeypatch.setattr(layouts, "METADATA_KEYS", 3)
