@@ -156,3 +156,19 @@ def test_a_modification_time_no_calendar_holds_gives_no_time(tmpfs, when):
         pytest.skip("this /dev/shm does not keep such a time")
     assert times.file_time(path) == ""
     assert times.file_time(tmpfs) == ""
+
+
+def test_a_folder_gone_between_its_lstat_and_its_listing_gives_no_time(tmp_path, monkeypatch):
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / "a.py").write_text("x")
+    real = os.lstat
+
+    def lstat_then_remove(path, *args, **kwargs):   # the folder really goes, at that moment
+        result = real(path, *args, **kwargs)
+        if os.fspath(path) == str(folder):
+            os.remove(folder / "a.py")
+            os.rmdir(folder)
+        return result
+    monkeypatch.setattr(times.os, "lstat", lstat_then_remove)
+    assert times.file_time(str(folder)) == ""
