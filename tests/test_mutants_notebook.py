@@ -174,3 +174,15 @@ def test_cells_keep_their_numbers_when_others_are_skipped():
     source, _ = notebook_to_module(_nb(("markdown", "m"), ("code", ""), ("code", "X = 1")),
                                    "nb.ipynb")
     assert "__attnkit_run_cell__(3, 'X = 1')" in source
+
+
+def test_help_on_a_dotted_name_is_not_run_and_the_cell_still_defines_its_functions():
+    # a student's `torch.bmm?` used to be a SyntaxError that cost the whole cell
+    namespace, notes = _run(_nb(("code", "def f():\n    return 1\nmath.sqrt?\nlen??\n"
+                                         "G = f() + 1")))
+    assert namespace["G"] == 2 and namespace["__attnkit_cell_errors__"] == []
+    assert notes[1:] == ["cell 1: the IPython magic `math.sqrt?` was not run.",
+                         "cell 1: the IPython magic `len??` was not run."]
+    for line in ("a = b?", "x???", "?", "a..b?", ".a?", "1x?"):     # not help: Python's error
+        namespace, notes = _run(_nb(("code", line)))
+        assert notes[1:] == [] and namespace["__attnkit_cell_errors__"][0][1] == "SyntaxError"

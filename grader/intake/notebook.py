@@ -50,6 +50,13 @@ def __attnkit_run_cell__(number, source):
 '''
 
 
+def _is_help(line):
+    """IPython's help line: a name, dotted or not, then `?` or `??` (`torch.bmm?`)."""
+    name = line.rstrip("?")
+    return line.endswith("?") and len(line) - len(name) <= 2 and all(
+        part.isidentifier() for part in name.split("."))
+
+
 def _clean_cell(source, number, notes):
     """The cell's Python with magics commented out, or None to skip the cell."""
     lines = source.split("\n")
@@ -67,7 +74,7 @@ def _clean_cell(source, number, notes):
     for line in lines:
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
-        if stripped.startswith(("%", "!")) or (stripped.endswith("?") and stripped[:-1].isidentifier()):
+        if stripped.startswith(("%", "!")) or _is_help(stripped):
             kind = _("shell command") if stripped.startswith("!") else _("IPython magic")
             notes.append(_("cell {number}: the {kind} `{line}` was not run.").format(
                 number=number, kind=kind, line=stripped[:60]))
