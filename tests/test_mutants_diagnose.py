@@ -424,3 +424,43 @@ def test_a_cases_line_naming_a_mistake_stays_only_when_its_part_qualified_it(fai
     diagnose_parts(tests)
     rejected = {t["name"]: t for t in tests}[failing[1]]
     assert rejected["message"] == f"{failing[1]} failed" and rejected["mistakes"] == []
+
+
+def test_the_six_mistakes_matched_most_often_are_the_candidates():
+    """A part's candidates are the MAX_CANDIDATES = 6 mistakes matched in most of its failing
+    cases: five matched in three cases and one in two are weighed, the seventh, matched in
+    one, is not (its case gets the observation). Hand-built: grade_case reads a table."""
+    three = ["softmax-repeat", "softmax-neg-inf", "softmax-mask-zero", "softmax-fill-positive",
+             "softmax-log"]
+    c1, c2, c3, c4, c5, c6 = OWN[:6]
+    table = {**{m: {c1, c2, c3} for m in three}, "softmax-no-2d-case": {c4, c5},
+             "softmax-2d-transposed": {c6}}
+
+    def graded_by_table(case, implementation):
+        return case.id not in table.get(implementation.mistake.id, set())
+
+    tests = entries({c1: three, c2: three, c3: three, c4: ["softmax-no-2d-case"],
+                     c5: ["softmax-no-2d-case"], c6: ["softmax-2d-transposed"]}, OWN[6:])
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    assert [d["mistake"] for d in found] == ["softmax-repeat", "softmax-no-2d-case", None]
+    assert found[2]["text"].startswith("masked_softmax: no catalog mistake explains the other 1 ")
+
+
+def test_a_mistake_the_checks_cannot_grade_on_a_case_counts_as_failing_it(fails):
+    """Grading a catalog mistake on a case may raise (not a StudentFailure): the diagnosis
+    goes on and counts the case as failed by that mistake, so a mistake that cannot be shown
+    to pass a case the submission passed is not named."""
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    passed = [n for n in OWN if n not in failing]
+
+    def crashes_on_one(case, implementation):
+        if implementation.mistake.id == "softmax-neg-inf" and case.id == passed[0]:
+            raise RuntimeError("the check itself failed")
+        return grade_case(case, implementation)
+
+    def tests():  # (diagnose_parts edits the entries in place)
+        return entries({n: ["softmax-neg-inf"] for n in failing}, passed)
+
+    found = diagnose.diagnose_parts(tests(), CASES, crashes_on_one, SOLUTION)
+    assert [d["mistake"] for d in found] == [None]
+    assert diagnose_parts(tests())[0]["mistake"] == "softmax-neg-inf"  # graded, it is named
