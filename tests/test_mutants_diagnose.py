@@ -464,3 +464,18 @@ def test_a_mistake_the_checks_cannot_grade_on_a_case_counts_as_failing_it(fails)
     found = diagnose.diagnose_parts(tests(), CASES, crashes_on_one, SOLUTION)
     assert [d["mistake"] for d in found] == [None]
     assert diagnose_parts(tests())[0]["mistake"] == "softmax-neg-inf"  # graded, it is named
+
+
+def test_under_the_device_guard_the_device_verdict_is_compared():
+    """The CPU device-discipline check (check "device") reruns a right case under the
+    guard: a submission that makes its positions on the default device has the device
+    verdict of gpu-arange-no-device, and is matched by it; the solution's values are the
+    same, its verdict is not."""
+    case = cases_table.cases("device")[0]
+    sample = cases_table.same_target(case)[0]
+    probe = sample.probe(checks._state(sample, REFERENCE), guard=True)
+    got = MistakeImplementation(by_id("gpu-arange-no-device"), SOLUTION).raw(probe)
+    assert diagnose.matching(case, probe, got, SOLUTION) == ["gpu-arange-no-device"]
+    right = REFERENCE.run(probe, sample.call_text()).raw
+    assert not diagnose.same_results(got, right, probe)
+    assert diagnose.same_results(got, dict(got), probe)
