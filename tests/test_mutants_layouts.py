@@ -504,6 +504,7 @@ def test_a_yaml_scalar_as_psych_writes_it(text, value):
     ("| # note", ["  a"], "a\n"),
     (">", ["  a", "  b", "", "  c", ""], "a b\nc\n"),
     (">-", ["  a", "", "", "  b"], "a\n\nb"),
+    (">", ["  a", "   ", "  b"], "a\nb\n"),          # a line of spaces is an empty line
     ("Jane", ["  Doe", "", "  Smith"], "Jane Doe\nSmith"),
     ("'Jane", ["  O''Doe'"], "Jane O'Doe"),
     ("|x", ["  a"], "|x a"),                        # not a block scalar: a plain value
@@ -524,6 +525,21 @@ def test_the_subset_parser_reads_only_the_submissions_keys():
         "submission_1": {"people": [_person("A", "1"), _person(sid="2")],
                          "created_at": ""},
         "submission_2": {"people": [_person(sid="4")], "created_at": ""}}
+
+
+@pytest.mark.parametrize("text, people", [
+    # a value passed over is passed over whole, lines that look like submitters included
+    ("submission_1:\n  :submitters:\n  - :name: Eve\n    :sid: '5'\n   :x: |-\n"
+     "    - :sid: '10000'\n", [_person("Eve", "5")]),
+    # :submitters: with a value on its line starts no list
+    ("submission_1:\n  :submitters: x\n  - :sid: '10000'\n", []),
+    # nothing before the first submission is anyone's
+    ("  :submitters:\n  - :sid: '10000'\nsubmission_1:\n  :submitters:\n  - :sid: '5'\n",
+     [_person(sid="5")]),
+])
+def test_the_subset_parser_adds_no_submitter_from_a_value(text, people):
+    assert layouts.parse_metadata_subset(text) == {"submission_1": {"people": people,
+                                                                    "created_at": ""}}
 
 
 def _as_read(data):
@@ -954,6 +970,22 @@ def test_what_an_export_holds_is_never_opened_as_another_download(tmp_path):
     batch = layouts.resolve([str(export)])
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
         ("dl", "dl", "plain"), ("extra", "extra", "plain"), ("N5_5", "5", "gradescope")]
+
+
+def test_metadata_is_read_once_and_what_has_no_folder_is_named_five_at_most(tmp_path):
+    metadata = "".join(f"submission_{i}:\n" + _submitters(i) for i in range(1, 9))
+    export = _gradescope(tmp_path, metadata, ["submission_1", "submission_2"])
+    batch = layouts.resolve([str(export)])
+    assert batch.notes[-1] == ("submission_metadata.yml: 6 submissions have no folder here "
+                               "(submission_3, submission_4, submission_5, submission_6, "
+                               "submission_7)")
+    # one that cannot be read is said once, however many folders ask for it
+    (export / "submission_metadata.yml").unlink()
+    (export / "submission_metadata.yml").mkdir()
+    batch = layouts.resolve([str(export)])
+    assert [n for n in batch.notes if "could not be read" in n] == [
+        "submission_metadata.yml could not be read (submission_metadata.yml is a folder.); "
+        "names come from the folders."]
 
 
 def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
