@@ -270,3 +270,12 @@ def test_a_link_already_in_the_destination_is_never_written_through(tmp_path):
     cut = long[:156] + "\n[... cut by the grader: 53 more characters]"   # 253 cut to 200
     assert notes == [f"hw.zip: refused 2 entries that point outside the archive or are links "
                      f"(hw/attention.py, {cut}); nothing was written for them."]
+
+
+def test_an_unwritable_name_is_noted_cut_at_200(tmp_path):
+    long = "f/" + "x" * 250
+    notes, dest = _extract(tmp_path, _zip(tmp_path / "w.zip", [("f", CODE), (long, CODE)]))
+    assert _files(dest) == ["f"]
+    cut = long[:156] + "\n[... cut by the grader: 52 more characters]"   # 252 cut to 200
+    assert notes == [f"hw.zip: 1 entries could not be unpacked under their names ({cut}); they "
+                     "were skipped."]
