@@ -203,6 +203,7 @@ def test_the_documented_caps():
     # the innermost submitted/ counts
     ("c/submitted/submitted/alice", ("alice", ())),
     ("c/submitted/bob/submitted/alice/a.py", ("alice", ("a.py",))),
+    ("/submitted/alice/attention", ("alice", ("attention",))),     # right under the root
 ])
 def test_nbgrader_parts(path, parts):
     assert layouts.nbgrader_parts(path) == parts
@@ -410,7 +411,9 @@ def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tm
     _touch(submitted / "carol" / "rnn", ["attention.py"])
     _touch(submitted / "carol" / "attention", ["attention.py"])
     _touch(submitted / "dan" / "homework", ["whatever.py"])       # one folder: that one
-    batch = layouts.resolve([str(submitted / s) for s in ("alice", "bob", "carol", "dan")])
+    for name in ("a1", "a2", "a3", "a4", "a5", "a6"):
+        _touch(submitted / "eve" / name, ["x.py"])
+    batch = layouts.resolve([str(submitted / s) for s in ("alice", "bob", "carol", "dan", "eve")])
     got = {s.name: (os.path.relpath(s.path, submitted), s.flags) for s in batch.submissions}
     assert got == {
         "alice": ("alice/attention", []),
@@ -419,7 +422,10 @@ def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tm
         "carol": ("carol", ["nbgrader student carol has 2 assignment folders (attention, rnn) and "
                             "several hold attention.py: graded as the whole folder, without a "
                             "submission time"]),
-        "dan": ("dan", [])}
+        "dan": ("dan", []),
+        "eve": ("eve", ["nbgrader student eve has 6 assignment folders (a1, a2, a3, a4, a5) and "
+                        "none hold attention.py: graded as the whole folder, without a "
+                        "submission time"])}
 
 
 def test_a_checkpoints_folder_beside_the_assignment_keeps_its_timestamp(tmp_path):
@@ -734,6 +740,18 @@ def test_the_reason_a_download_zip_did_not_unpack_is_cut_at_300_characters(tmp_p
     head = "submissions.zip: looks like canvas's download zip but could not be unpacked ("
     assert note.startswith(head + "submissions.zip: the entry 'w_10000_90000_aaa")
     assert len(note) == len(head) + 300 + 1 and note.endswith(" more characters])")
+
+
+def test_what_unpacking_a_download_says_is_cut_at_300_characters(tmp_path):
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("w_10000_90000_a.py", "x = 1\n")
+        for c in "xyz":
+            archive.writestr("../" + c * 150 + ".py", "x = 1\n")
+    batch = layouts.resolve([str(download)])
+    said = [n for n in batch.notes if "refused" in n]
+    assert len(said) == 1 and len(said[0]) == 300 and said[0].endswith(" more characters]")
+    assert [s.student_id for s in batch.submissions] == ["10000"]
 
 
 def test_a_link_named_as_a_zip_is_no_download(tmp_path):
