@@ -479,3 +479,11 @@ def test_under_the_device_guard_the_device_verdict_is_compared():
     right = REFERENCE.run(probe, sample.call_text()).raw
     assert not diagnose.same_results(got, right, probe)
     assert diagnose.same_results(got, dict(got), probe)
+
+
+def test_a_part_that_lost_nothing_does_not_stop_the_parts_after_it(fails):
+    failing = sorted(own(fails["softmax-neg-inf"]))
+    mask = [c.id for c in ALL if c.part == "sequence_mask"]
+    tests = entries({}, mask, part="sequence_mask")  # all passed, listed first
+    tests += entries({n: ["softmax-neg-inf"] for n in failing}, [n for n in OWN if n not in failing])
+    assert [d["mistake"] for d in diagnose_parts(tests)] == ["softmax-neg-inf"]
