@@ -487,3 +487,24 @@ def test_a_part_that_lost_nothing_does_not_stop_the_parts_after_it(fails):
     tests = entries({}, mask, part="sequence_mask")  # all passed, listed first
     tests += entries({n: ["softmax-neg-inf"] for n in failing}, [n for n in OWN if n not in failing])
     assert [d["mistake"] for d in diagnose_parts(tests)] == ["softmax-neg-inf"]
+
+
+def test_one_instance_of_a_class_mistake_is_named_when_two_give_the_same_results():
+    """With one example the queries are the flattened rows: softmax over axis 1 and down
+    the flattened columns give the same weights, and both instances fit the case. The case
+    names the entry once, by the first instance that matched (diagnose.py line ~209: the
+    search over one entry's instances stops at its first match)."""
+    import torch
+    from grader.harness.compare import same
+    torch.manual_seed(0)
+    case = cases_table.Case(part=PART, name="one example", points=1, target="masked_softmax",
+                            args=(torch.randn(1, 3, 4), torch.tensor([2])))
+    probe = case.probe()
+    axis_1 = MistakeImplementation(by_id("softmax-wrong-axis"), SOLUTION)
+    rows = MistakeImplementation(by_id("softmax-wrong-axis@rows"), SOLUTION)
+    # independently of matching(): the two instances really are alike here, and wrong
+    assert same(axis_1.raw(probe)["calls"][0]["output"]["tensor"],
+                rows.raw(probe)["calls"][0]["output"]["tensor"])
+    assert not grade_case(case, axis_1)
+    found = diagnose.matching(case, probe, axis_1.raw(probe), SOLUTION)
+    assert [diagnose.base_id(i) for i in found].count("softmax-wrong-axis") == 1
