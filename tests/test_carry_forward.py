@@ -80,7 +80,9 @@ def graded(tmp_path_factory):
     subs = {name: _source(name) for name in BEFORE}
     subs["uncatalogued"] = _source(edit=UNCATALOGUED)
     on_subs = dict(subs, **{"mask-and-dot": _source("mask-off-by-one", "dot-no-scale"),
-                            "guard-popped": _hostile("guard-popped", folder)})
+                            "guard-popped": _hostile("guard-popped", folder),
+                            "no-mha": _source(edit=UNCATALOGUED).replace(
+                                "class MultiHeadAttention(", "class MultiHeadAttentionDraft(")})
     on, on_dir = _grade(folder, on_subs, "on")
     off, off_dir = _grade(folder, subs, "off")
     return {"on": on, "off": off, "on_dir": on_dir, "off_dir": off_dir}
@@ -152,6 +154,24 @@ def test_an_uncatalogued_callee_bug_is_not_carried(graded):
     text = (graded["on_dir"] / "uncatalogued" / "feedback.txt").read_text(encoding="utf-8")
     assert "cases of this part failed where they call sequence_mask, which failed cases of its " \
         "own part that no catalog mistake explains" in text
+
+
+def test_a_missing_function_is_never_told_a_callee_could_fix_it(graded):
+    """A part whose own function is not defined gets no "fix the callee and these cases may
+    pass" note, even though a function it would call failed unexplained (the callee's part
+    still says so)."""
+    result = graded["on"]["no-mha"]
+    assert _part(result, "MultiHeadAttention") == 0
+    assert not [t.name for t in result.tests
+                if t.carry_note and "MultiHeadAttention" in t.name]
+    assert [t for t in result.tests if t.part == "masked_softmax" and t.carry_note]
+    text = (graded["on_dir"] / "no-mha" / "feedback.txt").read_text(encoding="utf-8")
+    head = text.index("MultiHeadAttention: 0/20")
+    block = text[head:text.index("\n\n", head)]
+    assert "defines no `MultiHeadAttention`" in block
+    assert "could not be carried forward" not in block
+    assert not [t.name for t in result.tests  # its GPU case neither
+                if t.carry_note and t.carry_note.get("target") == "MultiHeadAttention"]
 
 
 def test_what_the_student_and_instructor_read(graded):

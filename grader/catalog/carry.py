@@ -177,8 +177,8 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, wo
         if test.get("outcome") != "failed" or test.get("blame") != "student":
             continue
         case = cases.get(test.get("name"))
-        if case is None:
-            continue
+        if case is None or _missing(student, case.target):
+            continue  # a function the file does not define: nothing a callee could explain
         ids = carried_mistakes(case.target, named_ids)
         callees = [c for c in CALLS.get(case.target, ()) if part_of(c) in failed_parts]
         mistake = as_mistake(ids) if ids else None
@@ -202,6 +202,12 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, wo
             test["carry_note"] = {"why": "differs", "target": case.target,
                                   "callees": callees, "mistakes": ids}
     return carried
+
+
+def _missing(student, target):
+    """True when the worker found no `target` in the submission (its api reply)."""
+    api = getattr(student, "api", None)
+    return isinstance(api, dict) and api.get(target) == "missing"
 
 
 def _passes(case, student, carried, grade, works, state):
