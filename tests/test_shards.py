@@ -135,6 +135,18 @@ def test_three_shards_merged_equal_one_run(graded):
         with open(target, "rb") as handle:
             exported.append(handle.read())
     assert exported[0] == exported[1]
+    # grader similarity reads the merged folder as it reads one run's (on copies: the
+    # command relinks report.html)
+    tables = []
+    for source in (graded["one"], merged):
+        copy = os.path.join(graded["root"], f"similarity-{len(tables)}")
+        shutil.copytree(source, copy, symlinks=True)
+        done = _grader(graded["kit"], "similarity", "--from", copy)
+        assert done.returncode == 0, done.stderr
+        assert f"{len(SHARDS_OF_3)} submissions" in done.stdout and "0 skipped" in done.stdout
+        with open(os.path.join(copy, "similarity.csv"), "rb") as handle:
+            tables.append(handle.read())
+    assert tables[0] == tables[1]
 
 
 @pytest.mark.slow
