@@ -77,7 +77,7 @@ details { margin: 0.4rem 0; }
 .wide table { width: 100%; }
 .wide td { white-space: nowrap; }
 .wide th { vertical-align: bottom; min-width: 3.5rem; }
-.wide td.list { white-space: normal; min-width: 9rem; }
+.wide td.list { white-space: normal; min-width: 20rem; }  /* long flags wrap in few lines */
 body.class-view { max-width: 110rem; }
 .wide th:first-child, .wide td:first-child { position: sticky; left: 0; background: #fff; }
 th button { font: inherit; font-weight: 600; color: inherit; background: none; border: 0;
