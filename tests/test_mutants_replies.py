@@ -352,3 +352,39 @@ def test_the_deadline_is_looked_at_every_512_values():
     assert _nodes(exactly) == 512
     with pytest.raises(ReplyTooSlow):
         replies.check(exactly, "probe", deadline=past)
+
+
+def test_a_slice_at_the_end_of_a_larger_tensor_crosses():
+    """A view's last entry is its storage offset plus its strides' reach (a worker may send
+    X[4:] of an 8-entry tensor: torch.save keeps the whole storage and the offset)."""
+    assert replies.validate_tensor(torch.arange(8.0)[4:]).tolist() == [4.0, 5.0, 6.0, 7.0]
+    import io
+    buffer = io.BytesIO()
+    torch.save({"t": torch.arange(8.0)[4:]}, buffer)
+    sent = torch.load(io.BytesIO(buffer.getvalue()), weights_only=True)["t"]
+    assert sent.storage_offset() == 4 and sent.untyped_storage().nbytes() == 32
+    assert replies.validate_tensor(sent).tolist() == [4.0, 5.0, 6.0, 7.0]
+
+
+def test_each_map_inside_a_map_counts_one_level():
+    """Nesting is counted through maps as through lists: a map at level 11 is read, one at
+    level 12 is refused there (today's schemas nest 6 deep at most; the count is for any
+    schema built from these parts)."""
+    def nested(levels):
+        value = {}
+        for _ in range(levels):
+            value = {"k": value}
+        return value
+
+    def schema(levels):
+        inner = replies.Map(replies.Int(), 4)
+        for _ in range(levels):
+            inner = replies.Map(inner, 4)
+        return inner
+
+    walk = replies._Walk(64, None)
+    assert schema(11).check(nested(11), walk, "m", 0) is not None
+    with pytest.raises(ReplyRefused) as caught:
+        schema(12).check(nested(12), replies._Walk(64, None), "m", 0)
+    assert str(caught.value) == ("m['k']['k']['k']['k']['k']['k']['k']['k']['k']['k']['k']['k'] "
+                                 "is nested more than 12 levels deep")
