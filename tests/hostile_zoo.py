@@ -908,8 +908,11 @@ def _kill(pids):
 """
 KILL_TEMPLATE = GRADER_PROCESSES + "_kill(_servers(b'sandbox/template.py'))\n"
 KILL_FORK_SERVER = GRADER_PROCESSES + "_kill(_servers(b'grader.grade.zygote'))\n"
+# every trusted process: forks of the fork server, and those started fresh when it is gone
+# (grade/trusted.py run_pytest; their command line carries the report's fd)
 KILL_TRUSTED = GRADER_PROCESSES + (
-    "_kill(_forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote') + [os.getppid()])\n")
+    "_kill(_forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote')"
+    " + [p for p in _pids() if b'--attnkit-report-fd' in _cmdline(p)] + [os.getppid()])\n")
 LITTER_PREFIX = "attnkit-left-"  # what the litter entry names its files (test_hostile.py looks)
 LITTER = """
 import os
