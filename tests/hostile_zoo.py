@@ -945,7 +945,10 @@ ZOO += [
             "a trusted process killed while its worker ran as the grader's uid, again when graded "
             "alone, while a control submission survives, is charged to the submission "
             "(grade/trusted.py run_suite)",
-            file("kill_trusted.py", zero_stub(KILL_TRUSTED)), reason="was stopped",
+            # no reason asked: charged ("was stopped") when the graded-alone run is killed
+            # too, else graded normally to its earned 0; which one is a race not yet pinned
+            # down (open, see the closing note of issue 19's stop); the score check holds
+            file("kill_trusted.py", zero_stub(KILL_TRUSTED)),
             levels=frozenset({"none"})),  # elsewhere it reaches nothing: see kill-fork-server
     Hostile("litter-tmp", "writes 4000 files and 24 MB into /tmp and /var/tmp at import",
             "the worker's files carry its throwaway gid or uid; every one in the shared folders is "
