@@ -23,7 +23,7 @@ NODE = re.compile(r"^(PASSED|FAILED|SKIPPED|ERROR) test_attention\.py::(test_\w+
 
 def _cases():
     spec = importlib.util.spec_from_file_location(
-        "_cases_for_classroom", os.path.join(KIT, "tests_hidden", "cases.py"))
+        "_cases_for_classroom", os.path.join(KIT, "tests_hidden", "attention", "cases.py"))
     cases = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cases)
     return cases

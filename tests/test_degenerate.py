@@ -28,7 +28,7 @@ from grader.harness import Reference, StudentFailure
 from grader.harness.results import ProbeResult
 from grader.sandbox.runtime.probes import run_probe
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
+sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
 import cases as cases_table  # noqa: E402
 import checks  # noqa: E402
 

@@ -15,7 +15,7 @@ from conftest import KIT
 
 tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+")
 
-FOLDERS = ("tests", "tests_hidden")
+FOLDERS = ("tests", "tests_hidden/attention")
 
 
 def _declared():

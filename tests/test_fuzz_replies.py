@@ -34,7 +34,7 @@ from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
 from grader.sandbox.runtime import protocol
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
+sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
 import cases as cases_table  # noqa: E402
 import checks  # noqa: E402
 from grader.harness.devices import device_failure  # noqa: E402

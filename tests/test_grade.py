@@ -112,7 +112,7 @@ def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
 
 def test_a_broken_hidden_suite_stops_with_a_message_and_no_rows(tmp_path):
     hidden = tmp_path / "tests_hidden"
-    shutil.copytree(os.path.join(KIT, "tests_hidden"), hidden,
+    shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), hidden,
                     ignore=shutil.ignore_patterns("__pycache__"))
     (hidden / "cases.py").write_text("raise ImportError('a typo in the case table')\n")
     done = _grade([os.path.join(EXAMPLES, "alice.py"), "--hidden-tests", str(hidden)], tmp_path)
@@ -136,7 +136,7 @@ def test_command_line_mistakes_are_one_line_and_grade_nothing(tmp_path):
 def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path):
     """Changing a case's points without the assignment's total is refused, not graded 102/102."""
     suite = tmp_path / "tests_hidden"
-    shutil.copytree(os.path.join(KIT, "tests_hidden"), suite,
+    shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), suite,
                     ignore=shutil.ignore_patterns("__pycache__"))
     table = (suite / "cases.py").read_text(encoding="utf-8")
     (suite / "cases.py").write_text(table.replace("TOTAL_POINTS = 100", "TOTAL_POINTS = 98", 1),

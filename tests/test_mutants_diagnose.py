@@ -13,7 +13,7 @@ from grader.catalog import diagnose
 from grader.catalog.build import MistakeImplementation
 from grader.harness import Reference
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden"))
+sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
 import cases as cases_table  # noqa: E402
 import checks  # noqa: E402
 

@@ -314,7 +314,7 @@ def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_
     for part in ("grader", "solutions", "tests_hidden"):
         shutil.copytree(os.path.join(KIT, part), kit / part,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    with open(kit / "tests_hidden" / "conftest.py", "a", encoding="utf-8") as handle:
+    with open(kit / "tests_hidden" / "attention" / "conftest.py", "a", encoding="utf-8") as handle:
         handle.write("\n\n_RAN = []\n\ndef pytest_runtest_call(item):\n    _RAN.append(item)\n"
                      "    if len(_RAN) == 2:\n        import os, signal\n"
                      "        os.kill(os.getpid(), signal.SIGKILL)\n")

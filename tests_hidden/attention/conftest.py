@@ -18,7 +18,7 @@ from grader.sandbox import isolation
 from grader.sandbox.limits import Limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_REFERENCE = os.path.join(os.path.dirname(HERE), "solutions", "attention.py")
+DEFAULT_REFERENCE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "solutions", "attention.py")
 
 
 def pytest_addoption(parser):

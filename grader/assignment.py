@@ -1,0 +1,312 @@
+"""An assignment, declared as data: `tests_hidden/<name>/assignment.toml`, read and checked here.
+
+The grader names no assignment: everything it needs to know about one (the file students
+hand in, what they write, the parts and their points, which function calls which, where the
+case table, the catalog and the correct alternatives are) comes from this declaration. An
+unknown key, a missing one or a value of the wrong type is refused with the key's name,
+as otter-grader's `Assignment` config does; so are parts whose points do not add up to the
+total and targets the API does not name.
+
+    assignment = load("attention")        # or load() when the kit has exactly one... or
+                                          # the default, attention
+    assignment.module_file                # "attention.py"
+    assignment.part_of("transpose_qkv")   # "transpose"
+"""
+import dataclasses
+import functools
+import importlib.util
+import keyword
+import os
+import sys
+import tomllib
+
+from . import paths
+
+DEFAULT = "attention"     # what --assignment means when a kit holds several and none is named
+DECLARATION = "assignment.toml"
+PROVIDE = ("student", "given")   # how an earlier assignment reaches a later one's worker
+
+
+class AssignmentError(ValueError):
+    """The declaration is wrong: the message names the file and the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    name: str
+    points: float
+    targets: tuple          # the functions and classes whose cases make up the part
+    short: str              # the console's column heading (at most 9 characters)
+    gpu: bool = False       # the part re-runs its targets' cases on CUDA
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildsOn:
+    assignment: str         # the earlier assignment's name
+    provide: str            # "student": the student's own earlier module is importable by its
+                            # name in the worker; "given": the earlier solution is, as given code
+
+
+@dataclasses.dataclass(frozen=True)
+class Assignment:
+    name: str
+    title: str
+    title_zh: str
+    module: str             # the module's name: students hand in <module>.py or <module>.ipynb
+    solution: str           # absolute path of the instructor's solution
+    student_folder: str     # absolute path of the folder students get
+    api: tuple              # what students write, in the skeleton's order
+    given: tuple            # what the kit provides whole (kept in the skeleton, public)
+    total_points: float
+    parts: tuple            # of Part, in the order the gradebook shows them
+    calls: dict             # target -> tuple of what it calls in the solution
+    weights: dict           # module -> where it stores its attention weights ("a.b")
+    heatmaps: tuple         # targets whose weights the report draws
+    builds_on: tuple        # of BuildsOn
+    folder: str             # absolute path of tests_hidden/<name>/
+
+    # -- files ---------------------------------------------------------------------------
+    @property
+    def module_file(self):
+        return f"{self.module}.py"
+
+    @property
+    def notebook_file(self):
+        return f"{self.module}.ipynb"
+
+    @property
+    def skeleton(self):
+        return os.path.join(self.student_folder, self.module_file)
+
+    @property
+    def public_tests(self):
+        return os.path.join(self.student_folder, f"test_{self.module}.py")
+
+    @property
+    def hidden_tests(self):
+        return self.folder
+
+    @property
+    def alternatives(self):
+        return os.path.join(self.folder, "alternatives")
+
+    # -- parts ---------------------------------------------------------------------------
+    @property
+    def part_names(self):
+        return tuple(part.name for part in self.parts)
+
+    def part(self, name):
+        for part in self.parts:
+            if part.name == name:
+                return part
+        raise KeyError(name)
+
+    def part_of(self, target):
+        """The CPU part that grades `target` (transpose_qkv -> transpose)."""
+        for part in self.parts:
+            if not part.gpu and target in part.targets:
+                return part.name
+        raise KeyError(target)
+
+    @property
+    def gpu_parts(self):
+        return tuple(part.name for part in self.parts if part.gpu)
+
+    def callers(self, target):
+        """The targets whose solution calls `target`, directly or not."""
+        return tuple(name for name, callees in self.calls.items() if target in callees)
+
+    # -- tables --------------------------------------------------------------------------
+    def cases(self):
+        """The hidden suite's case table (tests_hidden/<name>/cases.py)."""
+        return _import(os.path.join(self.folder, "cases.py"), f"attnkit_cases_{self.name}")
+
+    def catalog(self):
+        """The catalog of mistakes (tests_hidden/<name>/mistakes.py)."""
+        return _import(os.path.join(self.folder, "mistakes.py"), f"attnkit_mistakes_{self.name}")
+
+
+@functools.lru_cache(maxsize=None)
+def _import(path, name):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def names(kit_root=None):
+    """The assignments a kit declares: the folders of tests_hidden/ holding assignment.toml."""
+    root = os.path.join(kit_root or paths.KIT_ROOT, "tests_hidden")
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return []
+    return [n for n in entries if os.path.isfile(os.path.join(root, n, DECLARATION))]
+
+
+def resolve(name=None, kit_root=None):
+    """The name --assignment means: `name`, else the kit's only one, else DEFAULT."""
+    if name:
+        return name
+    declared = names(kit_root)
+    return declared[0] if len(declared) == 1 else DEFAULT
+
+
+@functools.lru_cache(maxsize=None)
+def load(name=None, kit_root=None):
+    """The declared assignment `name` (see resolve), checked; AssignmentError if it is wrong."""
+    kit_root = os.path.abspath(kit_root or paths.KIT_ROOT)
+    name = resolve(name, kit_root)
+    folder = os.path.join(kit_root, "tests_hidden", name)
+    path = os.path.join(folder, DECLARATION)
+    if not os.path.isfile(path):
+        known = ", ".join(names(kit_root)) or "none"
+        raise AssignmentError(f"no assignment {name!r}: {path} does not exist "
+                              f"(the kit declares: {known})")
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise AssignmentError(f"{path}: {error}") from None
+    return parse(data, folder, kit_root, where=path)
+
+
+_TOP = {"name": str, "title": str, "title_zh": str, "module": str, "solution": str,
+        "student_folder": str, "api": list, "given": list, "total_points": (int, float),
+        "parts": list, "calls": dict, "weights": dict, "heatmaps": list, "builds_on": list}
+_OPTIONAL = {"title_zh": "", "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
+_PART = {"name": str, "points": (int, float), "targets": list, "short": str, "gpu": bool}
+_PART_OPTIONAL = {"gpu": False}
+_BUILDS_ON = {"assignment": str, "provide": str}
+
+
+def _fields(table, schema, optional, where):
+    if not isinstance(table, dict):
+        raise AssignmentError(f"{where}: expected a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(schema))
+    if unknown:
+        raise AssignmentError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(schema)})")
+    out = {}
+    for key, kind in schema.items():
+        if key not in table:
+            if key in optional:
+                out[key] = optional[key]
+                continue
+            raise AssignmentError(f"{where}: missing key {key!r}")
+        value = table[key]
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise AssignmentError(f"{where}: {key!r} must be {_kind(kind)}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def _kind(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({"str": "a string", "list": "a list", "dict": "a table", "int": "a number",
+                        "float": "a number", "bool": "true or false"}[k.__name__] for k in kinds)
+
+
+def _names(values, where, key):
+    for value in values:
+        if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
+            raise AssignmentError(f"{where}: {key} holds {value!r}, not a Python name")
+    if len(set(values)) != len(values):
+        raise AssignmentError(f"{where}: {key} names something twice")
+    return tuple(values)
+
+
+def parse(data, folder, kit_root, where="assignment.toml"):
+    """An Assignment from the declaration's parsed TOML `data`, checked."""
+    top = _fields(data, _TOP, _OPTIONAL, where)
+    name = top["name"]
+    if name != os.path.basename(folder):
+        raise AssignmentError(f"{where}: name {name!r} must be its folder's name "
+                              f"{os.path.basename(folder)!r}")
+    module = top["module"]
+    if not module.isidentifier() or keyword.iskeyword(module) or module.startswith("test"):
+        raise AssignmentError(f"{where}: module {module!r} must be a Python module name "
+                              "(not test...: pytest would collect it)")
+    api = _names(top["api"], where, "api")
+    given = _names(top["given"], where, "given")
+    if not api:
+        raise AssignmentError(f"{where}: api is empty: students must write something")
+    if set(api) & set(given):
+        raise AssignmentError(f"{where}: {sorted(set(api) & set(given))[0]!r} is both in api "
+                              "and given")
+    known = set(api) | set(given)
+    parts = []
+    for index, table in enumerate(top["parts"]):
+        fields = _fields(table, _PART, _PART_OPTIONAL, f"{where}: parts[{index}]")
+        targets = _names(fields["targets"], f"{where}: part {fields['name']!r}", "targets")
+        strangers = [t for t in targets if t not in api]
+        if strangers or not targets:
+            raise AssignmentError(f"{where}: part {fields['name']!r} targets "
+                                  f"{strangers[0] if strangers else 'nothing'}, which api does "
+                                  "not name")
+        if not 0 < len(fields["short"]) <= 9:
+            raise AssignmentError(f"{where}: part {fields['name']!r}: short must be 1 to 9 "
+                                  "characters (a console column)")
+        parts.append(Part(fields["name"], fields["points"], targets, fields["short"],
+                          fields["gpu"]))
+    if not parts:
+        raise AssignmentError(f"{where}: no parts")
+    if len({p.name for p in parts}) != len(parts):
+        raise AssignmentError(f"{where}: two parts share a name")
+    total = sum(p.points for p in parts)
+    if total != top["total_points"]:
+        raise AssignmentError(f"{where}: the parts' points add up to {total:g}, not "
+                              f"total_points {top['total_points']:g}")
+    graded = {t for p in parts if not p.gpu for t in p.targets}
+    missing = [t for t in api if t not in graded]
+    if missing:
+        raise AssignmentError(f"{where}: {missing[0]!r} is in api but no part grades it")
+    calls = {}
+    for target, callees in top["calls"].items():
+        if target not in known:
+            raise AssignmentError(f"{where}: calls names {target!r}, which api and given do "
+                                  "not name")
+        if not isinstance(callees, list):
+            raise AssignmentError(f"{where}: calls.{target} must be a list")
+        callees = _names(callees, where, f"calls.{target}")
+        stranger = [c for c in callees if c not in known or c == target]
+        if stranger:
+            raise AssignmentError(f"{where}: calls.{target} names {stranger[0]!r}, which is "
+                                  "itself or not in api or given")
+        calls[target] = callees
+    for target in api:
+        calls.setdefault(target, ())
+    weights = {}
+    for target, attribute in top["weights"].items():
+        if target not in known or not isinstance(attribute, str) or not all(
+                piece.isidentifier() for piece in attribute.split(".")):
+            raise AssignmentError(f"{where}: weights.{target} must name a module of api and an "
+                                  "attribute path such as attention.attention_weights")
+        weights[target] = attribute
+    heatmaps = _names(top["heatmaps"], where, "heatmaps")
+    if any(h not in known for h in heatmaps):
+        raise AssignmentError(f"{where}: heatmaps names something api and given do not")
+    builds_on = []
+    for index, table in enumerate(top["builds_on"]):
+        fields = _fields(table, _BUILDS_ON, {}, f"{where}: builds_on[{index}]")
+        if fields["provide"] not in PROVIDE:
+            raise AssignmentError(f"{where}: builds_on[{index}].provide must be one of "
+                                  f"{', '.join(PROVIDE)}")
+        if fields["assignment"] == name:
+            raise AssignmentError(f"{where}: an assignment cannot build on itself")
+        builds_on.append(BuildsOn(fields["assignment"], fields["provide"]))
+    solution = os.path.join(kit_root, top["solution"])
+    student_folder = os.path.join(kit_root, top["student_folder"])
+    for label, path in (("solution", solution), ("student_folder", student_folder)):
+        inside = os.path.commonpath([os.path.realpath(path), os.path.realpath(kit_root)])
+        if inside != os.path.realpath(kit_root):
+            raise AssignmentError(f"{where}: {label} {top[label]!r} is outside the kit")
+    if not os.path.isfile(solution):
+        raise AssignmentError(f"{where}: solution {top['solution']!r} does not exist")
+    return Assignment(name=name, title=top["title"], title_zh=top["title_zh"], module=module,
+                      solution=solution, student_folder=student_folder, api=api, given=given,
+                      total_points=top["total_points"], parts=tuple(parts), calls=calls,
+                      weights=weights, heatmaps=heatmaps, builds_on=tuple(builds_on),
+                      folder=folder)
