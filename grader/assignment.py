@@ -166,12 +166,22 @@ def load(name=None, kit_root=None):
         known = ", ".join(names(kit_root)) or "none"
         raise AssignmentError(f"no assignment {name!r}: {path} does not exist "
                               f"(the kit declares: {known})")
+    return load_folder(folder, kit_root, named=name)
+
+
+@functools.lru_cache(maxsize=None)
+def load_folder(folder, kit_root=None, named=None):
+    """The assignment declared in `folder` (a hidden suite's own folder, or a copy of one:
+    then its name need not be the folder's)."""
+    folder = os.path.abspath(folder)
+    kit_root = os.path.abspath(kit_root or paths.KIT_ROOT)
+    path = os.path.join(folder, DECLARATION)
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise AssignmentError(f"{path}: {error}") from None
-    return parse(data, folder, kit_root, where=path)
+    return parse(data, folder, kit_root, where=path, named=named)
 
 
 _TOP = {"name": str, "title": str, "title_zh": str, "module": str, "solution": str,
@@ -218,13 +228,13 @@ def _names(values, where, key):
     return tuple(values)
 
 
-def parse(data, folder, kit_root, where="assignment.toml"):
-    """An Assignment from the declaration's parsed TOML `data`, checked."""
+def parse(data, folder, kit_root, where="assignment.toml", named=None):
+    """An Assignment from the declaration's parsed TOML `data`, checked; `named`: the name
+    it was looked up by (tests_hidden/<named>/), which its own name must be."""
     top = _fields(data, _TOP, _OPTIONAL, where)
     name = top["name"]
-    if name != os.path.basename(folder):
-        raise AssignmentError(f"{where}: name {name!r} must be its folder's name "
-                              f"{os.path.basename(folder)!r}")
+    if named is not None and name != named:
+        raise AssignmentError(f"{where}: name {name!r} must be its folder's name {named!r}")
     module = top["module"]
     if not module.isidentifier() or keyword.iskeyword(module) or module.startswith("test"):
         raise AssignmentError(f"{where}: module {module!r} must be a Python module name "

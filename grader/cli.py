@@ -4,7 +4,7 @@ import dataclasses
 import os
 import sys
 
-from . import paths
+from . import assignment, paths
 
 
 class _Parser(argparse.ArgumentParser):
@@ -16,12 +16,15 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser():
     parser = _Parser(
-        prog="grader", description="Release, grade and validate the attention assignment.")
+        prog="grader", description="Release, grade and validate an assignment of the kit "
+                                   "(tests_hidden/<name>/assignment.toml).")
     commands = parser.add_subparsers(dest="command", required=True)
 
     release = commands.add_parser("release", help="write the student skeleton from the solution")
-    release.add_argument("--solution", default=paths.SOLUTION)
-    release.add_argument("--output", default=paths.SKELETON)
+    release.add_argument("--solution", default=None,
+                         help="the instructor's solution (default: the assignment's)")
+    release.add_argument("--output", default=None,
+                         help="where the skeleton goes (default: the assignment's student folder)")
     release.add_argument("--check", action="store_true",
                          help="only check that the skeleton is up to date (exit 1 if not)")
     release.add_argument("--notebook", metavar="PATH", default=None,
@@ -188,6 +191,7 @@ def build_parser():
                           help="also write the catalog's table with this run's scores "
                                "(docs/mistakes.md)")
     _suite_arguments(validate)
+    _assignment_argument(commands)
     return parser
 
 
@@ -213,8 +217,10 @@ def _disclosure_arguments(parser):
 def _suite_arguments(parser):
     from .sandbox.isolation import CHOICES
     from .sandbox.limits import Limits
-    parser.add_argument("--solution", default=paths.SOLUTION, help="the instructor's solution")
-    parser.add_argument("--hidden-tests", default=paths.HIDDEN_TESTS)
+    parser.add_argument("--solution", default=None,
+                        help="the instructor's solution (default: the assignment's)")
+    parser.add_argument("--hidden-tests", default=None,
+                        help="the hidden suite's folder (default: tests_hidden/<assignment>/)")
     parser.add_argument("--isolation", default="auto", choices=CHOICES,
                         help="auto: the best this machine allows; strict: refuse to grade "
                              "without Linux namespaces; or one level (default auto)")
@@ -239,8 +245,43 @@ def suite_options(args):
                         carry_forward=getattr(args, "carry_forward", "on"))
 
 
+def _assignment_argument(commands):
+    """--assignment NAME on every command that has no --assignment of its own (export's is
+    the Canvas column): the kit's only assignment, else attention. `nbgrader`'s ASSIGNMENT
+    names it when the kit declares one by that name."""
+    for parser in commands.choices.values():
+        if "--assignment" in parser._option_string_actions:
+            continue
+        parser.add_argument("--assignment", metavar="NAME", default=None, dest="kit_assignment",
+                            help="which assignment (tests_hidden/NAME/assignment.toml); "
+                                 "default: the kit's only one, else "
+                                 f"{assignment.DEFAULT}")
+
+
+def resolve_assignment(args):
+    """Load the assignment args name and fill the paths left to it; an error message or None."""
+    name = getattr(args, "kit_assignment", None)
+    if name is None and args.command == "nbgrader" and args.assignment in assignment.names():
+        name = args.assignment
+    try:
+        args.kit_assignment = assignment.load(name)
+    except assignment.AssignmentError as error:
+        return str(error)
+    if getattr(args, "solution", "") is None:
+        args.solution = args.kit_assignment.solution
+    if getattr(args, "hidden_tests", "") is None:
+        args.hidden_tests = args.kit_assignment.hidden_tests
+    if getattr(args, "output", "") is None and args.command == "release":
+        args.output = args.kit_assignment.skeleton
+    return None
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    wrong = resolve_assignment(args)
+    if wrong:
+        print(f"grader {args.command}: {wrong}", file=sys.stderr)
+        return 2
     from .usage import problem
     mistake = problem(args)
     if mistake:

@@ -1,0 +1,99 @@
+"""The assignment declaration (grader/assignment.py): what it accepts, what it refuses and why.
+
+The attention declaration's figures are asserted as literals (its README's points table), and
+every refusal is checked by the key its message names."""
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from conftest import KIT
+from grader import assignment
+
+DECLARATION = os.path.join(KIT, "tests_hidden", "attention", "assignment.toml")
+
+
+def _data():
+    with open(DECLARATION, "rb") as handle:
+        return tomllib.load(handle)
+
+
+def _parse(data, named="attention"):
+    return assignment.parse(data, os.path.join(KIT, "tests_hidden", "attention"), KIT,
+                            named=named)
+
+
+def test_the_attention_declaration_reads_as_the_readme_says():
+    declared = assignment.load("attention")
+    assert declared.module_file == "attention.py" and declared.notebook_file == "attention.ipynb"
+    assert declared.solution == os.path.join(KIT, "solutions", "attention.py")
+    assert declared.skeleton == os.path.join(KIT, "assignments", "attention", "attention.py")
+    assert [(p.name, p.points) for p in declared.parts] == [
+        ("sequence_mask", 11), ("masked_softmax", 20), ("AdditiveAttention", 15),
+        ("DotProductAttention", 15), ("transpose", 9), ("MultiHeadAttention", 20), ("GPU", 10)]
+    assert declared.total_points == 100
+    assert declared.part_of("transpose_output") == "transpose"
+    assert declared.gpu_parts == ("GPU",)
+    assert set(declared.callers("sequence_mask")) == {
+        "masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention"}
+    assert declared.callers("MultiHeadAttention") == ()
+
+
+def test_the_default_is_the_only_declared_assignment_or_attention(tmp_path):
+    assert assignment.resolve("transformer") == "transformer"
+    (tmp_path / "tests_hidden" / "solo").mkdir(parents=True)
+    (tmp_path / "tests_hidden" / "solo" / "assignment.toml").write_text("")
+    assert assignment.resolve(None, str(tmp_path)) == "solo"
+    (tmp_path / "tests_hidden" / "duo").mkdir()
+    (tmp_path / "tests_hidden" / "duo" / "assignment.toml").write_text("")
+    assert assignment.resolve(None, str(tmp_path)) == "attention"
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.update(colour="blue"), "unknown key 'colour'"),
+    (lambda d: d.pop("module"), "missing key 'module'"),
+    (lambda d: d["parts"][0].update(weight=3), "parts[0]: unknown key 'weight'"),
+    (lambda d: d.update(total_points=99), "add up to 100, not total_points 99"),
+    (lambda d: d["parts"][1].update(points="20"), "'points' must be a number"),
+    (lambda d: d["parts"][1].update(gpu=1), "'gpu' must be true or false"),
+    (lambda d: d["parts"][0].update(targets=["sequence_mask", "softmax"]),
+     "targets softmax, which api does not name"),
+    (lambda d: d["api"].remove("transpose_output"), "targets transpose_output, which api"),
+    (lambda d: d["parts"][4].update(targets=["transpose_qkv"]),
+     "'transpose_output' is in api but no part grades it"),
+    (lambda d: d.update(module="test_attention"), "module 'test_attention' must be"),
+    (lambda d: d.update(module="my-attention"), "module 'my-attention' must be"),
+    (lambda d: d.update(api=d["api"] + ["class"]), "api holds 'class', not a Python name"),
+    (lambda d: d.update(given=["sequence_mask"]), "'sequence_mask' is both in api and given"),
+    (lambda d: d["calls"].update(masked_softmax=["masked_softmax"]),
+     "calls.masked_softmax names 'masked_softmax'"),
+    (lambda d: d["calls"].update(softmax=[]), "calls names 'softmax'"),
+    (lambda d: d["parts"][0].update(short="sequencemask"), "short must be 1 to 9"),
+    (lambda d: d.update(solution="../solutions/attention.py"), "solution '../solutions/attention.py' is outside the kit"),
+    (lambda d: d.update(solution="solutions/nothing.py"), "solution 'solutions/nothing.py' does not exist"),
+    (lambda d: d.update(builds_on=[{"assignment": "attention", "provide": "given"}]),
+     "cannot build on itself"),
+    (lambda d: d.update(builds_on=[{"assignment": "rnn", "provide": "copy"}]),
+     "provide must be one of student, given"),
+    (lambda d: d["weights"].update(MultiHeadAttention="attention.weights()"),
+     "weights.MultiHeadAttention must name"),
+    (lambda d: d.update(name="transformer"), "name 'transformer' must be its folder's name"),
+])
+def test_a_wrong_declaration_is_refused_naming_the_key(edit, said):
+    data = _data()
+    assert _parse(data).name == "attention"  # the unedited one holds
+    edit(data)
+    with pytest.raises(assignment.AssignmentError) as refused:
+        _parse(data)
+    assert said in str(refused.value)
+
+
+def test_an_unknown_assignment_is_a_one_line_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", os.path.join(KIT, "examples",
+                           "alice.py"), "--assignment", "rnn", "--out", str(tmp_path / "out")],
+                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "no assignment 'rnn'" in done.stderr and "the kit declares: attention" in done.stderr
+    assert not (tmp_path / "out").exists()
