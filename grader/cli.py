@@ -377,7 +377,11 @@ def _grade(args):
     if not batch.submissions:
         print("grader grade: nothing to grade (every path given was skipped)", file=sys.stderr)
         return 2
-    if args.results_json and (len(batch.submissions) != 1 or shard is not None):
+    if args.results_json and shard is not None:
+        print("grader grade: --results-json is for one submission graded whole (Gradescope); "
+              "--shard splits a class: use one or the other", file=sys.stderr)
+        return 2
+    if args.results_json and len(batch.submissions) != 1:
         print("grader grade: --results-json needs exactly one submission", file=sys.stderr)
         return 2
     from . import course as courses

@@ -454,6 +454,10 @@ def test_command_line_refusals_grade_nothing(tmp_path):
     for argv, says in (
             (["grade", os.path.join(KIT, "examples", "alice.py"), "--out", str(out),
               "--shard", "3/2"], "grader grade: --shard 3/2: K must be from 1 to N (2)"),
+            (["grade", os.path.join(KIT, "examples", "alice.py"), "--out", str(out),
+              "--shard", "1/2", "--results-json", str(tmp_path / "r.json")],
+             "grader grade: --results-json is for one submission graded whole (Gradescope); "
+             "--shard splits a class: use one or the other"),
             (["merge", str(tmp_path), "--out", str(out)],
              f"grader merge: nothing was merged: {tmp_path} has no shard.json")):
         done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=KIT,
