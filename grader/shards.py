@@ -29,7 +29,6 @@ from .textsafety import safe_text
 SHARD_FILE = "shard.json"
 MAX_SHARDS = 10000
 SHARD_FILE_BYTES = 64 * 1024 * 1024   # what merge reads of one (rows of a large class)
-GPU_PART = "GPU"
 PART_ALIASES = {"all": None, "cpu": "cpu", "gpu": "gpu"}
 _SHARD = re.compile(r"\A([0-9]{1,5})/([0-9]{1,5})\Z")
 
@@ -82,7 +81,7 @@ def belongs(identity, shard):
 
 
 def parse_parts(text):
-    """--parts: 'all' (None), 'cpu' (every part but the GPU part), 'gpu', or a comma-separated
+    """--parts: 'all' (None), 'cpu' (every part but the GPU parts), 'gpu', or a comma-separated
     list of part names as grades.csv names them. Returns None, 'cpu', 'gpu' or a tuple."""
     text = (text or "all").strip()
     if text.lower() in PART_ALIASES:
@@ -94,15 +93,16 @@ def parse_parts(text):
     return names
 
 
-def select_parts(wanted, all_parts):
+def select_parts(wanted, all_parts, gpu_parts):
     """The parts `wanted` (parse_parts) names among the suite's `all_parts`, in their order;
-    ShardError naming an unknown part or an empty choice."""
+    "gpu" is the assignment's GPU parts (`gpu_parts`: its declaration's parts with gpu =
+    true), "cpu" the others. ShardError naming an unknown part or an empty choice."""
     if wanted is None:
         return list(all_parts)
     if wanted == "cpu":
-        chosen = [p for p in all_parts if p != GPU_PART]
+        chosen = [p for p in all_parts if p not in gpu_parts]
     elif wanted == "gpu":
-        chosen = [p for p in all_parts if p == GPU_PART]
+        chosen = [p for p in all_parts if p in gpu_parts]
     else:
         unknown = [p for p in wanted if p not in all_parts]
         if unknown:

@@ -42,6 +42,9 @@ def _hidden_tests(path):
     if not os.path.isfile(os.path.join(path, "cases.py")):
         return (f"--hidden-tests {_shown(path)} holds no cases.py: it is not a hidden suite "
                 f"(the kit's is {_shown(paths.HIDDEN_TESTS)})")
+    if not os.path.isfile(os.path.join(path, "assignment.toml")):
+        return (f"--hidden-tests {_shown(path)} holds no assignment.toml: a hidden suite "
+                "declares its assignment (see tests_hidden/<name>/assignment.toml)")
     return None
 
 

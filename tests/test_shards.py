@@ -437,15 +437,23 @@ def test_a_shard_that_cannot_be_is_refused_by_name(text, says):
 
 
 def test_parts_name_what_runs():
+    """cpu and gpu follow the declaration's gpu parts, whatever they are called."""
     from grader import shards
     suite = ["sequence_mask", "masked_softmax", "transpose", "GPU"]
-    assert shards.select_parts(shards.parse_parts("cpu"), suite) == suite[:3]
-    assert shards.select_parts(shards.parse_parts("gpu"), suite) == ["GPU"]
-    assert shards.select_parts(shards.parse_parts("all"), suite) == suite
-    assert shards.select_parts(shards.parse_parts("transpose,sequence_mask"), suite) == \
+    gpu = ("GPU",)
+    assert shards.select_parts(shards.parse_parts("cpu"), suite, gpu) == suite[:3]
+    assert shards.select_parts(shards.parse_parts("gpu"), suite, gpu) == ["GPU"]
+    assert shards.select_parts(shards.parse_parts("all"), suite, gpu) == suite
+    assert shards.select_parts(shards.parse_parts("transpose,sequence_mask"), suite, gpu) == \
         ["sequence_mask", "transpose"]                  # in the suite's order
+    other = ["encoder", "on CUDA", "with AMP"]
+    assert shards.select_parts("gpu", other, ("on CUDA", "with AMP")) == ["on CUDA", "with AMP"]
+    assert shards.select_parts("cpu", other, ("on CUDA", "with AMP")) == ["encoder"]
     with pytest.raises(shards.ShardError) as error:
-        shards.select_parts(shards.parse_parts("transpose,mask"), suite)
+        shards.select_parts("gpu", ["encoder"], ())
+    assert "--parts gpu: the hidden suite has no such part (its parts: encoder)" in str(error.value)
+    with pytest.raises(shards.ShardError) as error:
+        shards.select_parts(shards.parse_parts("transpose,mask"), suite, gpu)
     assert "no part mask in the hidden suite (its parts: sequence_mask, masked_softmax" in str(error.value)
 
 

@@ -23,6 +23,7 @@ import tempfile
 import time
 import traceback
 
+from .. import assignment
 from .. import course as courses
 from .. import intake
 from .. import overrides as ledger
@@ -226,7 +227,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     catalog = trusted.catalog(options, zygote)
     parts = list(dict.fromkeys(t["part"] for t in catalog))
     all_parts, whole_suite = parts, fingerprint.suite_fingerprint(options)
-    parts = shards.select_parts(wanted_parts, all_parts)  # ShardError: nothing graded
+    gpu_parts = assignment.load_folder(options.hidden_tests).gpu_parts
+    parts = shards.select_parts(wanted_parts, all_parts, gpu_parts)  # ShardError: nothing graded
     if parts != all_parts:
         options = dataclasses.replace(options, parts=tuple(parts))
         catalog = [t for t in catalog if t["part"] in parts]
