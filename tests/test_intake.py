@@ -1127,7 +1127,7 @@ def test_a_failure_of_intake_itself_is_a_grader_error_never_an_earned_0(tmp_path
     # before: the row was "not gradable" and `grader export` sent its 0 to the LMS
     import grader.intake as intake_module
 
-    def broken(data, label):
+    def broken(data, label, module_file=None):
         raise TypeError("a bug of ours")
     monkeypatch.setattr(intake_module, "notebook_to_module", broken)
     staged = _stage_bytes(tmp_path, "attention.ipynb", b'{"cells": []}')

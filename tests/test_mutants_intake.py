@@ -36,7 +36,7 @@ def _staged_source(staged):
 
 
 def test_the_documented_limits_and_names():
-    assert intake.MODULE == "attention.py"
+    assert not hasattr(intake, "MODULE")   # the file's name is the assignment's (naming.py)
     assert intake.MAX_HELPER_BYTES == 2 * 1024 * 1024
     assert intake.SKIP_DIRS == {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints",
                                 "node_modules", ".venv", "venv"}

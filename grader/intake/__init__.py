@@ -1,4 +1,7 @@
-"""Intake: turn whatever a student uploaded into one folder holding a plain `attention.py`.
+"""Intake: turn whatever a student uploaded into one folder holding a plain `<module>.py`.
+
+`<module>` is the assignment's module name (its declaration's `module`, grader/assignment.py:
+`stage(..., module=assignment.module)`); without one, the default assignment's.
 
 A submission is a `.py` file, an `.ipynb` notebook, a `.zip` archive or a folder. Intake
 finds the student's code in it, reads it as text whatever the editor did to it, converts a
@@ -30,6 +33,7 @@ from ..i18n import N_, _, ngettext
 from ..textsafety import safe_text
 from .archive import extract
 from .errors import IntakeError, NothingFound
+from .naming import file_names, like, module_name
 from .notebook import MAX_NOTEBOOK_BYTES, notebook_to_module
 from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, kind_text,
                      open_entry, open_submitted, read_entry, read_fd, refusal, shown, walk)
@@ -37,10 +41,8 @@ from .text import MAX_SOURCE_BYTES, decode_source
 
 __all__ = ["IntakeError", "NothingFound", "Staged", "stage", "submission_names"]
 
-MODULE = "attention.py"
 SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
 NOT_THE_SUBMISSION = re.compile(r"^(test_.*|.*_test|conftest|setup|sitecustomize|usercustomize)\.py$")
-LMS_SUFFIX = re.compile(r"^attention([ _-]*(\(\d+\)|\d+|v\d+|final|copy))*$", re.IGNORECASE)
 MAX_HELPER_BYTES = 2 * 1024 * 1024
 
 
@@ -48,7 +50,7 @@ MAX_HELPER_BYTES = 2 * 1024 * 1024
 class Staged:
     name: str                 # the submission's name in the gradebook and the output folder
     source: str               # what was uploaded
-    file: str = None          # the staged attention.py
+    file: str = None          # the staged <module>.py
     notes: list = dataclasses.field(default_factory=list)
     error: str = None         # why it cannot be graded (IntakeError), if so
     missing: bool = False     # nothing gradable was found (NothingFound): "missing work"
@@ -62,12 +64,13 @@ def _is_real_folder(path):
         return False
 
 
-def submission_names(paths):
+def submission_names(paths, module=None):
     """A unique name per submission: the file or folder name without its extension.
 
-    nbgrader's layout `submitted/<student>/<assignment>/` names it after the student; names
+    nbgrader's layout `submitted/<student>/<module>/` names it after the student; names
     that still collide get the parent folder's name, then a counter.
     """
+    folder_name = module_name(module).lower()
     def base(path):
         path = os.path.normpath(path)
         name = os.path.basename(path)
@@ -75,7 +78,7 @@ def submission_names(paths):
         if ext.lower() in (".py", ".ipynb", ".zip"):
             name = stem
         parent = os.path.basename(os.path.dirname(path))
-        if _is_real_folder(path) and name.lower() == "attention" and parent:
+        if _is_real_folder(path) and name.lower() == folder_name and parent:
             name = parent
         return name
 
@@ -106,9 +109,14 @@ def _listing(entries):
     return ", ".join(one(e) for e in entries[:10]) or _("nothing")
 
 
-def locate(entries, label):
-    """The entry (from safeio.walk) that holds the student's code; it may be a link or
-    another non-regular file, which the caller then refuses with its reason."""
+def locate(entries, label, module=None):
+    """The entry (from safeio.walk) that holds the student's code (`<module>.py`, then
+    `<module>.ipynb`, then either with an LMS's resubmission suffix, then the only code
+    file); it may be a link or another non-regular file, which the caller then refuses
+    with its reason."""
+    module = module_name(module)
+    source, notebook = file_names(module)
+    suffixed = like(module)
     def pick(test):
         matches = [e for e in entries if test(e.name)]
         if not matches:
@@ -121,10 +129,10 @@ def locate(entries, label):
                                                files=", ".join(e.shown for e in shallowest[:10])))
         return shallowest[0]
 
-    for test in (lambda n: n == "attention.py",
-                 lambda n: n == "attention.ipynb",
-                 lambda n: n.lower().endswith(".py") and LMS_SUFFIX.match(n[:-3]),
-                 lambda n: n.lower().endswith(".ipynb") and LMS_SUFFIX.match(n[:-6])):
+    for test in (lambda n: n == source,
+                 lambda n: n == notebook,
+                 lambda n: n.lower().endswith(".py") and suffixed.match(n[:-3]),
+                 lambda n: n.lower().endswith(".ipynb") and suffixed.match(n[:-6])):
         chosen = pick(test)
         if chosen:
             return chosen
@@ -139,15 +147,15 @@ def locate(entries, label):
     # code that could be the work (found, but which?) or something refused (a link, a pipe)
     # is not gradable; nothing at all that could be code is missing work
     error = IntakeError if py or notebooks or any(e.kind for e in entries) else NothingFound
-    raise error(_("{label} has no attention.py (looked for attention.py or attention.ipynb, "
-                  "else one other .py or .ipynb file, also inside one zip; it contains: "
-                  "{listing}). Name your file attention.py.").format(
-                      label=label, listing=_listing(entries)))
+    raise error(_("{label} has no {module} (looked for {module} or {notebook}, else one other "
+                  ".py or .ipynb file, also inside one zip; it contains: {listing}). Name your "
+                  "file {module}.").format(label=label, module=source, notebook=notebook,
+                                           listing=_listing(entries)))
 
 
-def _convert(data, label, is_notebook):
+def _convert(data, label, is_notebook, module_file):
     if is_notebook:
-        return notebook_to_module(data, label)
+        return notebook_to_module(data, label, module_file)
     return decode_source(data, label)
 
 
@@ -168,12 +176,15 @@ def _skipped_note(label, skipped):
                                                       more=more)
 
 
-def stage(path, dest, name, seconds=INTAKE_SECONDS):
-    """Stage the submission at `path` into the new folder `dest`; never raises.
+def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None):
+    """Stage the submission at `path` into the new folder `dest` as `<module>.py` (module:
+    the assignment's module name; None: the default assignment's); never raises.
 
     What cannot be staged sets `error` (the student's reason) and leaves `file` None.
     """
     staged = Staged(name=name, source=path)
+    module = module_name(module)
+    module_file = file_names(module)[0]
     unpacked, opened = None, []
     try:
         os.makedirs(dest, exist_ok=True)
@@ -181,7 +192,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
             raise IntakeError(_("no submission path was given."))
         norm = os.path.normpath(os.fsdecode(path))  # no trailing slash: lstat sees a link
         label = shown(os.path.basename(norm) or norm)
-        deadline = Deadline(seconds, label)
+        deadline = Deadline(seconds, label, module_file)
         try:
             fd, is_folder = open_submitted(norm, label)
             opened.append(fd)
@@ -199,13 +210,13 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                                          "folder.").format(label=label))
                 limit, what = _limit(norm)
                 data = read_fd(fd, limit, label, deadline, what)
-                text, notes = _convert(data, label, norm.lower().endswith(".ipynb"))
+                text, notes = _convert(data, label, norm.lower().endswith(".ipynb"), module_file)
                 staged.notes += notes
             else:
                 entries, notes = walk(root, label, deadline, _skip_dir)
                 staged.notes += notes
                 try:
-                    chosen = locate(entries, label)
+                    chosen = locate(entries, label, module)
                 except NothingFound:
                     inner = _only_zip(entries) if is_folder else None
                     if inner is None:
@@ -223,7 +234,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                     opened.append(root)
                     entries, notes = walk(root, inner.shown, deadline, _skip_dir)
                     staged.notes += notes
-                    chosen = locate(entries, inner.shown)
+                    chosen = locate(entries, inner.shown, module)
                 if not chosen.name.lower().endswith((".py", ".ipynb")):
                     raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
                                         "folder.").format(label=label))
@@ -233,10 +244,11 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS):
                 staged.notes += [_skipped_note(label, skipped)] if skipped else []
                 limit, what = _limit(chosen.name)
                 data = read_entry(root, chosen, limit, chosen.shown, deadline, what)
-                text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"))
+                text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"),
+                                       module_file)
                 staged.notes += notes
-                _copy_helpers(root, entries, chosen, dest, staged.notes, deadline)
-            file = os.path.join(dest, MODULE)
+                _copy_helpers(root, entries, chosen, dest, staged.notes, deadline, module_file)
+            file = os.path.join(dest, module_file)
             with open(file, "w", encoding="utf-8") as handle:
                 handle.write(text)
             staged.file = file
@@ -275,13 +287,13 @@ def _only_zip(entries):
     return zips[0] if len(zips) == 1 else None
 
 
-def _copy_helpers(root, entries, chosen, dest, notes, deadline):
-    """The student's other modules beside attention.py (their own helpers), as text, read
-    the same way as attention.py itself."""
+def _copy_helpers(root, entries, chosen, dest, notes, deadline, module_file):
+    """The student's other modules beside `module_file` (their own helpers), as text, read
+    the same way as the work itself."""
     odd = []
     for entry in entries:
         if (entry.parts[:-1] != chosen.parts[:-1] or entry is chosen or entry.kind
-                or not entry.name.endswith(".py") or entry.name == MODULE
+                or not entry.name.endswith(".py") or entry.name == module_file
                 or entry.size > MAX_HELPER_BYTES):
             continue
         if safe_text(entry.name) != entry.name or os.sep in entry.name:

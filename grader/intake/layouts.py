@@ -9,7 +9,9 @@ that *claims* another identity (an uploaded file named like another student's do
 name, a file inside a folder named so) is graded as its uploader's and flagged
 (`Submission.flags`, and the batch's notes); what cannot be cross-checked is flagged too.
 
-`resolve(paths, layout)` takes the paths given to `grader grade` and a layout:
+`resolve(paths, layout, module)` takes the paths given to `grader grade`, a layout and the
+assignment's module name (its declaration's `module`: students hand in `<module>.py` or
+`<module>.ipynb`; None: the default assignment's):
 
 - `canvas`: a Canvas bulk download ("Download Submissions"), one file per uploaded file.
   Canvas (lib/content_zipper.rb) writes `<name>[_LATE]_<user id>_<attachment id>_<file>`:
@@ -18,18 +20,19 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   Canvas's own re-upload of graded files reads); `-1`, `-2` are added to the file name
   when the student uploaded a file of that name again::
 
-      wangli_10000_90000_attention.py          → user 10000, name wangli
-      liuyang_LATE_10001_90001_attention.ipynb → user 10001, late (late_flag True)
-      zhaomin_10002_90002_attention-1.py       → user 10002 (the second upload: it counts)
-      mallory_10005_90005__10000_90000_attention.py → user 10005, flagged: it claims 10000
-      anon_aB3xZ_90006_attention.py            → anonymous grading: no student id, flagged
+      wangli_10000_90000_<module>.py          → user 10000, name wangli
+      liuyang_LATE_10001_90001_<module>.ipynb → user 10001, late (late_flag True)
+      zhaomin_10002_90002_<module>-1.py       → user 10002 (the second upload: it counts)
+      mallory_10005_90005__10000_90000_<module>.py → user 10005, flagged: it claims 10000
+      anon_aB3xZ_90006_<module>.py            → anonymous grading: no student id, flagged
 
   Cross-checks within one download: a user id has one name (a user id seen under two names
   is flagged and its rows keep no student id, so nothing is exported for it until the
   instructor looks), an attachment id belongs to one user, and a name that splits two ways
   (`x_10000_10005_90005_a.py`, see _Resolver._ambiguous) never counts as the user's while
   they have a file that reads one way, else keeps no id. One file per student is graded:
-  the one most like the assignment's file, then the newest attachment (Canvas's id, rising
+  the one most like the assignment's file (`<module>.py`, `<module>.ipynb`, either with
+  a resubmission suffix: intake/naming.py), then the newest attachment (Canvas's id, rising
   with each upload), then the resubmission number; the others are noted. Two downloads
   given together keep no ids (_Resolver._one_download_each). The download zip itself
   (`submissions.zip`) is accepted as it is: unpacked (archive.py's checks) into a
@@ -41,7 +44,7 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
 
       Fang Wu_10006_assignsubmission_file_/          → id 10006, name Fang Wu (graded)
       Fang Wu_10006_assignsubmission_onlinetext_/    → skipped (the online text)
-      Fang Wu_10006_assignsubmission_file_attention.py
+      Fang Wu_10006_assignsubmission_file_<module>.py
 
   The id is Moodle's participant id, what the assignment's grading worksheet calls
   `Participant 10006`. A participant id seen under two names is flagged as above; of one
@@ -55,7 +58,7 @@ name, a file inside a folder named so) is graded as its uploader's and flagged
   members joined by `;`. Checked against the folders: a folder the metadata does not list
   has no student id; metadata entries without a folder and an SID in two submissions are
   flagged.
-- `nbgrader`: `submitted/<student>/<assignment>/` (a file, the assignment folder, the
+- `nbgrader`: `submitted/<student>/<module>/` (a file, the assignment folder, the
   student's folder or `submitted` itself): the id is the student's folder name, which
   nbgrader writes; `timestamp.txt` there is the submission time. A student the course's
   gradebook.db (beside `submitted/`, read-only) does not list is flagged; a folder name
@@ -101,6 +104,7 @@ import unicodedata
 from ..textsafety import safe_text
 from . import times
 from .errors import IntakeError
+from .naming import file_names, like, module_name
 
 LAYOUTS = ("auto", "plain", "nbgrader", "canvas", "moodle", "gradescope")
 MAX_NAME = 255               # characters of a file name any pattern looks at
@@ -120,7 +124,7 @@ ID_CHARS = re.compile(r"[^A-Za-z0-9._@+\-]")
 # [[:word:]], letters, marks, numbers and connector punctuation); an id is a digits-only
 # segment between underscores
 CANVAS_ID = re.compile(r"^[0-9]{1,20}$")
-# the original name's resubmission suffix: attention-1.py, attention-12.ipynb
+# the original name's resubmission suffix: <module>-1.py, <module>-12.ipynb
 RESUBMISSION = re.compile(r"^(?P<base>.+?)-(?P<n>[0-9]{1,4})$", re.DOTALL)
 # Moodle: <full name, no "_">_<participant id>_assign<submission|feedback>_<plugin>_[<file>]
 MOODLE = re.compile(r"^(?P<name>[^_]{1,255})_(?P<id>[0-9]{1,20})_assign(?P<kind>submission|feedback)"
@@ -128,7 +132,6 @@ MOODLE = re.compile(r"^(?P<name>[^_]{1,255})_(?P<id>[0-9]{1,20})_assign(?P<kind>
 # anything in a student-chosen name that reads as another student's Moodle prefix
 MOODLE_CLAIM = re.compile(r"(?:^|_)(?P<id>[0-9]{1,20})_assign(?:submission|feedback)_")
 GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>[0-9]{1,20})$")
-ATTENTION_LIKE = re.compile(r"^attention([ _-]*(\(\d+\)|\d+|v\d+|final|copy))*$", re.IGNORECASE)
 DOWNLOAD_ZIP_BYTES = 1024 * 1024 * 1024   # an LMS's whole download, given as its zip
 DOWNLOAD_ENTRIES = 20_000
 
@@ -212,8 +215,8 @@ def _listing(folder, limit=MAX_ENTRIES):
 def non_submission(name):
     """Files an LMS or an operating system adds that are never a student's work.
 
-        non_submission("index.html") and non_submission("._attention.py")
-        not non_submission("wangli_10000_90000_attention.py")
+        non_submission("index.html") and non_submission("._hw.py")
+        not non_submission("wangli_10000_90000_hw.py")
     """
     folded = name.casefold()
     return folded in NON_SUBMISSIONS or folded.startswith("._")
@@ -241,9 +244,9 @@ def parse_canvas(name):
     if it were read as a download name; `ambiguous`: the file name itself starts with a
     digits-only segment, so a name part ending in `_<digits>` would read differently.
 
-        parse_canvas("wangli_10000_90000_attention.py")["user"] == "10000"
-        parse_canvas("liuyang_LATE_10001_90001_attention.ipynb")["late"] is True
-        parse_canvas("zhaomin_10002_90002_attention-2.py")["resubmission"] == 2
+        parse_canvas("wangli_10000_90000_hw.py")["user"] == "10000"
+        parse_canvas("liuyang_LATE_10001_90001_hw.ipynb")["late"] is True
+        parse_canvas("zhaomin_10002_90002_hw-2.py")["resubmission"] == 2
         parse_canvas("mallory_10005_90005__10000_90000_a.py")["claims"] == ["10000"]
         parse_canvas("alice.py") is None
     """
@@ -283,7 +286,7 @@ def parse_canvas(name):
 def parse_moodle(name):
     """{"name", "id", "plugin", "file", "feedback", "claims"} for a Moodle download name (a
     folder `Fang Wu_10006_assignsubmission_file_` or a file
-    `..._assignsubmission_file_attention.py`), else None. Moodle writes no `_` in the full
+    `..._assignsubmission_file_hw.py`), else None. Moodle writes no `_` in the full
     name, so the name ends at the first `_`; `claims`: other ids the file name part would
     give if it were read as a download name.
 
@@ -302,8 +305,8 @@ def claimed_ids(file_name, own):
     """The student ids a student-chosen name claims: what it would give if it were read as
     a Canvas or Moodle download name, other than `own`.
 
-        claimed_ids("wangli_10000_90000_attention.py", "10005") == ["10000"]
-        claimed_ids("attention.py", "10005") == []
+        claimed_ids("wangli_10000_90000_hw.py", "10005") == ["10000"]
+        claimed_ids("hw.py", "10005") == []
     """
     found = []
     canvas = parse_canvas(file_name)
@@ -320,7 +323,7 @@ def claimed_ids(file_name, own):
 def nbgrader_parts(path):
     """(student, rest) when `path` lies in nbgrader's `submitted/<student>/...`, else None.
 
-        nbgrader_parts("course/submitted/alice/attention/attention.py") == ("alice", ("attention", "attention.py"))
+        nbgrader_parts("course/submitted/alice/hw/hw.py") == ("alice", ("hw", "hw.py"))
         nbgrader_parts("subs/alice.py") is None
     """
     parts = os.path.normpath(os.path.abspath(os.fsdecode(path))).split(os.sep)
@@ -684,11 +687,14 @@ class _Found:
     outranked: bool = False       # never graded while its student has another file
 
 
-def _attention_rank(file_name):
+def _module_rank(file_name, module):
+    """(gradeable, named as the assignment's file): how much a student's file looks like
+    their work (`<module>.py`, `<Module> (2).ipynb`, `<module>-1.py` rank highest)."""
     stem, ext = _stem(file_name)
     again = RESUBMISSION.match(stem)
     base = again["base"] if again else stem
-    return (ext in GRADEABLE, bool(ATTENTION_LIKE.match(base)) or bool(ATTENTION_LIKE.match(stem)))
+    pattern = like(module)
+    return (ext in GRADEABLE, bool(pattern.match(base)) or bool(pattern.match(stem)))
 
 
 def _claim_flags(label, claims, layout, own):
@@ -697,28 +703,29 @@ def _claim_flags(label, claims, layout, own):
             f"{_shown(own)}'s ({_shown(label)})" for c in claims[:5]]
 
 
-def _canvas_anonymous(path, name):
+def _canvas_anonymous(path, name, module):
     """A file of an anonymously graded Canvas download: its id is Canvas's anonymous id, not
     a user id, so the row keeps no student id (and is flagged)."""
     match = CANVAS_ANONYMOUS.match(name[:MAX_NAME])
     if not match:
         return None
     anon = match["anon"]
-    rank = _attention_rank(match["file"]) + (0, int(match["att"]), name)
+    rank = _module_rank(match["file"], module) + (0, int(match["att"]), name)
     return _Found(path, "canvas", "canvas-anonymous:" + anon, "", "anon_" + anon, rank, name,
                   "anon", match["att"],
                   [f"Canvas anonymous grading: anon_{anon} is not a user id; no student id is "
                    f"given (match it in Canvas)"], late_flag=bool(match["late"]))
 
 
-def _canvas(path, name):
-    anonymous = _canvas_anonymous(path, name)
+def _canvas(path, name, module):
+    anonymous = _canvas_anonymous(path, name, module)
     if anonymous is not None:
         return anonymous
     parts = parse_canvas(name)
     if parts is None:
         return None
-    rank = _attention_rank(parts["base"]) + (int(parts["attachment"]), parts["resubmission"], name)
+    rank = _module_rank(parts["base"], module) + (int(parts["attachment"]), parts["resubmission"],
+                                                  name)
     found = _Found(path, "canvas", "canvas:" + parts["user"], student_id(parts["user"]),
                    parts["name"], rank, name, parts["lms_name"], parts["attachment"],
                    _claim_flags(name, parts["claims"], "canvas", parts["user"]),
@@ -738,7 +745,7 @@ def _folder_claims(path, own, layout):
     return flags[:10]
 
 
-def _moodle(path, name, is_dir, notes):
+def _moodle(path, name, is_dir, notes, module):
     parts = parse_moodle(name)
     if parts is None:
         return None
@@ -748,7 +755,7 @@ def _moodle(path, name, is_dir, notes):
         return False
     if not is_dir and not parts["file"]:
         return None
-    rank = (True, True) if is_dir else _attention_rank(parts["file"])
+    rank = (True, True) if is_dir else _module_rank(parts["file"], module)
     flags = (_folder_claims(path, parts["id"], "moodle") if is_dir
              else _claim_flags(name, parts["claims"], "moodle", parts["id"]))
     # the newest file time Moodle kept (two downloads given together: the later one counts)
@@ -781,7 +788,7 @@ def nbgrader_students(path):
     return {str(row[0]) for row in rows}
 
 
-def _nbgrader(path, is_dir):
+def _nbgrader(path, is_dir, module):
     found = nbgrader_parts(path)
     if found is None or not found[0] or non_submission(found[0]) or (not found[1] and not is_dir):
         return None  # a file right in submitted/ is no student's folder
@@ -789,7 +796,7 @@ def _nbgrader(path, is_dir):
     ident = student_id(student)
     flags = []
     if is_dir and not found[1]:   # submitted/<student>: the assignment folder, among several
-        path, note = _nbgrader_assignment(path)
+        path, note = _nbgrader_assignment(path, module)
         if note:
             flags.append(note)
     flags += _folder_claims(path, ident, "nbgrader") if is_dir else []
@@ -806,10 +813,10 @@ def _nbgrader(path, is_dir):
                   student, flags=flags, row_prefix=prefix)
 
 
-def _nbgrader_assignment(folder):
+def _nbgrader_assignment(folder, module):
     """(path, note): a student's folder in submitted/ holding several assignment folders
-    (attention/, rnn/: nbgrader keeps one per assignment) is graded as the one holding
-    attention.py or attention.ipynb, whose timestamp.txt is then the time; without exactly
+    (one per assignment: nbgrader keeps them all) is graded as the one holding
+    `<module>.py` or `<module>.ipynb`, whose timestamp.txt is then the time; without exactly
     one such, the folder itself, and a note (its time is then unknown: flagged, never
     guessed from another assignment's)."""
     names, _cut = _listing(folder, 50)
@@ -817,12 +824,13 @@ def _nbgrader_assignment(folder):
     if len(inner) < 2:
         return folder, None
     holding = [n for n in inner if any(_lstat(os.path.join(folder, n, m)) is not None
-                                       for m in ("attention.py", "attention.ipynb"))]
+                                       for m in file_names(module))]
     if len(holding) == 1:
         return os.path.join(folder, holding[0]), None
     return folder, (f"nbgrader student {_shown(_base(folder))} has {len(inner)} assignment "
                     f"folders ({', '.join(_shown(n) for n in inner[:5])}) and "
-                    f"{'none' if not holding else 'several'} hold attention.py: graded as the "
+                    f"{'none' if not holding else 'several'} hold {_shown(module)}.py: "
+                    f"graded as the "
                     f"whole folder, without a submission time")
 
 
@@ -841,10 +849,11 @@ def _assignment_folder(path):
 
 
 class _Resolver:
-    def __init__(self, layout):
+    def __init__(self, layout, module):
         if layout not in LAYOUTS:
             raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
         self.layout = layout
+        self.module = module      # the assignment's module name: <module>.py is the work
         self.notes = []
         self.found = []
         self.metadata = {}        # folder → (its metadata, or None when it has none)
@@ -895,20 +904,21 @@ class _Resolver:
         if self.allows("gradescope"):
             yield lambda: self._gradescope(path, name, is_dir)
         if self.allows("nbgrader"):
-            yield lambda: _nbgrader(path, is_dir)
+            yield lambda: _nbgrader(path, is_dir, self.module)
         if self.allows("canvas") and not is_dir:
-            yield lambda: _canvas(path, name)
+            yield lambda: _canvas(path, name, self.module)
         if self.allows("moodle"):
-            yield lambda: _moodle(path, name, is_dir, self.notes)
+            yield lambda: _moodle(path, name, is_dir, self.notes, self.module)
 
     def _expand(self, path, name):
         """A folder that holds a whole download (not one student's work): its entries."""
         names, cut = _listing(path)
+        own = {n.lower() for n in file_names(self.module)}   # a student's folder: its work
         if self.allows("gradescope") and METADATA in names:
             kind = "a Gradescope export"
         elif self.allows("nbgrader") and name == "submitted":
             kind = "an nbgrader submitted/ folder"
-        elif any(n.lower() in ("attention.py", "attention.ipynb") for n in names):
+        elif any(n.lower() in own for n in names):
             return False
         else:
             listed = [n + "/" if _is_dir(os.path.join(path, n)) else n for n in names]
@@ -1151,7 +1161,7 @@ class _Resolver:
                 chosen[key].append(found)
         submissions, counts = [], {}
         plain_paths = [chosen[k][0].path for k in order if chosen[k][0].layout == "plain"]
-        plain_names = iter(submission_names(plain_paths)) if plain_paths else iter(())
+        plain_names = iter(submission_names(plain_paths, self.module)) if plain_paths else iter(())
         for key in order:
             group = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
             best = group[0]
@@ -1203,17 +1213,18 @@ class _Resolver:
         return Batch(submissions, self.notes, counts)
 
 
-def resolve(paths, layout="auto"):
-    """The Batch for the paths given to `grader grade` (see the module's docstring)."""
-    resolver = _Resolver(layout)
+def resolve(paths, layout="auto", module=None):
+    """The Batch for the paths given to `grader grade` (see the module's docstring);
+    module: the assignment's module name (None: the default assignment's)."""
+    resolver = _Resolver(layout, module_name(module))
     for path in paths:
         resolver.add(os.fsdecode(path))
     return resolver.batch()
 
 
-def plain(paths):
+def plain(paths, module=None):
     """The current naming, for callers that pass bare paths: one Submission per path."""
     from . import submission_names
-    names = submission_names(list(paths))
+    names = submission_names(list(paths), module)
     return [Submission(p, n, student_id(n) if student_id(n) == n else "", display_name(n), "plain")
             for p, n in zip(paths, names)]

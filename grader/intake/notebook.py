@@ -13,6 +13,7 @@ import json
 
 from ..i18n import _
 from .errors import IntakeError
+from .naming import file_names, module_name
 
 NON_PYTHON_CELL_MAGICS = {"bash", "sh", "script", "writefile", "html", "javascript", "js",
                           "latex", "markdown", "svg", "perl", "ruby", "file", "system"}
@@ -84,8 +85,11 @@ def _clean_cell(source, number, notes):
     return "\n".join(out)
 
 
-def notebook_to_module(data, label):
-    """(module source, notes) for the bytes of a .ipynb file called `label`."""
+def notebook_to_module(data, label, module_file=None):
+    """(module source, notes) for the bytes of a .ipynb file called `label`; `module_file`:
+    the file the assignment asks for (`<module>.py`, the default assignment's when None),
+    which a student whose notebook is broken is told they may upload instead."""
+    module_file = module_file or file_names(module_name())[0]
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise IntakeError(_("{label} is larger than {mb} MB.").format(
             label=label, mb=MAX_NOTEBOOK_BYTES // 2**20))
@@ -100,8 +104,8 @@ def notebook_to_module(data, label):
         raise IntakeError(
             _("{label} is not a valid notebook: its JSON is broken at line {line}, column "
               "{column} ({error}). Open it in Jupyter, save it again, and re-upload; or upload "
-              "the code as attention.py.").format(label=label, line=error.lineno,
-                                                   column=error.colno, error=error.msg)) from None
+              "the code as {module}.").format(label=label, line=error.lineno, column=error.colno,
+                                              error=error.msg, module=module_file)) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     worksheets = notebook.get("worksheets") if isinstance(notebook, dict) else None
     if cells is None and isinstance(worksheets, list):  # nbformat 3
@@ -122,8 +126,8 @@ def notebook_to_module(data, label):
         elif not isinstance(source, str):   # nbformat: a string or a list of strings
             raise IntakeError(_("{label} is not a valid notebook: the source of cell {number} "
                                 "is not text. Open it in Jupyter, save it again, and re-upload; "
-                                "or upload the code as attention.py.").format(
-                                    label=label, number=number))
+                                "or upload the code as {module}.").format(
+                                    label=label, number=number, module=module_file))
         if not source.strip():
             continue
         cleaned = _clean_cell(source.replace("\r\n", "\n"), number, notes)

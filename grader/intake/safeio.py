@@ -18,6 +18,7 @@ import time
 from ..i18n import N_, _
 from ..textsafety import safe_text
 from .errors import IntakeError
+from .naming import file_names, module_name
 
 INTAKE_SECONDS = 30          # one submission's intake, walk + unzip + reads
 MAX_WALK_ENTRIES = 10_000    # files and folders visited in a submitted folder
@@ -35,16 +36,25 @@ class IntakeTimeout(IntakeError):
 
 
 class Deadline:
-    def __init__(self, seconds, label):
+    """The time one submission's intake may take. `module_file`: the file the student was
+    asked for (`<module>.py`), named when the messages tell them what to upload; None: the
+    default assignment's."""
+
+    def __init__(self, seconds, label, module_file=None):
         self.seconds, self.label = seconds, label
+        self._module_file = module_file
         self.end = time.monotonic() + seconds
+
+    @property
+    def module_file(self):
+        return self._module_file or file_names(module_name())[0]
 
     def check(self):
         if time.monotonic() > self.end:
             raise IntakeTimeout(
                 _("{label}: reading the submission took longer than {seconds} s, the limit; "
-                  "upload only your code (attention.py and its helper files).").format(
-                      label=self.label, seconds=f"{self.seconds:g}"))
+                  "upload only your code ({module} and its helper files).").format(
+                      label=self.label, seconds=f"{self.seconds:g}", module=self.module_file))
 
 
 def shown(name, limit=200):
@@ -199,8 +209,9 @@ def walk(root_fd, label, deadline, skip_dir):
                 visited += 1
                 if visited > MAX_WALK_ENTRIES:
                     raise IntakeError(_("{label} holds more than {count} files and folders; "
-                                        "upload only your code (attention.py and its helper "
-                                        "files).").format(label=label, count=MAX_WALK_ENTRIES))
+                                        "upload only your code ({module} and its helper "
+                                        "files).").format(label=label, count=MAX_WALK_ENTRIES,
+                                                          module=deadline.module_file))
                 if visited % 64 == 0:
                     deadline.check()
                 items.append(item)
