@@ -29,17 +29,17 @@ def build_parser():
                          help="only check that the skeleton is up to date (exit 1 if not)")
     release.add_argument("--notebook", metavar="PATH", default=None,
                          help="also write nbgrader's source notebook here (for a course: "
-                              "COURSE/source/<assignment>/attention.ipynb); needs nbformat")
+                              "COURSE/source/<assignment>/<module>.ipynb); needs nbformat")
     release.add_argument("--readme", metavar="PATH", default=None,
                          help="the student README whose sections become the notebook's "
-                              "markdown (default: assignments/attention/README.md; "
+                              "markdown (default: the assignment's student folder's README.md; "
                               "README.zh-CN.md for Chinese)")
     release.add_argument("--lang", choices=("en", "zh"), default="en",
                          help="language of the skeleton's docstrings and comments and of the "
                               "notebook's README: en (default) or zh (needs --out or --output)")
     release.add_argument("--out", metavar="DIR", default=None,
-                         help="write the whole student folder here (assignments/attention/ "
-                              "with attention.py in --lang); with --check, compare it")
+                         help="write the whole student folder here (the assignment's student "
+                              "folder, with <module>.py in --lang); with --check, compare it")
 
     grade = commands.add_parser(
         "grade", help="grade submissions against the hidden suite",
@@ -247,7 +247,7 @@ def suite_options(args):
 
 def _assignment_argument(commands):
     """--assignment NAME on every command that has no --assignment of its own (export's is
-    the Canvas column): the kit's only assignment, else attention. `nbgrader`'s ASSIGNMENT
+    the Canvas column): the kit's only assignment, else assignment.DEFAULT. `nbgrader`'s ASSIGNMENT
     names it when the kit declares one by that name."""
     for parser in commands.choices.values():
         if "--assignment" in parser._option_string_actions:
@@ -369,7 +369,7 @@ def _grade(args):
         print(f"grader grade: {error}", file=sys.stderr)
         return 2
     from .intake import layouts
-    batch = layouts.resolve(args.submissions, args.layout)
+    batch = layouts.resolve(args.submissions, args.layout, module=args.kit_assignment.module)
     for note in batch.notes[:200]:
         print(f"  {note}")
     if len(batch.notes) > 200:
