@@ -16,6 +16,15 @@ Measures, in one run and on one machine, each against the bare torch import (med
   tests/similarity/ or examples/; nothing graded): wall time in all and per pair
   (`--only-similarity` runs this alone).
 
+- the same copies graded as `--shards` shards one after another, each at --jobs 1 as one
+  machine of a cluster would, then `grader merge`: seconds per submission, the merge's
+  time per row, whether the merged grades.csv equals the one run's, and the projection
+  for 10,000 submissions on N machines from these figures;
+- where one trusted process's time goes (`--phases`, in this process, warm as the fork
+  server's children are): pytest's configuration and collection, the tests, the session's
+  end, and within the tests the worker protocol's encoding and decoding (torch.save and the
+  weights-only torch.load) — CPU seconds, median of 5 runs of the solution.
+
 `--fresh` grades the copies again with workers started fresh (ATTNKIT_WORKER_START=fresh:
 each imports torch itself), for the worker template's share. Run it on an idle machine;
 no test asserts these numbers.
@@ -77,10 +86,11 @@ def _worker_start(mode):
             os.environ[template.ENV_MODE] = before
 
 
-def _batch(submissions, out, options, jobs):
+def _batch(submissions, out, options, jobs, shard=None):
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
-        results = grade_batch(submissions, out, options, jobs=jobs, stream=quiet, force=True)
+        results = grade_batch(submissions, out, options, jobs=jobs, stream=quiet, force=True,
+                              shard=shard)
     return time.perf_counter() - started, results
 
 
@@ -94,9 +104,15 @@ def main(argv=None):
     parser.add_argument("--isolation", default="auto", choices=isolation.CHOICES)
     parser.add_argument("--similarity-class", type=int, default=200, help="0 skips it")
     parser.add_argument("--only-similarity", action="store_true")
+    parser.add_argument("--shards", type=int, default=3, help="0 skips the shard/merge path")
+    parser.add_argument("--phases", action="store_true",
+                        help="only time the phases of one trusted process (pytest's own "
+                             "cost against the tests')")
     args = parser.parse_args(argv)
     if args.only_similarity:
         return _similarity_class(args.similarity_class)
+    if args.phases:
+        return _phases(args.isolation)
 
     level = isolation.choose(args.isolation)
     options = SuiteOptions(isolation=args.isolation)
@@ -120,6 +136,8 @@ def main(argv=None):
         line(f"batch of {len(copies)} at --jobs 1, wall", wall, len(copies))
         wall, _ = _batch(copies, os.path.join(workdir, "out2"), options, 2)
         line(f"batch of {len(copies)} at --jobs 2, wall", wall, len(copies))
+        if args.shards:
+            _shard_path(copies, workdir, options, args.shards, line, bare)
         if args.fresh:
             with _worker_start("fresh"):
                 wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
@@ -146,6 +164,111 @@ def main(argv=None):
         shutil.rmtree(workdir, ignore_errors=True)
     if args.similarity_class:
         _similarity_class(args.similarity_class)
+    return 0
+
+
+def _shard_path(copies, workdir, options, count, line, bare):
+    """The copies as `count` shards graded one after another at --jobs 1 (each what one
+    machine of a cluster does), merged; compared with the one run in workdir/out1."""
+    import csv
+    from . import shards
+    from .merge import plan, write
+    walls, folders = [], []
+    for index in range(1, count + 1):
+        folder = os.path.join(workdir, f"shard-{index}")
+        wall, _ = _batch(copies, folder, options, 1, shard=shards.Shard(index, count))
+        walls.append(wall)
+        folders.append(folder)
+    merged_dir = os.path.join(workdir, "merged")
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        merged, groups = plan(folders, merged_dir)
+        write(merged, groups, merged_dir)
+    merge_wall = time.perf_counter() - started
+
+    def rows(folder):
+        with open(os.path.join(folder, "grades.csv"), encoding="utf-8", newline="") as handle:
+            return sorted(tuple(row.items()) for row in csv.DictReader(handle))
+    line(f"{count} shards of {len(copies)} at --jobs 1, wall (summed)", sum(walls), len(copies))
+    line(f"grader merge of {count} shards", merge_wall, len(copies), "row")
+    same = rows(merged_dir) == rows(os.path.join(workdir, "out1"))
+    print(f"  merged grades.csv equal to the one run's: {'yes' if same else 'NO'}")
+    per = sum(walls) / len(copies)
+    merge_per = merge_wall / len(copies)
+    for machines in (1, 10, 50, 200):
+        hours = (10000 * per / machines + 10000 * merge_per) / 3600
+        print(f"  projection, 10,000 submissions on {machines:>3} machine(s) at --jobs 1: "
+              f"{hours:.2f} h ({per:.2f} s a submission, {1000 * merge_per:.1f} ms a row "
+              f"to merge; {per / bare:.2f} x the bare import)", flush=True)
+
+
+def _phases(level, runs=5):
+    """CPU seconds of one trusted pytest session grading the solution, by phase, in this
+    process after two warm-up runs (as the fork server's children start: imports done, the
+    reference's results memoized); the median of `runs`."""
+    import pytest
+    from .grade import plugin  # noqa: F401 - registered by name in pytest_args
+    from .sandbox.runtime import protocol
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    options = SuiteOptions(isolation=level)
+    spent = {"protocol": 0.0}
+
+    def timed(function):
+        def wrapper(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent["protocol"] += time.process_time() - started
+        return wrapper
+    protocol.encode, protocol.decode = timed(protocol.encode), timed(protocol.decode)
+
+    class Phases:
+        def __init__(self):
+            self.marks, self.start = {}, time.process_time()
+
+        def mark(self, name):
+            self.marks[name] = time.process_time() - self.start
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionstart(self, session):
+            self.mark("configured")
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session):
+            self.mark("collected")
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionfinish(self, session):
+            self.mark("tests")
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_unconfigure(self, config):
+            self.mark("finished")
+
+    measured = []
+    for run in range(runs + 2):
+        read, write = os.pipe()
+        phases = Phases()
+        spent["protocol"] = 0.0
+        args = options.pytest_args() + ["--submission", paths.SOLUTION,
+                                        "--attnkit-report-fd", str(write)]
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            pytest.main(args, plugins=[phases])
+        os.close(read)  # the plugin closed `write`
+        if run >= 2:
+            marks = phases.marks
+            measured.append({"pytest setup and collection": marks["collected"],
+                             "the tests": marks["tests"] - marks["collected"],
+                             "  of which the worker protocol": spent["protocol"],
+                             "the session's end (diagnosis, report)":
+                                 marks["finished"] - marks["tests"],
+                             "all": marks["finished"]})
+    print(f"one trusted process grading the solution, CPU seconds (median of {runs}, warm):")
+    for name in measured[0]:
+        value = statistics.median(m[name] for m in measured)
+        share = value / statistics.median(m["all"] for m in measured)
+        print(f"  {name:<40} {value:.3f} s  {100 * share:4.0f}%")
     return 0
 
 
