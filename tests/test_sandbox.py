@@ -169,7 +169,7 @@ def test_a_hand_run_copies_only_regular_files_within_a_budget(tmp_path):
     """`pytest tests_hidden --submission FILE` may point into any folder (a download folder,
     /tmp): the worker's private copy never follows a link, never reads a FIFO or a device,
     skips a huge sparse file, and never copies its own folder into itself."""
-    from grader.sandbox.client import copy_submission_folder
+    from grader.sandbox.stage import copy_submission_folder
     src = tmp_path / "downloads"
     (src / "pkg").mkdir(parents=True)
     (src / "attention.py").write_text("x = 1\n")

@@ -9,10 +9,13 @@
 
 `request` raises a WorkerFailure (timeout, crash, memory, garbled reply) with a reason a
 student can read; after one, the worker is gone and a new Worker must be started.
+
+Its helpers, one concern each: stage.py (the worker's folder: the submission, its runtime),
+procfs.py (what /proc says about its processes), ipc.py (System V IPC and /dev/shm it left
+at level `none`), cleanup.py (files it left in the shared folders), template.py (forking it).
 """
 import ctypes
 import os
-import stat
 import shutil
 import signal
 import subprocess
@@ -22,14 +25,17 @@ import time
 
 from . import cgroups as cgroups_mod
 from . import cleanup
+from . import ipc
+from . import procfs
 from . import isolation as isolation_mod
 from . import replies
+from . import stage
 from . import template as template_mod
 from ..i18n import _
 from ..textsafety import safe_text
 from .runtime import protocol
 
-RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+RUNTIME_DIR = stage.RUNTIME_DIR
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
 _LIVE_WORKERS = set()  # pids of workers started by this process and not yet stopped
@@ -57,55 +63,6 @@ class WorkerFailure(Exception):
         self.kind = kind  # 'timeout' | 'memory' | 'crash' | 'protocol' | 'start'
 
 
-def copy_submission_folder(submission_file, work_dir, max_bytes, max_entries=2000, max_depth=8):
-    """Copy the submission's file and the regular files beside it (helpers it may import)
-    into the worker's private folder, never through a link, a FIFO or a device, and within a
-    budget of bytes and entries. `grader grade` passes intake's staged folder, which holds
-    only regular files; a hand run (`pytest tests_hidden --submission FILE`) may point into
-    any folder, and what is past the budget is left out."""
-    source_dir = os.path.dirname(os.path.abspath(submission_file))
-    first = os.path.basename(submission_file)
-    inside = os.path.abspath(work_dir) + os.sep  # never copy the worker's own folder into itself
-    budget = {"bytes": max_bytes, "entries": max_entries}
-
-    def copy_file(src, dst):
-        try:
-            fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            return
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > budget["bytes"]:
-                return
-            budget["bytes"] -= info.st_size
-            with open(fd, "rb", closefd=False) as source, open(dst, "wb") as out:
-                shutil.copyfileobj(source, out, length=1 << 16)
-        finally:
-            os.close(fd)
-
-    def walk(src, dst, depth):
-        try:
-            entries = sorted(os.scandir(src), key=lambda e: (e.name != first, e.name))
-        except OSError:
-            return
-        for entry in entries:
-            if budget["entries"] <= 0:
-                return
-            budget["entries"] -= 1
-            if entry.is_symlink() or inside.startswith(os.path.abspath(entry.path) + os.sep):
-                continue
-            target = os.path.join(dst, entry.name)
-            if entry.is_file(follow_symlinks=False):
-                copy_file(entry.path, target)
-            elif entry.is_dir(follow_symlinks=False) and depth < max_depth \
-                    and entry.name != "__pycache__":
-                os.makedirs(target, exist_ok=True)
-                walk(entry.path, target, depth + 1)
-
-    os.makedirs(work_dir, exist_ok=True)
-    walk(source_dir, work_dir, 0)
-
-
 def become_subreaper():
     """Make this process adopt orphaned descendants (a submission's daemonised children)
     and refuse ptrace or /proc/PID/mem from same-uid processes."""
@@ -115,53 +72,6 @@ def become_subreaper():
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-
-
-def _pss_kb(pid, rss_kb):
-    """Proportional set size: shared (copy-on-write) pages counted once over the processes
-    that share them; the resident size where smaps_rollup cannot be read."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return rss_kb
-
-
-def _proc_table():
-    """{pid: (ppid, uid, rss_kb)} for every process we can read."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            table[int(entry)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]),
-                                 int(fields.get("VmRSS", "0 kB").split()[0]))
-        except (OSError, KeyError, ValueError):
-            continue
-    return table
-
-
-def descendants(root, table=None, uid=None):
-    """Pids below `root`, plus every process of `uid` when the worker has its own uid."""
-    table = table if table is not None else _proc_table()
-    children = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = set(), [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    if uid is not None:
-        found.update(pid for pid, (_, owner, _) in table.items() if owner == uid)
-    found.discard(os.getpid())
-    return found
 
 
 class _CappedReader(threading.Thread):
@@ -231,33 +141,22 @@ class Worker:
     # -- starting -------------------------------------------------------------------
     def start(self):
         become_subreaper()
-        # runtime/'s parent goes on the worker's sys.path at level `none`: it must be listable
-        # by a throwaway uid, which the stage folder (0711) is not
-        shared = os.path.join(self.stage_dir, "shared")
-        os.makedirs(shared, mode=0o755, exist_ok=True)
-        os.chmod(shared, 0o755)
-        runtime = os.path.join(shared, "runtime")
-        if not os.path.isdir(runtime):
-            shutil.copytree(RUNTIME_DIR, runtime, ignore=shutil.ignore_patterns("__pycache__"))
-            for folder, dirs, files in os.walk(runtime):
-                os.chmod(folder, 0o755)
-                for name in files:
-                    os.chmod(os.path.join(folder, name), 0o644)
+        runtime = stage.stage_runtime(self.stage_dir)
         home = os.path.join(self.stage_dir, f"w{os.getpid()}-{time.monotonic_ns()}")
         self.view = isolation_mod.View(home, runtime, isolation_mod.python_paths(),
                                        disk_mb=self.limits.disk_mb, gpu=self.gpu)
-        copy_submission_folder(self.submission_file, self.view.work_dir,
+        stage.copy_submission_folder(self.submission_file, self.view.work_dir,
                                max_bytes=min(self.limits.disk_mb, 64) * 2**20)
         isolation_mod.prepare_home(self.view, self.isolation)
         work, runtime_inside = self.isolation.paths(self.view)
-        processes_base = 0 if self.isolation.uid is not None else _process_count(os.getuid())
+        processes_base = 0 if self.isolation.uid is not None else procfs.process_count(os.getuid())
         rlimits = self.limits.rlimits(gpu=self.gpu, processes_base=processes_base)
         self.rlimits = rlimits  # what the worker applies to itself, whichever way it starts
         if self.use_cgroups and self.isolation.uses_cgroups():
             self.cgroups = cgroups_mod.WorkerCgroups.create(self.limits.memory_mb * 2**20,
                                                             self.limits.cgroup_pids())
         prefix = self.cgroups.join_prefix() if self.cgroups is not None else ()
-        self._ipc_before = _ipc_snapshot() if self.isolation.level == "none" else None
+        self._ipc_before = ipc.snapshot() if self.isolation.level == "none" else None
         self._started_at = time.time()
         worker_py = os.path.join(runtime_inside, "worker.py")
         submission = os.path.join(work, os.path.basename(self.submission_file))
@@ -323,11 +222,11 @@ class Worker:
                 raise template_mod.TemplateGone(f"no placeholder: {exc}") from None
             _LIVE_WORKERS.add(self._holder.pid)
             inner = _first_line(self._holder.stdout, self.limits.startup_seconds)
-            host_pid = _host_pid(self._holder.pid, inner) if inner.isdigit() else None
+            host_pid = procfs.host_pid(self._holder.pid, inner) if inner.isdigit() else None
             if host_pid is None:
                 raise template_mod.TemplateGone("the placeholder did not start")
             try:
-                namespaces, ns_fds = _namespace_fds(host_pid)
+                namespaces, ns_fds = procfs.namespace_fds(host_pid, template_mod.NAMESPACES)
             except OSError as exc:
                 raise template_mod.TemplateGone(f"cannot open the sandbox's namespaces: {exc}") from None
         pipes = [os.pipe() for _ in range(4)]  # requests, stdout, stderr, replies
@@ -513,16 +412,16 @@ class Worker:
             if record and rounds % 5 == 0 and self._over_disk():  # twice a second
                 self._kill_tree()
                 return
-            table = _proc_table()
+            table = procfs.proc_table()
             roots = self._roots()
             tree = set(roots)
             for root in roots:
-                tree |= descendants(root, table, self.isolation.uid)
+                tree |= procfs.descendants(root, table, self.isolation.uid)
             if self.cgroups is not None:
                 tree |= self.cgroups.pids()
             if record:
                 self._seen_pids |= tree
-            if watchdog and sum(_pss_kb(pid, table[pid][2]) for pid in tree if pid in table) > limit_kb:
+            if watchdog and sum(procfs.pss_kb(pid, table[pid][2]) for pid in tree if pid in table) > limit_kb:
                 self._tree_size = len(tree)
                 self._over_memory = True
                 self._kill_tree()
@@ -570,7 +469,7 @@ class Worker:
         self.reply_fd = -1
         shutil.rmtree(self.view.home, ignore_errors=True)
         if self.isolation.level == "none" and self._ipc_before is not None:
-            _remove_ipc(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at,
+            ipc.remove(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at,
                         self.isolation.gid)
             self._ipc_before = None
             self.removed = cleanup.remove(self.isolation.ids())  # /tmp, /var/tmp, /dev/shm
@@ -623,7 +522,7 @@ class Worker:
                     os.killpg(root, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-                left |= descendants(root, uid=self.isolation.uid)
+                left |= procfs.descendants(root, uid=self.isolation.uid)
             left |= _orphans_of_ours(exclude=roots)
             if self.cgroups is not None:
                 left |= self.cgroups.pids()
@@ -660,66 +559,11 @@ def _first_line(stream, timeout):
     return data.split(b"\n", 1)[0].decode("ascii", "replace").strip()
 
 
-def _host_pid(root, inner):
-    """The pid, as this process sees it, of the descendant of `root` that is `inner` in its
-    own PID namespace (the sandbox placeholder's shell, which said its $$)."""
-    for pid in descendants(root):
-        try:
-            with open(f"/proc/{pid}/status") as handle:
-                for line in handle:
-                    if line.startswith("NSpid:"):
-                        ids = line.split()[1:]
-                        if len(ids) >= 2 and ids[-1] == inner:
-                            return pid
-        except OSError:
-            continue
-    return None
-
-
-def _namespace_fds(pid):
-    """(names, fds): the namespaces of `pid` that are not this process's, in the order a
-    process enters them (its user namespace first), then its root folder."""
-    names, fds = [], []
-    try:
-        for name in template_mod.NAMESPACES:
-            theirs, ours = f"/proc/{pid}/ns/{name}", f"/proc/self/ns/{name}"
-            try:
-                if os.stat(theirs).st_ino == os.stat(ours).st_ino:
-                    continue
-            except FileNotFoundError:
-                continue  # a kernel without this kind of namespace
-            fds.append(os.open(theirs, os.O_RDONLY | os.O_CLOEXEC))
-            names.append(name)
-        fds.append(os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
-    except OSError:
-        for fd in fds:
-            os.close(fd)
-        raise
-    if "mnt" not in names or "pid" not in names:
-        for fd in fds:
-            os.close(fd)
-        raise OSError("the placeholder shares this process's mount or PID namespace")
-    return names, fds
-
-
-def _process_count(uid):
-    """Processes and threads of `uid` now: RLIMIT_NPROC counts all of them."""
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                pass
-    return count
-
-
 def _orphans_of_ours(exclude):
     """Children of this process that are not live workers (orphans it adopted)."""
     me = os.getpid()
     known = _LIVE_WORKERS | template_mod.PIDS | set(exclude)
-    return {pid for pid, (ppid, _, _) in _proc_table().items() if ppid == me and pid not in known}
+    return {pid for pid, (ppid, _, _) in procfs.proc_table().items() if ppid == me and pid not in known}
 
 
 def _reap(pids):
@@ -729,115 +573,3 @@ def _reap(pids):
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-
-
-# -- System V IPC and POSIX shared memory left at level `none` ------------------------------
-IPC_RMID = 0
-DEV_SHM = "/dev/shm"
-
-
-def _sysv_table(kind):
-    """Rows of /proc/sysvipc/{shm,sem,msg} as dicts of ints."""
-    try:
-        with open(f"/proc/sysvipc/{kind}") as fh:
-            header = fh.readline().split()
-            rows = []
-            for line in fh:
-                values = line.split()
-                if len(values) >= len(header):
-                    rows.append({k: int(v) for k, v in zip(header, values) if v.lstrip("-").isdigit()})
-            return rows
-    except OSError:
-        return []
-
-
-def _ipc_snapshot():
-    """What exists before a worker starts: System V ids and /dev/shm names."""
-    ids = {kind: {row.get({"shm": "shmid", "sem": "semid", "msg": "msqid"}[kind]) for row in _sysv_table(kind)}
-           for kind in ("shm", "sem", "msg")}
-    try:
-        names = set(os.listdir(DEV_SHM))
-    except OSError:
-        names = set()
-    return ids, names
-
-
-def _remove_ipc(uid, pids, before, started, gid=None):
-    """Remove the System V objects and /dev/shm files a worker at level `none` left: those of
-    its throwaway uid, or (without one) the shared memory segments its process tree created
-    or last used and message queues it last used, and /dev/shm files new since it started that
-    no live process holds. Segments and files are memory no process's RSS shows."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    calls = {"shm": ("shmid", lambda i: libc.shmctl(i, IPC_RMID, None)),
-             "sem": ("semid", lambda i: libc.semctl(i, 0, IPC_RMID)),
-             "msg": ("msqid", lambda i: libc.msgctl(i, IPC_RMID, None))}
-    for kind, (key, remove) in calls.items():
-        for row in _sysv_table(kind):
-            if uid is not None:
-                ours = uid in (row.get("uid"), row.get("cuid"))
-            elif gid is not None and gid in (row.get("gid"), row.get("cgid")):
-                ours = True  # made by the worker: its throwaway gid
-            elif row.get(key) in before[0][kind]:
-                ours = False
-            elif kind == "shm":
-                ours = row.get("cpid") in pids or row.get("lpid") in pids
-            elif kind == "msg":
-                ours = row.get("lspid") in pids or row.get("lrpid") in pids
-            else:
-                ours = False  # a semaphore set names no process; small, left alone
-            if ours:
-                remove(row[key])
-    try:
-        names = os.listdir(DEV_SHM)
-    except OSError:
-        return
-    candidates = []
-    for name in names:
-        path = os.path.join(DEV_SHM, name)
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if uid is not None:
-            if info.st_uid == uid:
-                candidates.append((path, info))
-        elif gid is not None:
-            continue  # its files carry its gid: cleanup.remove() takes them
-        elif (name not in before[1] and info.st_uid == os.getuid() and stat.S_ISREG(info.st_mode)
-              and max(info.st_mtime, info.st_ctime) >= started - 1):
-            candidates.append((path, info))
-    if uid is None and candidates:
-        held = _held_files({os.path.realpath(p) for p, _ in candidates})
-        candidates = [(p, i) for p, i in candidates if os.path.realpath(p) not in held]
-    for path, info in candidates:
-        try:
-            if stat.S_ISDIR(info.st_mode):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
-
-def _held_files(paths):
-    """Which of `paths` some live process has open or mapped."""
-    held = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            for fd in os.listdir(f"/proc/{entry}/fd"):
-                try:
-                    target = os.readlink(f"/proc/{entry}/fd/{fd}")
-                except OSError:
-                    continue
-                if target in paths:
-                    held.add(target)
-            with open(f"/proc/{entry}/maps") as fh:
-                for line in fh:
-                    target = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
-                    if target in paths:
-                        held.add(target)
-        except OSError:
-            continue
-    return held
