@@ -202,6 +202,74 @@ def test_a_missing_function_is_said_once_per_part_not_per_case():
     assert "[FAIL]" not in text and "fix MultiHeadAttention first" not in text
 
 
+# -- a second assignment's file is named as it is (issue 16) -----------------------------------
+
+def _transformer_missing():
+    """A transformer.py without TransformerEncoderBlock: its cases stopped at the lookup,
+    with the message the harness writes for it (ProbeResult, given the module's file)."""
+    from grader.harness.failures import StudentFailure
+    from grader.harness.results import ProbeResult
+    with pytest.raises(StudentFailure) as stopped:
+        ProbeResult({"ok": False, "stage": "lookup"}, {"target": "TransformerEncoderBlock"},
+                    "submission", "", module_file="transformer.py").check_ran()
+    message = str(stopped.value)
+    tests = [T("AddNorm: a", "AddNorm", 1.0, "passed")]
+    tests += [T(f"TransformerEncoderBlock: {i}", "TransformerEncoderBlock", 1.0, "failed",
+                message) for i in range(4)]
+    result = _result(tests, summary_data={"api": {"TransformerEncoderBlock": "missing",
+                                                  "AddNorm": "class"}}, name="wang")
+    return message, result
+
+
+def test_a_second_assignments_feedback_names_its_own_file():
+    message, result = _transformer_missing()
+    assert message == ("transformer.py defines no `TransformerEncoderBlock` (or importing it "
+                       "failed). Check the spelling: the grader looks for exactly this name.")
+    text = fb.feedback_text(result, module_file="transformer.py")
+    assert ("    transformer.py defines no `TransformerEncoderBlock`, so these cases could not "
+            "run: check the spelling (the grader looks for exactly this name).") in text
+    assert ("Not run: 4 cases (TransformerEncoderBlock), because transformer.py defines no "
+            "`TransformerEncoderBlock`.") in text
+    data = json.dumps(results_json(result, module_file="transformer.py"))
+    assert "transformer.py defines no `TransformerEncoderBlock`, so these" in data
+    assert "attention" not in text + data
+    broken = _result([T("AddNorm: a", "AddNorm", 1.0, "failed", "x"),
+                      T("AddNorm: b", "AddNorm", 1.0, "failed", "x")],
+                     summary_data={"load_error": "transformer.py is not valid Python"})
+    assert "Not run: 2 of 2 cases, because transformer.py could not be imported (see above)." \
+        in fb.feedback_text(broken, module_file="transformer.py")
+
+
+def test_the_harness_names_the_file_and_the_attribute_it_looked_for():
+    from grader.harness.failures import StudentFailure
+    from grader.harness.results import ProbeResult
+    probe = {"target": "AddNorm", "init": {"norm_shape": 4}}
+    raised = {"ok": False, "stage": "lookup"}
+    with pytest.raises(StudentFailure) as lookup:
+        ProbeResult(raised, probe, "submission", "AddNorm(X, Y)", "transformer.py").check_ran()
+    assert str(lookup.value).startswith("transformer.py defines no `AddNorm`")
+    for which, attribute in (("attention.attention_weights", "attention_weights"),
+                             ("pos_encoding.P", "P")):
+        missing = {"kind": "missing", "repr": "AttributeError"}
+        result = ProbeResult({"ok": True, "calls": [{"captured": {which: missing}}]},
+                             probe, "submission", "block(X)", "transformer.py")
+        with pytest.raises(StudentFailure) as stopped:
+            result.tensor(which)
+        assert str(stopped.value).endswith(
+            f"Store it as an attribute in forward, e.g. self.{attribute} = ...")
+
+
+def test_the_console_heads_its_columns_with_the_parts_short_names():
+    from grader.report.console import Table
+    stream = io.StringIO()
+    Table(["PositionalEncoding", "AddNorm"], 2, stream=stream,
+          short={"PositionalEncoding": "posenc", "AddNorm": "addnorm"}).header()
+    assert stream.getvalue().rstrip().endswith("   posenc   addnorm  time  note")
+    stream = io.StringIO()
+    Table(["sequence_mask", "transpose", "GPU"], 1, stream=stream).header()  # the default's
+    assert stream.getvalue().rstrip().endswith("     mask    transp       gpu  time  note")
+
+
 # -- disclosure: full, summary, score -----------------------------------------------------
 
 def _catalog_observation():

@@ -351,7 +351,8 @@ def test_chinese_feedback_has_no_english_prose(graded_in_chinese):
 def test_the_class_report_is_in_chinese_too(graded_in_chinese):
     with open(graded_in_chinese / "report.html", encoding="utf-8") as handle:
         page = handle.read()
-    assert '<html lang="zh-CN"' in page and "<h1>注意力作业：全班</h1>" in page
+    assert '<html lang="zh-CN"' in page and \
+        "<h1>注意力：掩蔽、注意力评分函数与多头注意力（d2l 10.1–10.5）：全班</h1>" in page
     for heading in ("<h2>提交</h2>", "<h2>分数分布</h2>", "<h2>各部分平均分</h2>",
                     "<h2>最常见的诊断</h2>", "<h2>诊断出的错误</h2>"):
         assert heading in page, heading

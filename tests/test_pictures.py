@@ -139,7 +139,9 @@ def test_feedback_page_shows_expected_and_returned_weights(batch):
     page = check_page(text)
     chen = results["chen"]
     # one picture for each module whose first failing case has weights to draw
-    modules = [m for m in pages.MODULES
+    # the declaration's heatmaps (attention: each its own part)
+    modules = [m for m in ("masked_softmax", "AdditiveAttention", "DotProductAttention",
+                           "MultiHeadAttention")
                if any(t.part == m and t.status == "failed" and t.heatmap for t in chen.tests)]
     assert len(modules) >= 1 and len(page.images) == len(modules)
     body = " ".join(page.text)
@@ -369,6 +371,27 @@ def _class_rows():
         {"name": "cy", "student_id": "10003", "status": "graded", "total": 100, "max": 100,
          "folder": "cy", "parts": {"p1": [50, 50], "p2": [50, 50]}, "diagnoses": []},
     ]
+
+
+def test_the_class_page_is_titled_with_the_assignments_title():
+    import dataclasses
+    from grader import assignment, i18n
+    attention = assignment.load("attention")
+    text = pages.report_html(_class_rows(), charts=False)
+    assert ("<h1>Attention: masking, scoring functions and multi-head attention (d2l 10.1-10.5): "
+            "the class</h1>") in text
+    other = dataclasses.replace(attention, name="transformer", module="transformer",
+                                title="Transformer <encoder> block", title_zh="Transformer 编码器块")
+    text = pages.report_html(_class_rows(), charts=False, assignment=other)
+    assert "<h1>Transformer &lt;encoder&gt; block: the class</h1>" in text
+    assert "<title>Transformer &lt;encoder&gt; block: the class</title>" in text
+    before = i18n.language()
+    try:
+        i18n.set_language("zh")
+        text = pages.report_html(_class_rows(), charts=False, assignment=other)
+    finally:
+        i18n.set_language(before)
+    assert "<h1>Transformer 编码器块：全班</h1>" in text
 
 
 def test_report_opens_with_the_class_table_and_explains_each_diagnosis():

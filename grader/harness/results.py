@@ -12,7 +12,7 @@ from ..textsafety import safe_text
 from .failures import GraderError, StudentFailure
 
 STAGES = {
-    "lookup": N_("looking up {target} in attention.py"),
+    "lookup": N_("looking up {target} in {module}"),
     "init": N_("building {target}({init})"),
     "state_dict": N_("reading {target}.state_dict()"),
     "load_state_dict": N_("loading the grader's weights into your {target} with load_state_dict"),
@@ -44,13 +44,23 @@ def format_error(error, limit=1500):
 
 
 class ProbeResult:
-    """The outcome of one probe on one implementation ('submission' or 'reference')."""
+    """The outcome of one probe on one implementation ('submission' or 'reference').
+    module_file: the file the student hands in (the assignment's `<module>.py`), named in
+    the messages; None: the default assignment's."""
 
-    def __init__(self, raw, probe, who, call_text):
+    def __init__(self, raw, probe, who, call_text, module_file=None):
         self.probe, self.who, self.call_text = probe, who, call_text
+        self._module_file = module_file
         if not isinstance(raw, dict) or not isinstance(raw.get("calls", []), list):
             self._fail(_("the submission's process replied with data the grader cannot read"))
         self.raw = raw
+
+    @property
+    def module_file(self):
+        if self._module_file is None:
+            from ..assignment import load
+            self._module_file = load().module_file
+        return self._module_file
 
     # -- failures -------------------------------------------------------------------
     def _fail(self, message):
@@ -68,12 +78,12 @@ class ProbeResult:
         error = self.raw.get("error")
         target = self.probe["target"]
         if stage == "lookup":
-            self._fail(_("attention.py defines no `{target}` (or importing it failed). "
+            self._fail(_("{module} defines no `{target}` (or importing it failed). "
                          "Check the spelling: the grader looks for exactly this name.").format(
-                             target=target))
+                             module=self.module_file, target=target))
         init = ", ".join(f"{k}={v!r}" for k, v in self.probe.get("init", {}).items())
         doing = _(STAGES.get(stage, N_("running {target}"))).format(
-            target=target, init=init, call=self.call_text)
+            target=target, init=init, call=self.call_text, module=self.module_file)
         message = _("{doing} raised {error}").format(doing=doing, error=format_error(error))
         if stage == "load_state_dict":
             message += "\n" + self._state_hint()
@@ -111,7 +121,7 @@ class ProbeResult:
 
     def tensor(self, which="output", call=0):
         """The tensor that came back (output or an attribute path), or a StudentFailure."""
-        return self._tensor(self._desc(call, which), self._label(which))
+        return self._tensor(self._desc(call, which), self._label(which), which)
 
     def device(self, which="output", call=0):
         desc = self._desc(call, which)
@@ -123,7 +133,7 @@ class ProbeResult:
         return _("{target}.{which} after {call}").format(
             target=self.probe["target"], which=which, call=self.call_text)
 
-    def _tensor(self, desc, label):
+    def _tensor(self, desc, label, which=None):
         if not isinstance(desc, dict):
             self._fail(_("{label}: nothing came back").format(label=label))
         kind = desc.get("kind")
@@ -134,9 +144,12 @@ class ProbeResult:
                              "tensor").format(label=label))
             return value
         if kind == "missing":
+            # the attribute's own name (weights.attention_weights -> attention_weights)
+            attribute = (which if which and which != "output" else "result").rsplit(".", 1)[-1]
             self._fail(_("{label} does not exist ({repr}). Store it as an attribute in forward, "
-                         "e.g. self.attention_weights = ...").format(
-                             label=label, repr=str(desc.get("repr", ""))[:200]))
+                         "e.g. self.{attribute} = ...").format(
+                             label=label, repr=str(desc.get("repr", ""))[:200],
+                             attribute=attribute))
         if kind == "refused":
             self._fail(_("{label} cannot be compared: {reason}.").format(
                 label=label, reason=str(desc.get("reason", ""))[:400]))

@@ -6,19 +6,22 @@ import sys
 
 from ..textsafety import safe_text
 
-SHORT = {"sequence_mask": "mask", "masked_softmax": "softmax", "AdditiveAttention": "additive",
-         "DotProductAttention": "dot", "transpose": "transp", "MultiHeadAttention": "multihead",
-         "GPU": "gpu"}
-
 
 class Table:
-    def __init__(self, parts, total, stream=sys.stdout):
+    """parts: the part names graded, in order; short: {part: its column heading} (the
+    declaration's Part.short, at most 9 characters; None: the default assignment's)."""
+
+    def __init__(self, parts, total, stream=sys.stdout, short=None):
         self.parts, self.total, self.stream = parts, total, stream
+        if short is None:
+            from ..assignment import load
+            short = {part.name: part.short for part in load().parts}
+        self.short = dict(short)
         self.done = 0
         self.width = 24
 
     def header(self):
-        cols = " ".join(f"{SHORT.get(p, p)[:9]:>9}" for p in self.parts)
+        cols = " ".join(f"{self.short.get(p, p)[:9]:>9}" for p in self.parts)
         self._print(f"{'':>9} {'submission':<{self.width}} {'score':>11} {cols}  time  note")
 
     def row(self, result):

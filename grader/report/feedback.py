@@ -1,6 +1,7 @@
 """A plain-text feedback file per submission, for courses that hand feedback out themselves.
 
-    feedback_text(result, feedback)    # feedback: "full" (default) | "summary" | "score"
+    feedback_text(result, feedback, module_file)   # feedback: "full" (default) | "summary" | "score"
+                                                   # module_file: the assignment's <module>.py
 
 The file opens with the summary (summary.py: one block per part, its score and, when it
 lost points, what is wrong and an experiment), then the notes, then — at `full` only — the
@@ -8,7 +9,7 @@ failing cases: the same failure in several cases of a part is said once, with a 
 the other cases' names (grouped by the catalog mistakes the result equals, else by the
 message's first line with numbers and bracketed values normalised). Passing cases are one
 count per part in the summary. A file that did not import is one message and one line for
-the cases that did not run; a function attention.py does not define is said once. Cases
+the cases that did not run; a function the student's file does not define is said once. Cases
 passed as error carried forward are said in their part (`carried_lines`), never counted as
 passed without it.
 
@@ -84,7 +85,7 @@ def _group_lines(group):
     return lines
 
 
-def _case_sections(result, whole):
+def _case_sections(result, whole, module_file):
     """[(lines, cases)] of the failing cases, each a block with the number of cases it covers."""
     ran = [t for t in result.tests if t.status != "skipped"]
     failing = [t for t in ran if t.status != "passed"]
@@ -97,9 +98,9 @@ def _case_sections(result, whole):
                                                                     total=len(ran))], 0)]
         why = {"intake": N_("the submission could not be read"),
                "grader": N_("the grader failed"),
-               "import": N_("attention.py could not be imported")}[whole[0]]
+               "import": N_("{module} could not be imported")}[whole[0]]
         return [([_("Not run: {count} of {total} cases, because {why} (see above).").format(
-            count=len(failing), total=len(ran), why=_(why))], 0)]
+            count=len(failing), total=len(ran), why=_(why).format(module=module_file))], 0)]
     missing = summaries.missing_names(result)
     stopped = [t for t in failing if summaries.needs_missing(t, missing)]
     sections = []
@@ -108,9 +109,10 @@ def _case_sections(result, whole):
         for test in stopped:
             needed += [n for n in summaries.needs_missing(test, missing) if n not in needed]
         parts = ", ".join(dict.fromkeys(t.part for t in stopped))
-        sections.append(([_("Not run: {count} cases ({parts}), because attention.py defines "
+        sections.append(([_("Not run: {count} cases ({parts}), because {module} defines "
                             "no {names}.").format(count=len(stopped), parts=parts,
-                                                  names=summaries._names(needed))], 0))
+                                                  names=summaries._names(needed),
+                                                  module=module_file)], 0))
     rest = [t for t in failing if t not in stopped]
     for part in dict.fromkeys(t.part for t in rest):
         for group in failure_groups([t for t in rest if t.part == part]):
@@ -177,20 +179,26 @@ def _fits(lines, extra, max_lines, max_bytes):
     return len(lines) + len(extra) <= max_lines and size <= max_bytes
 
 
-def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BYTES):
+def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BYTES,
+                  module_file=None):
+    """feedback.txt for one SubmissionResult; module_file: the file the student hands in
+    (the assignment's `<module>.py`; None: the default assignment's)."""
     summaries.check_level(feedback)
+    module_file = summaries.student_file(module_file)
     whole = summaries.whole_file_problem(result)
     lines = [_("{name}: {score} / {max} points").format(
         name=safe_text(result.name, 200), score=f"{result.score:g}",
         max=f"{result.max_score:g}"), ""]
     if feedback == "score":
-        lines += summaries.block_lines(summaries.part_summaries(result, feedback), feedback)
+        lines += summaries.block_lines(summaries.part_summaries(result, feedback, module_file),
+                                       feedback)
         if result.status != "graded":
             lines += ["", _("Status: {status}.").format(status=result.status)]
         return _finish(lines, max_lines, max_bytes)
     if whole is not None:
         lines += whole[1].splitlines() + [""]
-    lines += summaries.block_lines(summaries.part_summaries(result, feedback), feedback, whole)
+    lines += summaries.block_lines(summaries.part_summaries(result, feedback, module_file),
+                                   feedback, whole)
     notes = notes_lines(result, feedback, whole)
     if notes:
         lines += [""] + notes
@@ -198,7 +206,7 @@ def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BY
         lines += ["", _("(This course shows a summary of the hidden cases: their inputs and "
                         "expected values are not shown.)")]
         return _finish(lines, max_lines, max_bytes)
-    sections = _case_sections(result, whole)
+    sections = _case_sections(result, whole, module_file)
     if sections:
         lines += ["", _("Failing cases") if whole is None else _("Cases"), ""]
     for index, (section, _cases) in enumerate(sections):

@@ -13,7 +13,7 @@ list of names to folder names that are
 - unique under `key` (NFKC, then case folding): the first of a clash keeps its name, the
   others get a suffix `-2`, `-3`, ...
 
-An ordinary name (`alice`, `zhang_san`, `张三`, `attention (1)`) is its own folder name.
+An ordinary name (`alice`, `zhang_san`, `张三`, `hw (1)`) is its own folder name.
 """
 import unicodedata
 

@@ -307,9 +307,10 @@ def orphans(rows, entries):
             if student not in keys]
 
 
-def rebuild(out_dir, rows, parts=None, course=None, entries=None):
-    """Build what derives from the kept rows: grades.csv (final scores), report.html, and
-    each student's files where their adjustment changed (adjustments.sync). Returns
+def rebuild(out_dir, rows, parts=None, course=None, entries=None, assignment=None):
+    """Build what derives from the kept rows: grades.csv (final scores), report.html (titled
+    with `assignment`'s title; None: the default assignment's), and each student's files
+    where their adjustment changed (adjustments.sync). Returns
     (final rows, how many students' files were rewritten). report.html and the students'
     files never raise; grades.csv is written whatever happened to them."""
     from . import adjustments
@@ -318,7 +319,7 @@ def rebuild(out_dir, rows, parts=None, course=None, entries=None):
     final = final_rows(rows, course, entries)
     write_gradebook(final, parts if parts is not None else parts_of(rows),
                     os.path.join(out_dir, "grades.csv"))
-    pages.write_report(final, out_dir, orphans(rows, entries))
+    pages.write_report(final, out_dir, orphans(rows, entries), assignment)
     try:
         changed = adjustments.sync(out_dir, final)
     except Exception:

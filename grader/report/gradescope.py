@@ -64,11 +64,12 @@ def notes_lines(result, feedback="full", whole=None):
     return lines
 
 
-def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full"):
+def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full",
+                 module_file=None):
     """The summary first (summary.py: a block per part), then the notes; at `score`, the
-    part scores only."""
+    part scores only. module_file: the assignment's `<module>.py` (summary.student_file)."""
     whole = summaries.whole_file_problem(result)
-    blocks = summaries.part_summaries(result, feedback)
+    blocks = summaries.part_summaries(result, feedback, module_file)
     if feedback == "score":
         lines = summaries.block_lines(blocks, feedback)
         if result.status != "graded":
@@ -107,14 +108,16 @@ def _test_output(test, feedback, blocks, message_chars):
 
 
 def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_chars=SUMMARY_CHARS,
-                 feedback="full", visibility=VISIBILITY):
+                 feedback="full", visibility=VISIBILITY, module_file=None):
     """Gradescope's results.json as data. feedback: how much of a hidden case the tests'
     outputs show (full: the message; summary: the part's diagnosis; score: nothing);
-    visibility: each test's Gradescope visibility (the top-level score stays visible)."""
+    visibility: each test's Gradescope visibility (the top-level score stays visible);
+    module_file: the file the student hands in (summary.student_file)."""
     summaries.check_level(feedback)
+    module_file = summaries.student_file(module_file)
     if visibility not in summaries.VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(summaries.VISIBILITIES)}")
-    blocks = {b["part"]: b for b in summaries.part_summaries(result, "summary")}
+    blocks = {b["part"]: b for b in summaries.part_summaries(result, "summary", module_file)}
     tests = []
     for test in result.tests:
         if test.status == "skipped":
@@ -134,13 +137,14 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
             tests[-1]["output"] = "" if feedback == "score" else carried_lines([test])[0]
     return {
         "score": _round(result.score),
-        "output": summary_text(result, summary_chars, top_level_feedback(feedback, visibility)),
+        "output": summary_text(result, summary_chars, top_level_feedback(feedback, visibility),
+                               module_file),
         "visibility": VISIBILITY,
         "stdout_visibility": "hidden",
         "execution_time": _round(result.seconds),
         "tests": tests,
         "extra_data": {
-            "diagnoses": summaries.diagnoses_data(result, feedback),
+            "diagnoses": summaries.diagnoses_data(result, feedback, module_file),
             "lang": i18n.language(),  # of every sentence here (grader grade --lang)
             "feedback": feedback,
             "visibility": visibility,
@@ -157,12 +161,14 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
 
 
 def results_text(result: SubmissionResult, limit=RESULTS_BYTES, feedback="full",
-                 visibility=VISIBILITY):
+                 visibility=VISIBILITY, module_file=None):
     """results.json as text of at most `limit` bytes of UTF-8, always valid JSON: the tests'
     outputs are cut shorter and shorter first, then the summary, then both go."""
+    module_file = summaries.student_file(module_file)
     message_chars, summary_chars = MESSAGE_CHARS, SUMMARY_CHARS
     while True:
-        text = dumps(results_json(result, message_chars, summary_chars, feedback, visibility))
+        text = dumps(results_json(result, message_chars, summary_chars, feedback, visibility,
+                                  module_file))
         if len(text.encode("utf-8")) <= limit:
             return text
         if message_chars > 64:
@@ -171,7 +177,7 @@ def results_text(result: SubmissionResult, limit=RESULTS_BYTES, feedback="full",
             summary_chars //= 4
         else:
             break
-    data = results_json(result, 0, 0, feedback, visibility)
+    data = results_json(result, 0, 0, feedback, visibility, module_file)
     data["output"] = _("The results were too large to write; your instructor has the details.")
     for test in data["tests"]:
         test["output"] = ""

@@ -7,10 +7,12 @@ width). Every string that comes from a submission or a test's message is made sa
 (textsafety.safe_text) and then HTML-escaped; everything else is the grader's own text.
 
 feedback.html follows the disclosure level (`feedback`): "full" shows the per-part summary,
-the failing cases and, for the first failing case of each module that has picture data,
-the expected and the returned attention weights side by side; "summary" shows the per-part
+the failing cases and, for the first failing case of each target the assignment draws
+(its declaration's `heatmaps`) that has picture data, the expected and the returned
+attention weights side by side; "summary" shows the per-part
 summary only (no pictures: they would show the expected values of hidden cases); "score"
-the scores only.
+the scores only. report.html is titled with the assignment's title (`title`, `title_zh`
+on a Chinese page). Both take the loaded Assignment (`assignment`; None: the default one).
 
 A page stays under PAGE_BYTES: pictures are dropped first. Making pictures can fail
 (matplotlib missing, odd data): the page is then written without them, with a note, and
@@ -39,12 +41,11 @@ SCORE = N_("score")
 WHAT_TO_LOOK_AT = N_("What to look at")
 EVERY_PART_PASSED = N_("Every part passed.")
 WEIGHTS_HEADING = N_("Attention weights: expected and yours")
-CLASS_TITLE = N_("Attention assignment: the class")
+CLASS_TITLE = N_("{title}: the class")
 # a row's status (grades.csv's `status`, a stable identifier) as the class table says it
 STATUS_WORDS = {"graded": N_("graded"), "not gradable": N_("not gradable"),
                 "missing work": N_("missing work"), "grader error": N_("grader error")}
 
-MODULES = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
 LEVELS = ("full", "summary", "score")
 
 CSS = """
@@ -251,21 +252,30 @@ def _part_blocks(result, parts, feedback):
     return blocks
 
 
-def _picture_cases(result):
-    """(module, test) for the first failing case of each module that has picture data."""
+def _assignment(assignment):
+    if assignment is None:
+        from ..assignment import load
+        assignment = load()
+    return assignment
+
+
+def _picture_cases(result, assignment):
+    """(target, test) for the first failing case of each target the assignment draws
+    (`heatmaps`, graded in its part) that has picture data."""
     cases = []
-    for module in MODULES:
+    for target in assignment.heatmaps:
+        part = assignment.part_of(target)
         for test in result.tests:
-            if test.part == module and test.status == "failed" and test.heatmap:
-                cases.append((module, test))
+            if test.part == part and test.status == "failed" and test.heatmap:
+                cases.append((target, test))
                 break
     return cases
 
 
-def _pictures(result, notes):
-    """[(module, test, data URI)], with what went wrong added to `notes`."""
+def _pictures(result, notes, assignment):
+    """[(target, test, data URI)], with what went wrong added to `notes`."""
     drawn = []
-    cases = _picture_cases(result)
+    cases = _picture_cases(result, assignment)
     if not cases:
         return drawn
     if not pictures.available():
@@ -363,11 +373,11 @@ def _feedback_page(result, feedback, drawn, notes):
     return _page(title, "\n".join(b for b in body if b))
 
 
-def feedback_html(result, feedback="full", limit=PAGE_BYTES):
+def feedback_html(result, feedback="full", limit=PAGE_BYTES, assignment=None):
     """The student's page for one SubmissionResult, at most `limit` bytes of UTF-8."""
     feedback = feedback if feedback in LEVELS else "summary"
     notes = []
-    drawn = _pictures(result, notes) if feedback == "full" else []
+    drawn = _pictures(result, notes, _assignment(assignment)) if feedback == "full" else []
     while True:
         page = _feedback_page(result, feedback, drawn, notes)
         if len(page.encode("utf-8")) <= limit or not drawn:
@@ -382,12 +392,12 @@ def feedback_html(result, feedback="full", limit=PAGE_BYTES):
     return page
 
 
-def write_feedback_page(result, folder, feedback="full"):
+def write_feedback_page(result, folder, feedback="full", assignment=None):
     """Write folder/feedback.html. Never raises: a page that cannot be made is replaced by
     a short one that says so, and one that cannot be written is left out."""
     path = os.path.join(folder, "feedback.html")
     try:
-        page = feedback_html(result, feedback)
+        page = feedback_html(result, feedback, assignment=assignment)
     except Exception:
         try:
             page = _page("Feedback", f"<p>{_fmt(result.score)} / {_fmt(result.max_score)} "
@@ -687,7 +697,7 @@ def _glossary(diagnoses, known):
     return lines + ["</dl>"]
 
 
-def report_html(items, out_dir=None, charts=True, review=None):
+def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     """The instructor's page for a class: gradebook rows (gradebook.final_rows of the kept
     rows: total is the final score, with late, penalty, overrides and flags; read
     defensively) or SubmissionResults. out_dir: where each row's folder and its
@@ -700,7 +710,9 @@ def report_html(items, out_dir=None, charts=True, review=None):
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
     means = _part_means(scored)
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
-    title = _(CLASS_TITLE)
+    declared = _assignment(assignment)
+    named = declared.title_zh if i18n.language() == "zh" and declared.title_zh else declared.title
+    title = esc(_(CLASS_TITLE).format(title=named), 400)
     body = [f"<h1>{title}</h1>",
             "<p>" + _("{count} submissions in the statistics").format(count=len(scored))
             + (_("; {count} left out (grader errors, listed below)").format(count=len(errors))
@@ -778,7 +790,7 @@ def report_html(items, out_dir=None, charts=True, review=None):
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     page = _page(title, "\n".join(b for b in body if b), sortable=True)
     if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
-        return report_html(items, out_dir, charts=False, review=review)
+        return report_html(items, out_dir, charts=False, review=review, assignment=assignment)
     return page
 
 
@@ -807,7 +819,7 @@ def class_language(items, out_dir):
     return max(sorted(said), key=lambda lang: (said[lang], lang == i18n.language()))
 
 
-def write_report(items, out_dir, review=None):
+def write_report(items, out_dir, review=None, assignment=None):
     """Write DIR/report.html (review: more lines for its "To review" list) in the class's
     language (class_language). Never raises (the gradebook matters more than its charts)."""
     language = i18n.language()
@@ -815,7 +827,8 @@ def write_report(items, out_dir, review=None):
         items = list(items)
         i18n.set_language(class_language(items, out_dir))
         files.write_text(os.path.join(out_dir, "report.html"),
-                         report_html(items, out_dir, review=review), PAGE_BYTES * 4)
+                         report_html(items, out_dir, review=review, assignment=assignment),
+                         PAGE_BYTES * 4)
     except Exception:
         pass
     finally:

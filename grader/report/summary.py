@@ -15,8 +15,9 @@ sentence of a failure message naming a known mistake, else the first line of the
 first failing case — with `feedback="full"` only, since that line names the case's inputs;
 at `summary` it is the failing cases' count and the first one's name (a description, never
 inputs or expected values). A file that could not be imported (or was not graded at all)
-is said once (`whole_file_problem`), not once per part, and a function attention.py does
-not define is said once in its part (`missing_names`, `needs_missing`).
+is said once (`whole_file_problem`), not once per part, and a function the student's file
+does not define is said once in its part (`missing_names`, `needs_missing`). The file is named
+as the assignment names it (`student_file`: its declaration's `<module>.py`).
 """
 import re
 
@@ -37,6 +38,15 @@ def check_level(feedback):
     return feedback
 
 
+def student_file(given=None):
+    """The file students hand in, as messages name it: `given`, else the default
+    assignment's `<module>.py` (grader/assignment.py)."""
+    if given:
+        return given
+    from ..assignment import load
+    return load().module_file
+
+
 def first_line(message, limit=400):
     lines = safe_text(message or "", 4000).strip().splitlines()
     return _clip(lines[0].strip() if lines else "", limit)
@@ -48,7 +58,7 @@ def _clip(text, limit):
 
 
 def case_name(test):
-    """A test's name without its part's prefix ("MultiHeadAttention: float64" -> "float64"),
+    """A test's name without its part's prefix ("<part>: float64" -> "float64"),
     in the feedback's language."""
     name = safe_text(test.name, 500)
     prefix = f"{test.part}: "
@@ -58,8 +68,8 @@ def case_name(test):
 def whole_file_problem(result):
     """(kind, message) when nothing of the submission could be graded case by case —
     "intake" (could not be read), "grader" (the grader failed on all of it), "import"
-    (attention.py did not import) or "same" (no case passed and nearly all failed with one
-    message: said once) — else None."""
+    (the student's module did not import) or "same" (no case passed and nearly all failed
+    with one message: said once) — else None."""
     if result.intake_error:
         return "intake", _("Your submission could not be graded: {reason}").format(
             reason=safe_text(result.intake_error, 4000))
@@ -81,7 +91,8 @@ def whole_file_problem(result):
 
 
 def missing_names(result):
-    """Functions and classes the worker found missing in attention.py (summary["api"])."""
+    """Functions and classes the worker found missing in the student's module
+    (summary["api"])."""
     api = (result.summary or {}).get("api") or {}
     return [safe_text(name, 100) for name, kind in api.items() if kind == "missing"][:50]
 
@@ -98,17 +109,17 @@ def _names(names):
     return ", ".join(f"`{n}`" for n in names)
 
 
-def _observation(part_tests, failed, feedback, missing):
+def _observation(part_tests, failed, feedback, missing, module_file):
     """What a part without a diagnosis says: (text, mistake id or None)."""
     needed = []
     for test in failed:
         needed += [n for n in needs_missing(test, missing) if n not in needed]
     if needed and all(needs_missing(t, missing) for t in failed):
-        return ngettext("attention.py defines no {names}, so these cases could not run: check "
+        return ngettext("{module} defines no {names}, so these cases could not run: check "
                         "the spelling (the grader looks for exactly this name).",
-                        "attention.py defines no {names}, so these cases could not run: check "
+                        "{module} defines no {names}, so these cases could not run: check "
                         "the spelling (the grader looks for exactly these names).",
-                        len(needed)).format(names=_names(needed)), None
+                        len(needed)).format(names=_names(needed), module=module_file), None
     for test in failed:  # a failure message that names a known mistake is a diagnosis
         for line in safe_text(test.message or "", 4000).splitlines():
             if line.strip().startswith((_KNOWN_MISTAKE, _(_KNOWN_MISTAKE))):
@@ -130,16 +141,18 @@ def _without_part(text, part):
     if text.startswith(f"{part}: "):
         text = text[len(part) + 2:]
         first = text.split(" ", 1)[0]
-        if first.isalpha() and first.islower():  # never a code name: valid_lens, sequence_mask
+        if first.isalpha() and first.islower():  # never a code name: valid_lens, some_function
             text = text[:1].upper() + text[1:]
     elif text.startswith(f"{part}\uff1a"):  # the Chinese colon
         text = text[len(part) + 1:]
     return _clip(text, TEXT_CHARS)
 
 
-def part_summaries(result, feedback="full"):
-    """One dict per part, in the parts' order (see the module's docstring)."""
+def part_summaries(result, feedback="full", module_file=None):
+    """One dict per part, in the parts' order (see the module's docstring); module_file:
+    the file the student hands in (student_file)."""
     check_level(feedback)
+    module_file = student_file(module_file)
     whole = whole_file_problem(result)
     diagnoses = {}  # part -> its entries: named mistakes first, then an observation
     for entry in result.diagnoses or []:
@@ -171,7 +184,8 @@ def part_summaries(result, feedback="full"):
                     if d.get("text") and (d.get("mistake") or (feedback == "full" and not stopped))
                 ][:MAX_DIAGNOSES]
                 if not block["diagnoses"] and failed:
-                    text, mistake = _observation(part_tests, failed, feedback, missing)
+                    text, mistake = _observation(part_tests, failed, feedback, missing,
+                                                 module_file)
                     experiment = next((d.get("experiment") for d in diagnoses.get(part) or []),
                                       "")
                     block["diagnoses"] = [_said(text, mistake, "" if stopped else experiment)]
@@ -234,10 +248,11 @@ def block_lines(blocks, feedback="full", whole=None):
     return lines
 
 
-def diagnoses_data(result, feedback="full"):
+def diagnoses_data(result, feedback="full", module_file=None):
     """extra_data.diagnoses: {"part", "mistake", "text"} per part that lost points, as the
     summary says it (below `full`, never a case's inputs or expected values)."""
-    blocks = part_summaries(result, "full" if feedback == "full" else "summary")
+    blocks = part_summaries(result, "full" if feedback == "full" else "summary",
+                            module_file)
     return [{"part": b["part"], "mistake": d["mistake"], "text": d["text"]}
             for b in blocks if b["score"] < b["max"]
             for d in b["diagnoses"] or [{"mistake": b["mistake"], "text": b["text"]}]]
