@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import keyword
 import os
+import re
 import sys
 import tomllib
 
@@ -38,6 +39,8 @@ class Part:
     targets: tuple          # the functions and classes whose cases make up the part
     short: str              # the console's column heading (at most 9 characters)
     gpu: bool = False       # the part re-runs its targets' cases on CUDA
+    selfcheck: str = ""     # pytest -k keyword of its public self-checks (the Classroom step);
+                            # default test_<name in snake_case>; "" for a GPU part
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +191,9 @@ _TOP = {"name": str, "title": str, "title_zh": str, "module": str, "solution": s
         "student_folder": str, "api": list, "given": list, "total_points": (int, float),
         "parts": list, "calls": dict, "weights": dict, "heatmaps": list, "builds_on": list}
 _OPTIONAL = {"title_zh": "", "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
-_PART = {"name": str, "points": (int, float), "targets": list, "short": str, "gpu": bool}
-_PART_OPTIONAL = {"gpu": False}
+_PART = {"name": str, "points": (int, float), "targets": list, "short": str, "gpu": bool,
+         "selfcheck": str}
+_PART_OPTIONAL = {"gpu": False, "selfcheck": None}
 _BUILDS_ON = {"assignment": str, "provide": str}
 
 
@@ -259,8 +263,15 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
         if not 0 < len(fields["short"]) <= 9:
             raise AssignmentError(f"{where}: part {fields['name']!r}: short must be 1 to 9 "
                                   "characters (a console column)")
+        selfcheck = fields["selfcheck"]
+        if selfcheck is None:
+            selfcheck = "" if fields["gpu"] else "test_" + re.sub(
+                r"(?<=[a-z0-9])(?=[A-Z])", "_", fields["name"]).lower()
+        if selfcheck and not (selfcheck.startswith("test_") and selfcheck.isidentifier()):
+            raise AssignmentError(f"{where}: part {fields['name']!r}: selfcheck must be the name "
+                                  "(or start of the names) of its public tests, test_...")
         parts.append(Part(fields["name"], fields["points"], targets, fields["short"],
-                          fields["gpu"]))
+                          fields["gpu"], selfcheck))
     if not parts:
         raise AssignmentError(f"{where}: no parts")
     if len({p.name for p in parts}) != len(parts):

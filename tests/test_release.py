@@ -2,6 +2,7 @@
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -9,8 +10,11 @@ import nbformat
 import pytest
 
 from conftest import KIT, SKELETON, SOLUTION
-from grader.harness.implementations import API_NAMES
+from grader import assignment
 from grader.release import ReleaseError, SelectLanguage, Source, release
+
+ATTENTION = assignment.load("attention")
+API_NAMES = ATTENTION.api
 
 STUB_LINES = {"# YOUR CODE HERE", "raise NotImplementedError()"}
 
@@ -137,18 +141,21 @@ def test_source_notebook_for_nbgrader_in_chinese(tmp_path):
     each part's code with nbgrader's markers and none of the instructor-only text, the
     hidden suite's points on one graded cell per part; the same solution, the same file."""
     import json
-    from grader import paths
     from grader.nbgrader_bridge import notebook
-    readme = f"{paths.ASSIGNMENT}/README.zh-CN.md"
-    text = notebook.notebook_text(SOLUTION, readme, paths.HIDDEN_TESTS, API_NAMES)
-    assert text == notebook.notebook_text(SOLUTION, readme, paths.HIDDEN_TESTS, API_NAMES)
+    readme = f"{ATTENTION.student_folder}/README.zh-CN.md"
+    text = notebook.notebook_text(ATTENTION, readme)
+    assert text == notebook.notebook_text(ATTENTION, readme)
     cells = json.loads(text)["cells"]
     markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert "## 第 1 部分" in markdown and "## 第 6 部分" in markdown and "贯穿所有部分" in markdown
     assert "INSTRUCTOR" not in text and "instructor's solution" not in text
     graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]
               for c in cells if "points" in c["metadata"].get("nbgrader", {})}
-    assert {k: v["points"] for k, v in graded.items()} == notebook.part_points(paths.HIDDEN_TESTS)
+    assert {k: v["points"] for k, v in graded.items()} == {
+        "sequence_mask": 11, "masked_softmax": 20, "AdditiveAttention": 15,
+        "DotProductAttention": 15, "transpose": 9, "MultiHeadAttention": 20, "GPU": 10}
+    # the README's generated table is in the notebook, its markers are not
+    assert "| `transpose_qkv` / `transpose_output` | 9 |" in markdown and "GENERATED" not in text
     assert graded["GPU"]["task"] and not graded["GPU"]["solution"]
     code = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
             if c["cell_type"] == "code" and c["metadata"]["nbgrader"]["solution"]}
@@ -259,14 +266,12 @@ def test_release_refuses_a_broken_translation(tmp_path, text, message):
 
 
 def test_release_lang_zh_writes_and_checks_a_whole_student_folder(tmp_path):
-    from grader import paths
-
     def grader(*args):
         return subprocess.run([sys.executable, "-m", "grader", "release", *args], cwd=KIT,
                               capture_output=True, text=True)
     refused = grader("--lang", "zh")  # would overwrite the English skeleton
     assert refused.returncode == 2 and "--lang zh needs --out DIR" in refused.stderr
-    inside = grader("--lang", "zh", "--out", str(paths.ASSIGNMENT) + "/zh")
+    inside = grader("--lang", "zh", "--out", ATTENTION.student_folder + "/zh")
     assert inside.returncode == 2 and "kit's assignment folder" in inside.stderr
     out = tmp_path / "zh"
     done = grader("--lang", "zh", "--out", str(out))
@@ -277,10 +282,175 @@ def test_release_lang_zh_writes_and_checks_a_whole_student_folder(tmp_path):
                        "locale/zh_CN/LC_MESSAGES/selfcheck.po", "pytest.ini", "test_attention.py"]
     assert (out / "attention.py").read_text(encoding="utf-8") == release(SOLUTION, API_NAMES, "zh")
     assert (out / "test_attention.py").read_bytes() == (
-        open(os.path.join(paths.ASSIGNMENT, "test_attention.py"), "rb").read())
+        open(os.path.join(ATTENTION.student_folder, "test_attention.py"), "rb").read())
     ini = (out / "pytest.ini").read_text(encoding="utf-8")
     assert "addopts = -q --tb=short -rfE --lang zh\n" in ini
     assert grader("--lang", "zh", "--out", str(out), "--check").returncode == 0
     (out / "README.zh-CN.md").write_text("old", encoding="utf-8")
     stale = grader("--lang", "zh", "--out", str(out), "--check")
     assert stale.returncode == 1 and "out of date (README.zh-CN.md)" in stale.stdout
+
+
+# -- the generated files of the student folder (issue 16) ---------------------------------------
+
+from grader.release import generated  # noqa: E402
+
+POINTS_EN = ["| part | points |", "|---|---|", "| `sequence_mask` | 11 |",
+             "| `masked_softmax` | 20 |", "| `AdditiveAttention` | 15 |",
+             "| `DotProductAttention` | 15 |", "| `transpose_qkv` / `transpose_output` | 9 |",
+             "| `MultiHeadAttention` | 20 |",
+             "| running on a GPU (tensors made on the input's device) | 10 |", "| total | 100 |"]
+POINTS_ZH = ["| 部分 | 分数 |", "|---|---|"] + POINTS_EN[2:8] + [
+    "| 在 GPU 上运行（在输入所在的设备上创建张量） | 10 |", "| 总计 | 100 |"]
+
+
+def _table(text):
+    return text.split(generated.BEGIN_POINTS)[1].split(generated.END_POINTS)[0].strip().split("\n")
+
+
+def test_the_readmes_points_tables_are_the_declarations():
+    """Both READMEs show the attention declaration's points (the figures of the README's
+    'Parts and points'), between the markers release writes them in."""
+    for name, expected in (("README.md", POINTS_EN), ("README.zh-CN.md", POINTS_ZH)):
+        with open(os.path.join(ATTENTION.student_folder, name), encoding="utf-8") as handle:
+            assert _table(handle.read()) == expected, name
+
+
+def _kit_copy(tmp_path):
+    """A kit of its own (the grader, the attention declaration, solution and student folder),
+    so a test may change what release reads without touching the checkout."""
+    kit = tmp_path / "kit"
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    for part in ("grader", "solutions", "assignments/attention", "tests_hidden/attention"):
+        shutil.copytree(os.path.join(KIT, part), kit / part, ignore=ignore)
+    return kit
+
+
+def _release(kit, *args):
+    return subprocess.run([sys.executable, "-m", "grader", "release", *args], cwd=kit,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(kit)})
+
+
+def _edit(path, old, new):
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_release_check_names_every_generated_file_a_new_declaration_changes(tmp_path):
+    """Points moved between two parts in the declaration: --check fails naming the Classroom
+    workflow and both READMEs (not the skeleton); release rewrites them, the prose around
+    the READMEs' tables stays; a hand edit of the workflow is found again."""
+    kit = _kit_copy(tmp_path)
+    folder = kit / "assignments" / "attention"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert _release(kit, "--check").returncode == 0
+    declaration = kit / "tests_hidden" / "attention" / "assignment.toml"
+    _edit(declaration, 'name = "sequence_mask"\npoints = 11\n', 'name = "sequence_mask"\npoints = 12\n')
+    _edit(declaration, 'name = "masked_softmax"\npoints = 20\n', 'name = "masked_softmax"\npoints = 19\n')
+    stale = _release(kit, "--check")
+    assert stale.returncode == 1
+    named = sorted(line.split(" is out of date")[0] for line in stale.stdout.splitlines()
+                   if line.endswith("is out of date: run `grader release`"))
+    assert named == [str(folder / ".github/workflows/classroom.yml"), str(folder / "README.md"),
+                     str(folder / "README.zh-CN.md")]
+    done = _release(kit)
+    assert done.returncode == 0 and "and 3 generated files" in done.stdout, done.stdout + done.stderr
+    assert _release(kit, "--check").returncode == 0
+    workflow = (folder / ".github/workflows/classroom.yml").read_text(encoding="utf-8")
+    assert "test-name: Part 1 sequence_mask\n        setup-command: ''\n        command: " \
+           "python -m pytest -k test_sequence_mask\n        timeout: 5\n        max-score: 12\n" \
+           in workflow
+    assert "command: python -m pytest -k test_masked_softmax\n        timeout: 5\n" \
+           "        max-score: 19\n" in workflow
+    new = (folder / "README.md").read_text(encoding="utf-8")
+    assert _table(new)[2:4] == ["| `sequence_mask` | 12 |", "| `masked_softmax` | 19 |"]
+    assert _table(new)[4:] == POINTS_EN[4:]
+    outside = [t.split(generated.BEGIN_POINTS)[0] + t.split(generated.END_POINTS)[1]
+               for t in (readme, new)]
+    assert outside[0] == outside[1]
+    _edit(folder / ".github/workflows/classroom.yml", "python-version: '3.12'", "python-version: '3.11'")
+    stale = _release(kit, "--check")
+    assert stale.returncode == 1 and stale.stdout.count("is out of date") == 1
+    assert f"{folder / '.github/workflows/classroom.yml'} is out of date" in stale.stdout
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("assignments/attention/README.zh-CN.md", "<!-- END GENERATED POINTS -->\n", ""),
+     "README.zh-CN.md: expected one points table between the lines"),
+    (("tests_hidden/attention/assignment.toml", 'selfcheck = "test_multihead_attention"', ""),
+     "test_attention.py: no public self-check is named like part MultiHeadAttention's "
+     "selfcheck 'test_multi_head_attention': its Classroom step would run nothing"),
+    (("tests_hidden/attention/assignment.toml", 'selfcheck = "test_multihead_attention"',
+      'selfcheck = "test_attention"'), "is part of the file's name"),
+    (("tests_hidden/attention/assignment.toml", 'selfcheck = "test_multihead_attention"',
+      'selfcheck = "test_sequence"'), "is selected by part sequence_mask and by part MultiHeadAttention"),
+], ids=["readme-without-markers", "selects-nothing", "selects-everything", "selects-twice"])
+def test_release_refuses_what_it_cannot_generate_right(tmp_path, edit, message):
+    """A README without its table's markers, and a per-part selection of the public
+    self-checks that a Classroom step would run wrong, stop release and --check alike."""
+    kit = _kit_copy(tmp_path)
+    path, old, new = edit
+    if path.endswith(".toml") and new == "":
+        old += "   # the -k of its public checks (default test_<name>)\n"
+    _edit(kit / path, old, new)
+    for args in ((), ("--check",)):
+        done = _release(kit, *args)
+        assert done.returncode == 2 and message in done.stderr, done.stdout + done.stderr
+
+
+def _imports(path, package):
+    """The grader modules `path` imports, at any depth of its code (lazy imports too)."""
+    import ast
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module:  # from .core import X: core (X may be a name in it)
+                found.add(target)
+            # from . import core: core, not the package it is read from
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("grader.")}
+
+
+def test_release_and_the_notebook_writer_import_each_other_in_one_direction_only():
+    """release's core imports nothing of the kit; the notebook writer builds on the core,
+    never on the release command that calls it: no module of either imports back."""
+    modules = {}
+    for package in ("grader.release", "grader.nbgrader_bridge"):
+        folder = os.path.join(KIT, *package.split("."))
+        for name in os.listdir(folder):
+            if name.endswith(".py"):
+                module = package if name == "__init__.py" else f"{package}.{name[:-3]}"
+                modules[module] = _imports(os.path.join(folder, name), module if
+                                           name == "__init__.py" else package)
+    assert modules["grader.release.core"] == set()
+    assert {m for m in modules["grader.nbgrader_bridge.notebook"]
+            if m.startswith("grader.release")} == {"grader.release.core"} | {
+        f"grader.release.core.{n}" for n in ("BEGIN_INSTRUCTOR", "DropInstructorOnly",
+                                             "FindRegions", "ReleaseError", "SelectLanguage",
+                                             "Source", "release")}
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for target in modules.get(todo.pop(), ()):
+                if target in modules and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+    cycles = sorted(m for m in modules if m in reach(m))
+    assert cycles == []
+    done = subprocess.run([sys.executable, "-c", "import sys, grader.nbgrader_bridge.notebook; "
+                           "print(sorted(m for m in sys.modules if m.startswith('grader.')))"],
+                          cwd=KIT, capture_output=True, text=True, timeout=120)
+    assert "grader.release.command" not in done.stdout and "grader.release.core" in done.stdout

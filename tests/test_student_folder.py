@@ -555,10 +555,11 @@ def test_the_chinese_folder_is_as_small_and_passes_the_solution_without_numpy(tm
     """`grader release --lang zh --out DIR`: the same files (attention.py in Chinese, pytest
     answering in Chinese), as small; with the solution in it, every check passes with only
     torch and pytest, and the messages of `pytest --lang en` are English again."""
-    from grader.harness.implementations import API_NAMES
+    from grader import assignment
     from grader.release import student_folder
-    files = student_folder(SOLUTION, API_NAMES, "zh")
-    english = student_folder(SOLUTION, API_NAMES, "en")
+    attention = assignment.load("attention")
+    files = student_folder(SOLUTION, attention.api, "zh", attention)
+    english = student_folder(lang="en", assignment=attention)
     assert set(files) == set(english) and sum(map(len, files.values())) < 300_000
     assert {name for name in files if files[name] != english[name]} == {"attention.py", "pytest.ini"}
     folder = tmp_path / "zh"

@@ -2,7 +2,7 @@
 submissions with the kit, and put the scores in nbgrader's gradebook.
 
     1. the gradebook must hold ASSIGNMENT as released from the kit's source notebook (one
-       graded cell per part, with the hidden suite's points): scores.assignment_cells
+       graded cell per part, with the declaration's points): scores.assignment_cells
     2. each student's COURSE/submitted/<student>/ASSIGNMENT/<notebook>.ipynb is copied
        (regular files only) into a folder named after the student: course.stage
     3. the kit grades them as one batch, sandboxed, never in nbgrader's kernel; its own
@@ -56,7 +56,8 @@ def main(args, options):
         _say(f"--course {args.course} is not a folder")
         return 2
     coursedir = course.load_coursedir(args.course)
-    points = notebook.part_points(options.hidden_tests)
+    from .. import assignment
+    points = notebook.part_points(getattr(args, "kit_assignment", None) or assignment.load())
     try:
         with Gradebook(coursedir.db_url, coursedir.course_id) as book:
             notebook_name, _ = scores.assignment_cells(book, args.assignment, points)

@@ -1,35 +1,35 @@
 """The one solution as nbgrader's source notebook (`grader release --notebook PATH`).
 
-For a course, PATH is `COURSE/source/<assignment>/attention.ipynb`; `nbgrader
+For a course, PATH is `COURSE/source/<assignment>/<module>.ipynb`; `nbgrader
 generate_assignment <assignment>` then releases it as it is. The notebook is built from
-the same `solutions/attention.py` as the skeleton, and from the student README:
+the assignment's declaration (tests_hidden/<name>/assignment.toml), from the same solution
+as the skeleton, and from the student README:
 
     markdown      the README's introduction and its `## Part N` sections (any language:
                   README.zh-CN.md works the same), then its remaining sections
-    code, setup   the imports, a read-only cell
-    code, part N  the functions and classes of part N, with nbgrader's solution markers
+    code, setup   the imports (and the declaration's given code), a read-only cell
+    code, part N  the functions and classes part N targets, with nbgrader's solution markers
                   (`### BEGIN SOLUTION` / `### END SOLUTION`, which nbgrader's ClearSolutions
                   turns into stubs) and the `### BEGIN INSTRUCTOR ONLY` text removed (that
                   marker is this kit's, not nbgrader's). Each is a *manually graded answer*
                   cell worth the part's points (grade_id = the part's name), so nbgrader's
                   gradebook knows every part's maximum, while `nbgrader autograde` never
                   scores it in its kernel: `grader nbgrader` writes the kit's scores there
-    markdown, GPU the points for running every part on a GPU, a *task* cell (it belongs to
-                  no one cell)
+    markdown, GPU the points of a GPU part (running every part on a GPU), a *task* cell (it
+                  belongs to no one cell)
 
-Points come from the hidden suite's case table (tests_hidden/cases.py), so the notebook,
-the grader and nbgrader's gradebook agree on every part's maximum.
+Points and which part a function belongs to come from the declaration, so the notebook,
+the grader and nbgrader's gradebook agree on every part's maximum. This module builds on
+release's core only (grader/release/core.py), never on the release command.
 """
 import ast
-import importlib.util
 import os
 import re
 
-from ..release import (BEGIN_INSTRUCTOR, DropInstructorOnly, FindRegions, ReleaseError,
-                       SelectLanguage, Source, release)
+from ..release.core import (BEGIN_INSTRUCTOR, DropInstructorOnly, FindRegions, ReleaseError,
+                            SelectLanguage, Source, release)
 
 SCHEMA_VERSION = 3
-CROSS_CUTTING = "GPU"   # the part no one cell holds: a task cell
 PART_HEADING = re.compile(r"^## +(Part +\d+|第 *\d+ *部分)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -42,28 +42,31 @@ GPU_TEXT = {
 }
 
 
-def part_points(hidden_tests):
-    """{part: points} from the hidden suite's case table, in the table's order."""
-    path = os.path.join(hidden_tests, "cases.py")
-    spec = importlib.util.spec_from_file_location("_attnkit_cases_for_notebook", path)
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
-    points = cases.max_points()
-    return {part: points[part] for part in cases.PARTS}
+GENERATED_MARKER = re.compile(r"(?m)^<!-- (BEGIN|END) GENERATED [^\n]*-->\n(\n)?")
 
 
-def _part_of(name, parts):
-    """The part a top-level function or class belongs to (transpose_qkv -> transpose)."""
-    for part in parts:
-        if name == part or name.startswith(part):
-            return part
-    return None
+def part_points(assignment):
+    """{part: points} from the declaration, in its order."""
+    return {part.name: part.points for part in assignment.parts}
 
 
-def code_by_part(solution, parts, lang="en"):
+def _part_of(name, assignment):
+    """The CPU part whose targets hold a top-level function or class; None for given code;
+    a name the declaration does not know is refused."""
+    if name in assignment.given:
+        return None
+    try:
+        return assignment.part_of(name)
+    except KeyError:
+        raise ReleaseError(f"{assignment.solution}: {name} belongs to no part of the "
+                           f"declaration ({', '.join(assignment.part_names)})") from None
+
+
+def code_by_part(assignment, lang="en", solution=None):
     """[(part or None, code)] of the solution, instructor-only text removed, solution
-    markers kept; None is the setup code (imports). Consecutive statements of one part
-    share a cell; comments above a statement go with it."""
+    markers kept; None is the setup code (imports, given code). Consecutive statements of
+    one part share a cell; comments above a statement go with it."""
+    solution = solution or assignment.solution
     with open(solution, encoding="utf-8") as handle:
         source = Source(solution, handle.read().split("\n"))
     source = SelectLanguage(lang).apply(DropInstructorOnly().apply(FindRegions().apply(source)))
@@ -85,10 +88,7 @@ def code_by_part(solution, parts, lang="en"):
     groups = []
     for node, first, end in zip(body, starts, ends):
         name = getattr(node, "name", None)
-        part = _part_of(name, parts) if name else None
-        if name and part is None:
-            raise ReleaseError(f"{solution}:{node.lineno}: {name} belongs to no part of the "
-                               f"hidden suite ({', '.join(parts)})")
+        part = _part_of(name, assignment) if name else None
         code = lines[first:end]
         if groups and groups[-1][0] == part:
             groups[-1][1].extend(code)
@@ -109,9 +109,10 @@ def code_by_part(solution, parts, lang="en"):
 def readme_sections(readme):
     """(introduction, [part sections], [the sections after the parts]) of the student
     README, each a markdown string; the sections between the introduction and part 1
-    (getting started with the .py file and pytest) are left out."""
+    (getting started with the .py file and pytest) are left out, and so are the markers of
+    the tables `grader release` writes (the tables stay)."""
     with open(readme, encoding="utf-8") as handle:
-        text = handle.read()
+        text = GENERATED_MARKER.sub("", handle.read())
     chunks = re.split(r"(?m)^(?=## )", text)
     intro, sections = chunks[0], chunks[1:]
     part_indices = [i for i, s in enumerate(sections) if PART_HEADING.match(s)]
@@ -133,16 +134,16 @@ def _meta(grade_id, *, solution=False, grade=False, locked=False, task=False, po
     return {"nbgrader": meta}
 
 
-def build(solution, readme, hidden_tests):
+def build(assignment, readme, solution=None):
     """nbgrader's source notebook (an nbformat NotebookNode)."""
     import nbformat
     from nbformat import v4
 
-    points = part_points(hidden_tests)
-    parts = [p for p in points if p != CROSS_CUTTING]
+    solution = solution or assignment.solution
+    points = part_points(assignment)
     intro, part_texts, after = readme_sections(readme)
     lang = "zh" if CJK.search(intro.split("\n", 1)[0]) else "en"  # the docstrings follow it
-    code = code_by_part(solution, parts, lang)
+    code = code_by_part(assignment, lang, solution)
     written = [part for part, _ in code if part is not None]
     if len(set(written)) != len(written):
         raise ReleaseError(f"{solution}: the code of a part is split by another part's code; "
@@ -160,11 +161,11 @@ def build(solution, readme, hidden_tests):
         cells.append(v4.new_markdown_cell(next(texts)))
         cells.append(v4.new_code_cell(text, metadata=_meta(
             part, solution=True, grade=True, points=points[part])))
-    if CROSS_CUTTING in points:
+    for gpu in assignment.gpu_parts:  # the rules of the section after the parts go with it
         rules, rest = (after[0], after[1:]) if after else ("", [])
-        task = GPU_TEXT[lang].format(points=points[CROSS_CUTTING]) + ("\n\n" + rules if rules else "")
+        task = GPU_TEXT[lang].format(points=points[gpu]) + ("\n\n" + rules if rules else "")
         cells.append(v4.new_markdown_cell(task, metadata=_meta(
-            CROSS_CUTTING, locked=True, task=True, points=points[CROSS_CUTTING])))
+            gpu, locked=True, task=True, points=points[gpu])))
         after = rest
     cells += [v4.new_markdown_cell(section) for section in after]
     for number, cell in enumerate(cells, start=1):  # stable ids: the same solution, the same file
@@ -176,17 +177,17 @@ def build(solution, readme, hidden_tests):
     return notebook
 
 
-def notebook_text(solution, readme, hidden_tests, api_names):
+def notebook_text(assignment, readme, solution=None):
     """The source notebook as the text of a .ipynb file. The solution must first release
     as a skeleton (markers balanced, nothing leaks), or ReleaseError says why not."""
     import nbformat
-    release(solution, api_names)
-    return nbformat.writes(build(solution, readme, hidden_tests)) + "\n"
+    release(solution or assignment.solution, assignment.api)
+    return nbformat.writes(build(assignment, readme, solution)) + "\n"
 
 
-def write(path, solution, readme, hidden_tests, api_names):
+def write(path, assignment, readme, solution=None):
     """Write the source notebook to `path`; returns its text."""
-    text = notebook_text(solution, readme, hidden_tests, api_names)
+    text = notebook_text(assignment, readme, solution)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)

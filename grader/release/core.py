@@ -1,4 +1,5 @@
-"""`grader release`: turn the instructor's solution into the student's skeleton.
+"""The solution -> the student's skeleton (the core of `grader release`; imports nothing of
+the kit, so the notebook writer and the folder writer both build on it).
 
 A pipeline of small steps over the lines of the source, in the manner of nbgrader's
 preprocessors:
@@ -14,15 +15,11 @@ preprocessors:
     CheckLanguage      refuse a skeleton with a docstring or comment not in its language
 
 The solution markers are nbgrader's, so the same source also works in an nbgrader course.
-`grader release --lang zh --out DIR` writes a whole student folder in Chinese (`student_folder`).
 """
 import ast
 import dataclasses
-import difflib
 import io
-import os
 import re
-import sys
 import tokenize
 
 BEGIN = "### BEGIN SOLUTION"
@@ -50,7 +47,7 @@ class Region:
     begin: int      # 0-based line index of the BEGIN marker
     end: int        # 0-based line index of the END marker
     indent: str
-    owner: str      # "sequence_mask" or "AdditiveAttention.forward"
+    owner: str      # the function it is in: "a_function" or "AClass.forward"
 
 
 @dataclasses.dataclass
@@ -301,127 +298,3 @@ def release(solution_path, api_names, lang="en"):
                  CheckNoLeak(api_names), CheckLanguage(lang)):
         source = step.apply(source)
     return "\n".join(source.lines)
-
-
-SKIP = ("__pycache__", ".pytest_cache")
-ZH_INI_NOTE = ("# 中文版文件夹（grader release --lang zh）：下面的 --lang zh 让自检信息默认用中文；"
-               "`pytest --lang en` 改用英文。")
-
-
-def student_folder(solution, api_names, lang, assignment=None):
-    """{relative path: bytes} of the whole student folder in `lang`: the kit's assignment
-    folder as it is, with attention.py released in `lang`; in Chinese, pytest.ini's addopts
-    also say `--lang zh`, so a plain `pytest` there answers in Chinese."""
-    from . import paths
-    assignment = assignment or paths.ASSIGNMENT
-    files = {}
-    for root, dirs, names in os.walk(assignment):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP)
-        for name in sorted(names):
-            path = os.path.join(root, name)
-            if name.endswith(".pyc") or os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as handle:
-                files[os.path.relpath(path, assignment).replace(os.sep, "/")] = handle.read()
-    files["attention.py"] = release(solution, api_names, lang).encode("utf-8")
-    if lang == "zh":
-        ini = files.get("pytest.ini", b"").decode("utf-8").split("\n")
-        at = [i for i, line in enumerate(ini) if re.match(r"addopts\s*=", line)]
-        if len(at) != 1:
-            raise ReleaseError(f"{assignment}/pytest.ini: expected one `addopts =` line to add "
-                               f"--lang zh to, found {len(at)}")
-        ini[at[0]:at[0] + 1] = [ZH_INI_NOTE, ini[at[0]].rstrip() + " --lang zh"]
-        files["pytest.ini"] = "\n".join(ini).encode("utf-8")
-    return files
-
-
-def _same_folder(a, b):
-    a, b = os.path.realpath(a), os.path.realpath(b)
-    return a == b or a.startswith(b + os.sep)
-
-
-def _folder(args, api_names, lang, out):
-    """`--out DIR`: write (or with --check compare) the whole student folder."""
-    from . import paths
-    if _same_folder(out, paths.ASSIGNMENT):
-        print(f"grader release: --out {out} is (inside) the kit's assignment folder, which "
-              f"`grader release` keeps in English; give another folder", file=sys.stderr)
-        return 2
-    if os.path.exists(out) and not os.path.isdir(out):
-        print(f"grader release: --out {out} exists and is not a folder", file=sys.stderr)
-        return 2
-    files = student_folder(args.solution, api_names, lang)
-    if args.check:
-        stale = []
-        for name, data in files.items():
-            path = os.path.join(out, name)
-            if not os.path.isfile(path) or open(path, "rb").read() != data:
-                stale.append(name)
-        if stale:
-            print(f"{out} is out of date ({', '.join(stale[:10])}): run "
-                  f"`grader release --lang {lang} --out {out}`")
-            return 1
-        print(f"{out} is up to date ({len(files)} files, {lang})")
-        return 0
-    for name, data in files.items():
-        path = os.path.join(out, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(data)
-    print(f"wrote {out}: the student folder in {lang} ({len(files)} files; attention.py has "
-          f"{files['attention.py'].decode('utf-8').count(STUB_CALL)} stubs)")
-    if getattr(args, "notebook", None):
-        _write_notebook(args, api_names, lang)
-    return 0
-
-
-def main(args):
-    from . import paths
-    from .harness.implementations import API_NAMES
-    lang = getattr(args, "lang", None) or "en"
-    if getattr(args, "out", None):
-        return _folder(args, API_NAMES, lang, args.out)
-    target = args.output
-    if lang != "en" and os.path.abspath(target) == os.path.abspath(paths.SKELETON):
-        print(f"grader release: --lang {lang} needs --out DIR (a whole student folder in that "
-              f"language) or --output FILE: {paths.SKELETON} is the English skeleton",
-              file=sys.stderr)
-        return 2
-    text = release(args.solution, API_NAMES, lang)
-    current = open(target, encoding="utf-8").read() if os.path.exists(target) else None
-    if args.check:
-        if current != text:
-            diff = difflib.unified_diff((current or "").splitlines(), text.splitlines(),
-                                        target, "generated", lineterm="")
-            print("\n".join(list(diff)[:40]))
-            print(f"{target} is out of date: run `grader release`")
-            return 1
-        print(f"{target} is up to date")
-        for other in LANGUAGES:
-            if other != lang:  # every docstring and comment has its other language
-                release(args.solution, API_NAMES, other)
-                print(f"the {other} skeleton releases too (every docstring and comment "
-                      f"translated): `grader release --lang {other} --out DIR`")
-        return 0
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    with open(target, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    print(f"wrote {target} ({text.count(STUB_CALL)} stubs)")
-    if getattr(args, "notebook", None):
-        _write_notebook(args, API_NAMES, lang)
-    return 0
-
-
-def _write_notebook(args, api_names, lang="en"):
-    """`--notebook PATH`: nbgrader's source notebook from the same solution (its markdown
-    from the README of `lang`, its code's docstrings in the README's language)."""
-    from . import paths
-    from .nbgrader_bridge import require_nbformat
-    require_nbformat("grader release --notebook")
-    from .nbgrader_bridge import notebook
-    readme = getattr(args, "readme", None) or os.path.join(
-        paths.ASSIGNMENT, "README.zh-CN.md" if lang == "zh" else "README.md")
-    hidden = getattr(args, "hidden_tests", None) or paths.HIDDEN_TESTS
-    notebook.write(args.notebook, args.solution, readme, hidden, api_names)
-    print(f"wrote {args.notebook} (nbgrader's source notebook; release it with "
-          f"`nbgrader generate_assignment <assignment>`)")
