@@ -67,6 +67,7 @@ class Assignment:
     heatmaps: tuple         # targets whose weights the report draws
     builds_on: tuple        # of BuildsOn
     folder: str             # absolute path of tests_hidden/<name>/
+    kit_root: str = ""      # absolute path of its kit: where builds_on's names are looked up
 
     # -- files ---------------------------------------------------------------------------
     @property
@@ -114,6 +115,12 @@ class Assignment:
     @property
     def gpu_parts(self):
         return tuple(part.name for part in self.parts if part.gpu)
+
+    def earlier(self):
+        """((BuildsOn, Assignment), ...): each assignment this one builds on, loaded from
+        its kit (AssignmentError if one is not declared there)."""
+        return tuple((dep, load(dep.assignment, self.kit_root or None))
+                     for dep in self.builds_on)
 
     def callers(self, target):
         """The targets whose solution calls `target`, directly or not."""
@@ -330,4 +337,4 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
                       solution=solution, student_folder=student_folder, api=api, given=given,
                       total_points=top["total_points"], parts=tuple(parts), calls=calls,
                       weights=weights, heatmaps=heatmaps, builds_on=tuple(builds_on),
-                      folder=folder)
+                      folder=folder, kit_root=kit_root)

@@ -1,6 +1,6 @@
 """The trusted side of a worker: start it, talk to it, watch it, and clean up after it.
 
-    worker = Worker(submission_file, isolation, limits, stage_dir)
+    worker = Worker(submission_file, isolation, limits, stage_dir, assignment=assignment)
     worker.start()                                   # spawns Python + torch, under the sandbox
     worker.wait_ready()                              # optional: the first request waits too
     reply = worker.request({"op": "load", ...}, timeout=limits.import_seconds)
@@ -9,6 +9,10 @@
 
 `request` raises a WorkerFailure (timeout, crash, memory, garbled reply) with a reason a
 student can read; after one, the worker is gone and a new Worker must be started.
+
+The worker imports the submission under the assignment's module name (its declaration's
+`module`), and the modules of the earlier assignments it builds on are importable by theirs
+(stage.py: the student's own files, or the earlier solutions declared `given`).
 
 Its helpers, one concern each: stage.py (the worker's folder: the submission, its runtime),
 procfs.py (what /proc says about its processes), ipc.py (System V IPC and /dev/shm it left
@@ -31,6 +35,7 @@ from . import isolation as isolation_mod
 from . import replies
 from . import stage
 from . import template as template_mod
+from .. import assignment as assignment_mod
 from ..i18n import _
 from ..textsafety import safe_text
 from .runtime import protocol
@@ -103,8 +108,12 @@ class _CappedReader(threading.Thread):
 
 
 class Worker:
-    def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True):
+    def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True,
+                 assignment=None):
         self.submission_file = submission_file
+        # the declared assignment (grader/assignment.py) whose module the submission is
+        self.assignment = assignment if assignment is not None else assignment_mod.load()
+        self.imports = None          # stage.Imports, resolved when it starts
         self.use_cgroups = use_cgroups  # False: the PSS watchdog alone (as where no cgroups exist)
         self.isolation = isolation.fresh()
         self.limits = limits
@@ -139,14 +148,24 @@ class Worker:
         self._watchdog_over = value
 
     # -- starting -------------------------------------------------------------------
+    @property
+    def module(self):
+        """The name the worker imports the submission under."""
+        return self.assignment.module
+
     def start(self):
+        try:
+            self.imports = stage.imports_of(self.assignment)
+        except ValueError as exc:  # the declaration's builds_on (AssignmentError is one)
+            raise WorkerFailure(f"the grader could not start a worker: {exc}", "start") from None
         become_subreaper()
         runtime = stage.stage_runtime(self.stage_dir)
         home = os.path.join(self.stage_dir, f"w{os.getpid()}-{time.monotonic_ns()}")
         self.view = isolation_mod.View(home, runtime, isolation_mod.python_paths(),
                                        disk_mb=self.limits.disk_mb, gpu=self.gpu)
         stage.copy_submission_folder(self.submission_file, self.view.work_dir,
-                               max_bytes=min(self.limits.disk_mb, 64) * 2**20)
+                                     max_bytes=min(self.limits.disk_mb, 64) * 2**20)
+        stage.stage_given(self.imports, self.view.work_dir)
         isolation_mod.prepare_home(self.view, self.isolation)
         work, runtime_inside = self.isolation.paths(self.view)
         processes_base = 0 if self.isolation.uid is not None else procfs.process_count(os.getuid())
@@ -188,7 +207,7 @@ class Worker:
         import json
         read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-I", worker_py, str(write_fd), json.dumps(rlimits), submission,
-                json.dumps(self.isolation.ids())]
+                json.dumps(self.isolation.ids()), self.imports.module]
         try:
             self.proc = subprocess.Popen(
                 self.isolation.wrap(argv, self.view, prefix), cwd=self.view.work_dir, env=env,
@@ -234,7 +253,8 @@ class Worker:
         plan = {**self.isolation.ids(),
                 "cgroups": self.cgroups.procs_files() if self.cgroups is not None else [],
                 "namespaces": namespaces, "cwd": self.isolation.paths(self.view)[0],
-                "env": env, "argv0": worker_py, "limits": rlimits, "submission": submission}
+                "env": env, "argv0": worker_py, "limits": rlimits, "submission": submission,
+                "module": self.imports.module}
         try:
             status, keeper, worker_pid = template.spawn(plan, child_ends + ns_fds,
                                                         timeout=self.limits.startup_seconds)

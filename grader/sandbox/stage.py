@@ -3,10 +3,25 @@
     stage_runtime(stage_dir)                  the worker's runtime/ (copied once per stage folder)
     copy_submission_folder(file, work_dir, max_bytes)
                                               the submission's file and the regular files beside it
+    imports = imports_of(assignment)          the module names the submission is imported by and
+                                              may import: its own, and the earlier assignments'
+                                              it builds on (the declaration's `builds_on`)
+    stage_given(imports, work_dir)            the earlier solutions declared `given`, read-only
+
+An earlier assignment reaches a worker in one of two ways, as the later one declares it:
+`provide = "student"`: the student's own earlier file, handed in beside the later one
+(copy_submission_folder copies it with the other files); `provide = "given"`: the earlier
+assignment's solution, public once the instructor says so. Nothing of a solution is staged
+unless the declaration says `given`.
 """
+import dataclasses
+import keyword
 import os
 import shutil
 import stat
+import sys
+
+MAX_MODULE_NAME = 64   # characters of a module name the worker registers (checked there too)
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 
@@ -75,3 +90,71 @@ def copy_submission_folder(submission_file, work_dir, max_bytes, max_entries=200
 
     os.makedirs(work_dir, exist_ok=True)
     walk(source_dir, work_dir, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Imports:
+    """The names a submission is imported by and may import (the worker's `sys.modules`)."""
+    module: str           # the submission's own module (the declaration's `module`)
+    given: tuple = ()     # ((module, absolute path of the earlier solution), ...): staged
+    student: tuple = ()   # ((module, earlier assignment's name), ...): the student's own files
+
+    def earlier_file(self, module):
+        """`<module>.py` when `module` is an earlier assignment's the student hands in
+        (the name a failed import should ask for), else None."""
+        return f"{module}.py" if any(name == module for name, _ in self.student) else None
+
+
+def check_module_name(name):
+    """`name` if a worker may register a module under it: a Python name, not a keyword, at
+    most MAX_MODULE_NAME characters, not a module of the standard library or torch; else
+    ValueError saying why."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"module name {name!r} is not a Python name")
+    if len(name) > MAX_MODULE_NAME:
+        raise ValueError(f"module name {name[:20]!r}... is longer than {MAX_MODULE_NAME} "
+                         "characters")
+    if name in sys.stdlib_module_names or name in ("torch", "numpy", "runtime"):
+        raise ValueError(f"module name {name!r} is taken by a module the worker needs")
+    return name
+
+
+def imports_of(assignment):
+    """The Imports of `assignment` (grader/assignment.py), its builds_on resolved in its kit.
+    ValueError when they cannot work: a name twice, or a given solution that itself imports
+    an earlier module this assignment does not declare (it would fail in the worker)."""
+    given, student = [], []
+    for dep, earlier in assignment.earlier():
+        entry = (earlier.module, earlier.solution) if dep.provide == "given" \
+            else (earlier.module, earlier.name)
+        (given if dep.provide == "given" else student).append(entry)
+    names = [assignment.module] + [name for name, _ in given + student]
+    for name in names:
+        check_module_name(name)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{assignment.name}: two of its modules share a name ({', '.join(names)})")
+    for dep, earlier in assignment.earlier():
+        if dep.provide != "given":
+            continue
+        for _, before in earlier.earlier():
+            if before.module not in names:
+                raise ValueError(
+                    f"{assignment.name} builds on {earlier.name} (given), whose solution "
+                    f"imports {before.module} ({earlier.name} builds on {before.name}): declare "
+                    f"{before.name} in {assignment.name}'s builds_on too")
+    return Imports(assignment.module, tuple(given), tuple(student))
+
+
+def stage_given(imports, work_dir):
+    """Copy each given earlier solution into `work_dir` as `<module>.py`, read-only, in
+    place of any file of that name the student handed in (the declaration chose the given
+    one)."""
+    for module, path in imports.given:
+        target = os.path.join(work_dir, f"{module}.py")
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            os.unlink(target)
+        with open(path, "rb") as source, open(target, "xb") as out:
+            shutil.copyfileobj(source, out, length=1 << 16)
+        os.chmod(target, 0o444)

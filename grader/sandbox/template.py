@@ -291,7 +291,8 @@ def _worker(plan, pipes, modules):
         sys.argv = [plan["argv0"]]  # -I put no script folder on sys.path, for either
         if "random" in sys.modules:
             sys.modules["random"].seed()  # each worker draws its own, as a fresh Python would
-        code = worker.run(3, plan["limits"], plan["submission"], guards, probes, protocol)
+        code = worker.run(3, plan["limits"], plan["submission"], guards, probes, protocol,
+                          plan.get("module"))
     except BaseException:
         code = 71 if code == 70 else code
     finally:

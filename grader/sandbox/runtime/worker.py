@@ -1,13 +1,15 @@
 """The worker: the only process that runs a submission's code.
 
-Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE IDS_JSON` inside the
+Started as `python -I worker.py REPLY_FD LIMITS_JSON SUBMISSION_FILE IDS_JSON MODULE` inside the
 submission's private folder (or forked from grader/sandbox/template.py into it), with requests arriving as frames on stdin and replies
 leaving as frames on REPLY_FD (stdout and stderr are the student's, captured by the
 trusted side). Before it imports torch it gives up every privilege (privileges.py: the same
 drop a forked worker makes, checked by reading /proc/self/status back; IDS_JSON names the
 uid and gid it must run as); before it reads a line of the submission it lowers its own
 resource limits (soft and hard, so the submission cannot raise them again) and says it is
-ready.
+ready. The submission is imported as MODULE (the assignment's module name, so a later
+assignment's file can `import` it and the earlier assignments' files beside it by theirs);
+a worker given a name that is not a plain module name, or one already taken, refuses to start.
 
 Requests:  {"op": "load", "names": [...]}        import the submission
            {"op": "probe", "probe": {...}}        run one probe (see probes.py)
@@ -17,6 +19,7 @@ Every reply is {"ok": bool, ...}. The worker holds neither the reference solutio
 hidden tests; whatever it replies is only the submission's claim, compared by the trusted side.
 """
 import json
+import keyword
 import os
 import resource
 import sys
@@ -37,6 +40,20 @@ def apply_limits(limits):
 
 
 NOT_DROPPED = 72  # the exit status of a worker that could not give up its privileges
+BAD_MODULE = 73   # the exit status of a worker given a module name it may not register
+MAX_MODULE_NAME = 64
+
+
+def module_name(name):
+    """`name` if the submission may be registered under it (grader/sandbox/stage.py checks
+    the same on the trusted side): a Python name of at most MAX_MODULE_NAME characters, not
+    a keyword, a module of the standard library or one already imported; else ValueError."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
+            or len(name) > MAX_MODULE_NAME:
+        raise ValueError(f"{str(name)[:80]!r} is not a module name")
+    if name in sys.stdlib_module_names or name in sys.modules:
+        raise ValueError(f"the module name {name!r} is taken")
+    return name
 
 
 def main():
@@ -53,14 +70,21 @@ def main():
     import torch
     from runtime import guards, probes, protocol
     sys.path.remove(runtime_parent)
-    return run(int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], guards, probes, protocol)
+    module = sys.argv[5] if len(sys.argv) > 5 else None
+    return run(int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], guards, probes, protocol,
+               module)
 
 
-def run(reply_fd, limits, submission, guards, probes, protocol):
-    """Serve requests for `submission` (a path inside the sandbox), replying on reply_fd,
-    after lowering `limits`: the same for a fresh worker (main) and a forked one
-    (grader/sandbox/template.py), whose Python has imported torch and the runtime."""
+def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
+    """Serve requests for `submission` (a path inside the sandbox), imported as `module`,
+    replying on reply_fd, after lowering `limits`: the same for a fresh worker (main) and a
+    forked one (grader/sandbox/template.py), whose Python has imported torch and the runtime."""
     import torch
+    try:
+        module = module_name(module)
+    except ValueError as exc:
+        print(f"the worker refused to start: {exc}", file=sys.stderr)
+        return BAD_MODULE
     # Before any submission code: torch's switches for modes are wrapped (see guards.py), and
     # the runtime's modules leave sys.modules, so a submission does not find them by name.
     guards.install_tripwires()
@@ -101,7 +125,7 @@ def run(reply_fd, limits, submission, guards, probes, protocol):
         if op == "load":
             def work():
                 nonlocal namespace
-                namespace, reply = _load(submission, request.get("names", []), probes)
+                namespace, reply = _load(submission, module, request.get("names", []), probes)
                 return reply
         elif op == "probe":
             def work():
@@ -130,14 +154,14 @@ def _answer(reply_fd, me, work, probes, protocol):
     protocol.write_frame(reply_fd, reply)
 
 
-def _load(path, names, probes):
+def _load(path, name, names, probes):
     import importlib.util
     import time
 
     started = time.perf_counter()
-    spec = importlib.util.spec_from_file_location("attention", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["attention"] = module
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:

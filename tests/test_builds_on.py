@@ -1,0 +1,255 @@
+"""An assignment that builds on an earlier one (the declaration's `builds_on`): in the worker
+the submission is imported under its declared module name, and the earlier module is
+importable by its own: the student's earlier file (`provide = "student"`) or the earlier
+solution (`provide = "given"`). Nothing of a solution reaches a worker unless the
+declaration says `given`. On the trusted side the later reference imports the earlier
+solution by name, and sys.modules is left as it was.
+
+Every kit here is a small one written in tmp_path (two assignments, `first` and `second`),
+graded by real workers at each isolation level this machine offers."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import isolation_levels
+from grader import assignment as assignments
+from grader.sandbox import stage
+from grader.sandbox.client import Worker, WorkerFailure
+from grader.sandbox.limits import Limits
+
+MARKER = "FIRST-SOLUTION-MARKER-5d1c"
+FIRST_SOLUTION = f'''# {MARKER}
+def double(x):
+    return x * 2
+'''
+SECOND_SOLUTION = '''from first import double
+
+
+def quadruple(x):
+    return double(double(x))
+'''
+DECLARATION = '''name = "{name}"
+title = "{name}"
+module = "{module}"
+solution = "solutions/{module}.py"
+student_folder = "assignments/{name}"
+api = ["{api}"]
+total_points = 10
+builds_on = [{builds_on}]
+
+[calls]
+{api} = []
+
+[[parts]]
+name = "{api}"
+points = 10
+targets = ["{api}"]
+short = "{api}"
+'''
+# what the submission saw while it was imported, printed as one line
+SPY = r'''
+import json, os, sys
+facts = {"name": __name__, "registered": sys.modules.get("second") is not None,
+         "attention_registered": "attention" in sys.modules}
+try:
+    import first
+    facts["first_file"] = os.path.basename(first.__file__)
+    facts["double"] = first.double(21)
+except ImportError as error:
+    facts["import_error"] = str(error)
+contents = {}
+for folder, _, names in os.walk("."):
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as handle:
+            contents[os.path.join(folder, name)] = handle.read().decode("latin-1")
+facts["files"] = sorted(contents)
+marker = "FIRST-SOLUTION-" + "MARKER-5d1c"   # never whole in this file
+facts["marker_seen"] = any(marker in text for text in contents.values())
+print("FACTS" + json.dumps(facts))
+
+def quadruple(x):
+    return x * 4
+'''
+STUDENT_FIRST = "def double(x):\n    return x * 3\n"   # the student's own earlier work
+LEVELS = isolation_levels()
+LIMITS = Limits(processes=16, file_size_mb=8, cpu_seconds=50, memory_mb=1500)
+
+
+def _kit(root, provide, first_builds_on=""):
+    """A kit of two assignments: `second` builds on `first` with `provide`."""
+    for name, module, api, source, builds_on in (
+            ("first", "first", "double", FIRST_SOLUTION, first_builds_on),
+            ("second", "second", "quadruple", SECOND_SOLUTION,
+             f'{{assignment = "first", provide = "{provide}"}}' if provide else "")):
+        (root / "tests_hidden" / name).mkdir(parents=True)
+        (root / "assignments" / name).mkdir(parents=True)
+        (root / "tests_hidden" / name / "assignment.toml").write_text(DECLARATION.format(
+            name=name, module=module, api=api, builds_on=builds_on))
+    (root / "solutions").mkdir()
+    (root / "solutions" / "first.py").write_text(FIRST_SOLUTION)
+    (root / "solutions" / "second.py").write_text(SECOND_SOLUTION)
+    return str(root)
+
+
+def _submission(folder, with_first):
+    folder.mkdir()
+    (folder / "second.py").write_text(SPY)
+    if with_first:
+        (folder / "first.py").write_text(STUDENT_FIRST)
+    return str(folder / "second.py")
+
+
+def _run(level, kit, submission):
+    """Start a worker for `submission` as the kit's `second`; (staged files {relative path:
+    (bytes, mode)} as the trusted side put them in the worker's folder, load reply, facts)."""
+    second = assignments.load("second", kit_root=kit)
+    stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    os.chmod(stage_dir, 0o711)
+    worker = Worker(submission, level, LIMITS, stage_dir, assignment=second)
+    try:
+        worker.start()
+        staged = {}
+        for folder, _, names in os.walk(worker.view.work_dir):
+            for name in names:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as handle:
+                    staged[os.path.relpath(path, worker.view.work_dir)] = (
+                        handle.read(), stat.S_IMODE(os.stat(path).st_mode))
+        reply = worker.request({"op": "load", "names": ["quadruple"]}, timeout=60)
+    finally:
+        worker.stop()
+    out, err = worker.output()
+    line = [row for row in out.splitlines() if row.startswith("FACTS")]
+    return staged, reply, (json.loads(line[0][5:]) if line else None), err
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[lv.level for lv in LEVELS])
+def test_given_stages_the_earlier_solution_read_only_under_its_module_name(tmp_path, level):
+    kit = _kit(tmp_path / "kit", "given")
+    # the student handed in an attention-like earlier file too: the declaration chose the
+    # given one, which replaces it
+    staged, reply, facts, err = _run(level, kit, _submission(tmp_path / "sub", with_first=True))
+    assert reply["ok"] is True, (reply, err)
+    assert staged["first.py"] == (FIRST_SOLUTION.encode(), 0o444)
+    assert sorted(staged) == ["first.py", "second.py"]
+    assert facts["name"] == "second" and facts["registered"] is True
+    assert facts["attention_registered"] is False   # the default assignment's name is not used
+    assert facts["first_file"] == "first.py"
+    assert facts["double"] == 42                     # the solution's 2 * 21, not the student's 63
+    assert facts["marker_seen"] is True
+
+
+def test_a_fresh_worker_gets_the_module_name_as_a_forked_one_does(tmp_path, monkeypatch):
+    """The name travels on the fresh worker's command line and in a forked one's plan."""
+    monkeypatch.setenv("ATTNKIT_WORKER_START", "fresh")
+    kit = _kit(tmp_path / "kit", "given")
+    staged, reply, facts, err = _run(LEVELS[0], kit, _submission(tmp_path / "sub", False))
+    assert reply["ok"] is True, (reply, err)
+    assert facts["name"] == "second" and facts["double"] == 42
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[lv.level for lv in LEVELS])
+def test_student_imports_the_students_own_earlier_file_and_no_byte_of_the_solution(tmp_path, level):
+    kit = _kit(tmp_path / "kit", "student")
+    staged, reply, facts, err = _run(level, kit, _submission(tmp_path / "sub", with_first=True))
+    assert reply["ok"] is True, (reply, err)
+    assert facts["name"] == "second" and facts["registered"] is True
+    assert facts["double"] == 63                     # the student's own 3 * 21
+    assert staged["first.py"][0] == STUDENT_FIRST.encode()
+    solution = FIRST_SOLUTION.encode()
+    for name, (data, _) in staged.items():           # as the trusted side staged it
+        assert MARKER.encode() not in data and solution not in data, name
+    assert facts["marker_seen"] is False             # as the worker saw its folder
+    assert sorted(staged) == ["first.py", "second.py"]
+
+
+@pytest.mark.parametrize("level", LEVELS[:1], ids=[lv.level for lv in LEVELS[:1]])
+def test_student_without_the_earlier_file_fails_to_import_it_and_gets_no_solution(tmp_path, level):
+    kit = _kit(tmp_path / "kit", "student")
+    staged, reply, facts, err = _run(level, kit, _submission(tmp_path / "sub", with_first=False))
+    assert sorted(staged) == ["second.py"]
+    assert facts["import_error"] == "No module named 'first'"
+    assert reply["ok"] is True                       # the spy caught it; a real file would not
+
+
+def test_without_builds_on_nothing_earlier_is_staged(tmp_path):
+    kit = _kit(tmp_path / "kit", "")
+    second = assignments.load("second", kit_root=kit)
+    assert stage.imports_of(second) == stage.Imports("second", (), ())
+    work = tmp_path / "work"
+    work.mkdir()
+    stage.stage_given(stage.imports_of(second), str(work))
+    assert os.listdir(work) == []
+
+
+def test_imports_name_the_earlier_modules_as_declared(tmp_path):
+    given = assignments.load("second", kit_root=_kit(tmp_path / "g", "given"))
+    student = assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))
+    assert stage.imports_of(given) == stage.Imports(
+        "second", (("first", str(tmp_path / "g" / "solutions" / "first.py")),), ())
+    assert stage.imports_of(student) == stage.Imports("second", (), (("first", "first"),))
+    assert stage.imports_of(student).earlier_file("first") == "first.py"
+    assert stage.imports_of(given).earlier_file("first") is None   # given: never the student's
+    assert stage.imports_of(student).earlier_file("torch") is None
+
+
+def test_a_given_solution_needing_an_undeclared_earlier_module_is_refused(tmp_path):
+    # first builds on zero; second gets first's solution, which would import zero in the
+    # worker, and does not declare zero
+    kit = tmp_path / "kit"
+    _kit(kit, "given", first_builds_on='{assignment = "zero", provide = "student"}')
+    (kit / "tests_hidden" / "zero").mkdir()
+    (kit / "assignments" / "zero").mkdir()
+    (kit / "tests_hidden" / "zero" / "assignment.toml").write_text(DECLARATION.format(
+        name="zero", module="zero", api="zero", builds_on=""))
+    (kit / "solutions" / "zero.py").write_text("def zero(x):\n    return x * 0\n")
+    second = assignments.load("second", kit_root=str(kit))
+    with pytest.raises(ValueError) as refused:
+        stage.imports_of(second)
+    assert str(refused.value) == (
+        "second builds on first (given), whose solution imports zero (first builds on zero): "
+        "declare zero in second's builds_on too")
+    worker = Worker(str(kit / "solutions" / "second.py"), LEVELS[-1], LIMITS,
+                    str(tmp_path), assignment=second)
+    with pytest.raises(WorkerFailure) as failed:
+        worker.start()
+    worker.stop()
+    assert failed.value.kind == "start"
+    assert "declare zero in second's builds_on too" in failed.value.reason
+
+
+@pytest.mark.parametrize("name, why", [
+    ("json", "taken by a module the worker needs"),
+    ("torch", "taken by a module the worker needs"),
+    ("class", "is not a Python name"),
+    ("first-part", "is not a Python name"),
+    ("", "is not a Python name"),
+    (None, "is not a Python name"),
+    ("m" * 65, "longer than 64 characters"),
+])
+def test_module_names_a_worker_may_not_register_are_refused(name, why):
+    with pytest.raises(ValueError) as refused:
+        stage.check_module_name(name)
+    assert why in str(refused.value)
+    assert stage.check_module_name("m" * 64) == "m" * 64
+
+
+def test_the_worker_itself_refuses_a_bad_module_name():
+    """The worker checks the name it is given again (a second line of defence): given one
+    that is taken or not a name, it exits 73 before it reads a request."""
+    runtime = os.path.dirname(stage.RUNTIME_DIR)
+    for name, said in (("json", "the module name 'json' is taken"),
+                       ("a.b", "'a.b' is not a module name"),
+                       ("x" * 65, "is not a module name")):
+        code = (f"import sys; sys.path.insert(0, {runtime!r}); from runtime import worker, "
+                "guards, probes, protocol; import os; r, w = os.pipe(); "
+                f"sys.exit(worker.run(w, {{}}, 'x.py', guards, probes, protocol, {name!r}))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 73, done.stderr[-2000:]
+        assert said in done.stderr
