@@ -144,7 +144,7 @@ class ProbeResult:
                              "tensor").format(label=label))
             return value
         if kind == "missing":
-            # the attribute's own name (weights.attention_weights -> attention_weights)
+            # the attribute's own name (layer.weights -> weights)
             attribute = (which if which and which != "output" else "result").rsplit(".", 1)[-1]
             self._fail(_("{label} does not exist ({repr}). Store it as an attribute in forward, "
                          "e.g. self.{attribute} = ...").format(

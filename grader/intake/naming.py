@@ -7,7 +7,7 @@ name none. Nothing here names an assignment.
 
     like("transformer").match("transformer-1")       # Canvas's re-upload suffix
     like("transformer").match("Transformer (2)")     # a browser's or an OS's copy
-    like("transformer").match("attention") is None
+    like("transformer").match("rnn") is None
 """
 import functools
 import re

@@ -14,17 +14,22 @@ class GradebookProblem(Exception):
     """The course's gradebook does not hold the assignment as the kit released it."""
 
 
-def assignment_cells(gradebook, assignment, points):
+def assignment_cells(gradebook, assignment, points, notebook_file=None):
     """(notebook name, {part: max score}) of the notebook of `assignment` whose graded
     cells are the suite's parts; GradebookProblem when there is none, or when its points
-    differ from the hidden suite's `points` ({part: points})."""
+    differ from the hidden suite's `points` ({part: points}). notebook_file: the kit's
+    notebook for it (the declaration's `<module>.ipynb`; None: the default assignment's),
+    named in the advice."""
     from nbgrader.api import MissingEntry
+    if notebook_file is None:
+        from ..assignment import load
+        notebook_file = load().notebook_file
     try:
         record = gradebook.find_assignment(assignment)
     except MissingEntry:
         raise GradebookProblem(
             f"the gradebook has no assignment {assignment!r}: write its source notebook with "
-            f"`grader release --notebook source/{assignment}/attention.ipynb`, then run "
+            f"`grader release --notebook source/{assignment}/{notebook_file}`, then run "
             f"`nbgrader generate_assignment {assignment}`") from None
     seen = []
     for notebook in record.notebooks:
