@@ -340,7 +340,8 @@ def main(argv=None):
         from .grade import SuiteFailed
         from .validate import print_table, validate
         try:
-            ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out)
+            ok, rows = validate(suite_options(args), jobs=args.jobs, out_dir=args.out,
+                                assignment=args.kit_assignment)
         except SuiteFailed as error:
             print(f"grader validate: the hidden suite does not hold: {error}", file=sys.stderr)
             return 1
@@ -349,7 +350,8 @@ def main(argv=None):
             import datetime
             from .validate import docs_table
             with open(args.docs, "w", encoding="utf-8") as out:
-                out.write(docs_table(rows, datetime.date.today().isoformat()))
+                out.write(docs_table(rows, datetime.date.today().isoformat(),
+                                     args.kit_assignment))
         return 0 if ok else 1
     return 2
 

@@ -13,13 +13,15 @@ import os
 import pytest
 import torch
 
-from grader import i18n, paths
-from grader.catalog.mistakes import by_id, callers
+from grader import assignment, i18n, paths
+from grader.catalog import Catalog
 from grader.grade import MixedSettings, SuiteOptions, grade_batch
 from grader.grade.fingerprint import suite_fingerprint
 from grader.report.feedback import carried_lines
 
 pytestmark = pytest.mark.slow
+CATALOG = Catalog.of(assignment.load("attention"))
+by_id, callers = CATALOG.by_id, CATALOG.callers
 
 MAX = {"sequence_mask": 11, "masked_softmax": 20, "AdditiveAttention": 15,
        "DotProductAttention": 15, "transpose": 9, "MultiHeadAttention": 20, "GPU": 10}

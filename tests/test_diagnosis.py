@@ -10,11 +10,14 @@ import re
 import pytest
 
 from conftest import KIT, SOLUTION
-from grader.catalog import MISTAKES, by_id
+from grader import assignment
+from grader.catalog import Catalog
 from grader.catalog.diagnose import Search, same_results
 from grader.grade import grade_batch
 
-ALTERNATIVES = os.path.join(KIT, "grader", "validate", "alternatives")
+ALTERNATIVES = os.path.join(KIT, "tests_hidden", "attention", "alternatives")
+CATALOG = Catalog.of(assignment.load("attention"))
+MISTAKES, by_id = CATALOG.mistakes, CATALOG.by_id
 
 
 def _edit(path, *edits):
@@ -281,7 +284,7 @@ def test_errors_match_only_with_the_same_stage_type_and_parameters():
 
 def test_the_search_narrows_after_the_first_failing_cases_of_a_part():
     search = Search()
-    everything = MISTAKES[:5]
+    everything = list(MISTAKES[:5])
     assert search.narrow("p", everything) == everything
     search.record("p", [everything[2].id])
     assert search.narrow("p", everything) == everything
@@ -295,7 +298,8 @@ def test_a_fill_value_is_read_from_the_weights_it_gives():
     """softmax-fill-small stands for every fill from -1000 to 0: the value is read from the
     weights (computed here with torch.softmax, not with the catalog's code)."""
     import torch
-    from grader.catalog.mistakes import _infer_fill, by_id, instance
+    _infer_fill = assignment.load("attention").catalog()._infer_fill
+    instance = CATALOG.instance
     X = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(3))
     lens = torch.tensor([2, 4])
 
@@ -324,7 +328,7 @@ def test_a_fill_value_is_read_from_the_weights_it_gives():
 
 
 def test_two_mistakes_at_once_combine_only_when_they_edit_different_lines():
-    from grader.catalog.mistakes import combined, members
+    combined, members = CATALOG.combined, CATALOG.members
     both = combined(["dot-dropout-on-output", "dot-no-scale"])
     assert both.id == "dot-dropout-on-output&dot-no-scale"
     assert members(both.id) == ["dot-dropout-on-output", "dot-no-scale"]

@@ -9,9 +9,14 @@ import os
 import pytest
 
 from conftest import KIT
-from grader.catalog import MISTAKES
+from grader import assignment
+from grader.catalog import Catalog
 from grader.grade import SuiteOptions
-from grader.validate import ALTERNATIVES, validate
+from grader.validate import validate
+
+ATTENTION = assignment.load("attention")
+CATALOG = Catalog.of(ATTENTION)
+MISTAKES = CATALOG.mistakes
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +37,15 @@ def test_catalog_is_big_enough_and_covers_every_part(validation):
     assert parts == {"sequence_mask", "masked_softmax", "AdditiveAttention",
                      "DotProductAttention", "transpose", "MultiHeadAttention", "GPU"}
     alternatives = [item for item, _, _ in rows if item.kind == "alternative"]
-    assert len(alternatives) >= 5 and len(os.listdir(ALTERNATIVES)) >= 5
+    assert len(alternatives) >= 5 and len(os.listdir(ATTENTION.alternatives)) >= 5
 
 
 def test_every_mistake_teaches_in_both_languages():
     for mistake in MISTAKES:
         assert mistake.en.strip() and mistake.zh.strip(), mistake.id
         assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.zh), mistake.id
-        assert mistake.experiment("en") and mistake.experiment("zh"), mistake.id
+        assert CATALOG.experiment(mistake.target, "en") and \
+            CATALOG.experiment(mistake.target, "zh"), mistake.id
 
 
 def test_docs_table_names_every_mistake():

@@ -11,30 +11,37 @@ from ..harness.failures import StudentFailure
 from ..harness.results import ProbeResult
 from ..sandbox.runtime.probes import run_probe
 
-_MODULES = {}  # (solution path, mistake id) -> module: built once per process
+_MODULES = {}  # (solution path, module, mistake id) -> module: built once per process
 
 
-def mistake_module(mistake, solution_path):
-    key = (solution_path, mistake.id)
+def mistake_module(mistake, solution_path, module=None):
+    """The solution at `solution_path` with `mistake` made, as the module
+    `<module>_mistake_<id>` (`module`: the assignment's module name, Catalog.module; None:
+    the default assignment's, during the transition)."""
+    if module is None:
+        from .mistakes import default
+        module = default().module
+    key = (solution_path, module, mistake.id)
     if key not in _MODULES:
         with open(solution_path, encoding="utf-8") as handle:
             source = mistake.apply(handle.read())
-        module = types.ModuleType(f"attention_mistake_{mistake.id.replace('-', '_')}")
-        module.__file__ = f"<mistake {mistake.id}>"
-        exec(compile(source, module.__file__, "exec"), module.__dict__)
-        _MODULES[key] = module
+        built = types.ModuleType(f"{module}_mistake_{mistake.id.replace('-', '_')}")
+        built.__file__ = f"<mistake {mistake.id}>"
+        exec(compile(source, built.__file__, "exec"), built.__dict__)
+        _MODULES[key] = built
     return _MODULES[key]
 
 
 class MistakeImplementation:
-    """`mistake` in the solution at `solution_path`, graded like a submission."""
+    """`mistake` in the solution at `solution_path`, graded like a submission; `module`: the
+    assignment's module name (Catalog.module; pass it: None means the default assignment's)."""
 
     diagnosable = False  # the checks never diagnose a mistake with the catalog itself
 
-    def __init__(self, mistake, solution_path):
+    def __init__(self, mistake, solution_path, module=None):
         self.mistake = mistake
         self.solution_path = solution_path
-        self.module = mistake_module(mistake, solution_path)
+        self.module = mistake_module(mistake, solution_path, module)
 
     def raw(self, probe):
         """The probe's raw result (what a worker would send), never raising; computed once

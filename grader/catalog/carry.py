@@ -6,8 +6,8 @@ The rule, applied in the trusted process at the end of the session, after the di
 
     A failed case of part P is re-scored as passed, "carried forward", when
     1. M is not empty: the mistakes the final diagnosis of their own part (the catalog's
-       `part`) names, that live in a function the case's target calls (mistakes.CALLS;
-       never the target itself). Several are applied together (mistakes.combined), each
+       `part`) names, that live in a function the case's target calls (the declaration's
+       `calls`; never the target itself). Several are applied together (Catalog.combined), each
        as the instance its own part's cases matched (a fill value, an axis); and
     2. the case passes the same check with the solution with M standing in for the
        solution (`CarriedReference`), where the solution with M passes that check itself;
@@ -21,6 +21,9 @@ as before. The degenerate rule and the GPU share use the same judgement (the che
 `fails`/`alike` of the stand-in). A callee mistake no diagnosis named is never carried;
 the case keeps its failure and a note of which called function failed its own cases.
 `grader grade --carry-forward off` skips all of this.
+
+Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog: pass
+`Catalog.of(assignment)`, built once per session); None means the default assignment's.
 """
 import collections
 
@@ -29,11 +32,10 @@ from ..harness.failures import StudentFailure
 from ..harness.results import ProbeResult
 from .build import MistakeImplementation
 from .diagnose import same_results
-from .mistakes import CALLS, MISTAKES, PART_TARGETS, base_id, by_id, combined
+from .mistakes import base_id, resolve
 
 SETTINGS = ("on", "off")
 DEFAULT = "on"
-_ORDER = {m.id: n for n, m in enumerate(MISTAKES)}
 
 
 class MistakeFails(StudentFailure):
@@ -56,12 +58,13 @@ class Alike:
 
 class CarriedReference:
     """The solution with mistake(s) `mistake`, in the place of the reference in a check.
-    The student's module still loads the solution's weights (`fresh_state`)."""
+    The student's module still loads the solution's weights (`fresh_state`). `module`: the
+    assignment's module name (Catalog.module; None: the default assignment's)."""
 
-    def __init__(self, reference, mistake):
+    def __init__(self, reference, mistake, module=None):
         self.reference, self.mistake = reference, mistake
         self.path = reference.path
-        self.implementation = MistakeImplementation(mistake, reference.path)
+        self.implementation = MistakeImplementation(mistake, reference.path, module)
 
     def fresh_state(self, target, init, seed):
         return self.reference.fresh_state(target, init, seed)
@@ -128,48 +131,54 @@ class Undiagnosed:
         return getattr(self._student, name)
 
 
-def part_of(target):
-    return next((p for p, ts in PART_TARGETS.items() if target in ts), target)
+def part_of(target, catalog=None):
+    """The CPU part that grades `target` (its own name when no part lists it)."""
+    return resolve(catalog).part_of(target)
 
 
-def named(diagnoses, tests, before):
+def named(diagnoses, tests, before, catalog=None):
     """{catalog id: the id to apply} for every mistake named by its own part's diagnosis;
     a class mistake's instance is the one its own part's cases matched most (`before`:
     nodeid -> the ids each case matched, taken before the diagnosis trimmed them)."""
+    catalog = resolve(catalog)
     out = {}
     for entry in diagnoses or []:
-        mistake = by_id(entry.get("mistake"))
+        mistake = catalog.by_id(entry.get("mistake"))
         if mistake is None or entry.get("part") != mistake.part:
             continue
         seen = collections.Counter(
             one for test in tests if test.get("part") == mistake.part
             for found in before.get(test.get("nodeid"), []) for one in str(found).split("&")
-            if base_id(one) == mistake.id and by_id(one) is not None)
+            if base_id(one) == mistake.id and catalog.by_id(one) is not None)
         out[mistake.id] = seen.most_common(1)[0][0] if seen else mistake.id
     return out
 
 
-def carried_mistakes(target, named_ids):
+def carried_mistakes(target, named_ids, catalog=None):
     """The named mistakes in the functions `target` calls, in the catalog's order."""
-    calls = CALLS.get(target, ())
-    found = [i for base, i in named_ids.items() if by_id(base).target in calls]
-    return sorted(found, key=lambda i: _ORDER.get(base_id(i), 0))
+    catalog = resolve(catalog)
+    calls = catalog.calls.get(target, ())
+    found = [i for base, i in named_ids.items() if catalog.by_id(base).target in calls]
+    return sorted(found, key=catalog.order)
 
 
-def as_mistake(ids):
-    return by_id(ids[0]) if len(ids) == 1 else combined(ids)
+def as_mistake(ids, catalog=None):
+    catalog = resolve(catalog)
+    return catalog.by_id(ids[0]) if len(ids) == 1 else catalog.combined(ids)
 
 
 def carry_forward(tests, cases, diagnoses, before, reference, student, grade, works, state,
-                  others=()):
+                  others=(), catalog=None):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many were carried.
 
     grade(case, student, reference) -> bool: the case's own check passes (checks.passes);
     works(target, student, reference) -> bool: checks.shows_it_works; state(case,
     reference): the module weights a case loads (checks._state); others: the entries of
-    parts this session did not grade (--parts), run only for their diagnosis."""
-    named_ids = named(diagnoses, list(tests) + list(others), before)
+    parts this session did not grade (--parts), run only for their diagnosis; catalog: the
+    assignment's Catalog (None: the default assignment's)."""
+    catalog = resolve(catalog)
+    named_ids = named(diagnoses, list(tests) + list(others), before, catalog)
     failed_parts = {t.get("part") for t in list(tests) + list(others)
                     if t.get("outcome") == "failed" and t.get("blame") == "student"}
     carried = 0
@@ -179,17 +188,18 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, wo
         case = cases.get(test.get("name"))
         if case is None or _missing(student, case.target):
             continue  # a function the file does not define: nothing a callee could explain
-        ids = carried_mistakes(case.target, named_ids)
-        callees = [c for c in CALLS.get(case.target, ()) if part_of(c) in failed_parts]
-        mistake = as_mistake(ids) if ids else None
+        ids = carried_mistakes(case.target, named_ids, catalog)
+        callees = [c for c in catalog.calls.get(case.target, ())
+                   if catalog.part_of(c) in failed_parts]
+        mistake = as_mistake(ids, catalog) if ids else None
         if mistake is None:
             if callees:
                 test["carry_note"] = {"why": "unnamed", "target": case.target,
                                       "callees": callees, "mistakes": []}
             continue
         try:
-            ok = _passes(case, Undiagnosed(student), CarriedReference(reference, mistake),
-                         grade, works, state)
+            ok = _passes(case, Undiagnosed(student),
+                         CarriedReference(reference, mistake, catalog.module), grade, works, state)
         except Exception as error:  # noqa: BLE001 - the grader's failure, said as such
             test.update(blame="grader", message="", grader_traceback=(
                 f"carrying forward {mistake.id}: {type(error).__name__}: {error}")[:8000])

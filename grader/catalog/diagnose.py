@@ -9,6 +9,9 @@ each only with evidence: it matched in that part's failing cases, and graded by 
 checks it fails nothing the submission passed. Failing cases no named mistake explains get
 an observation (what the first of them saw), never a cause; so does a part where no
 mistake qualifies.
+
+Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog: pass
+`Catalog.of(assignment)`, built once per session); None means the default assignment's.
 """
 import collections
 import itertools
@@ -17,8 +20,7 @@ from ..harness.compare import same
 from ..harness.devices import device_failure
 from ..i18n import case_words
 from .build import MistakeImplementation
-from .mistakes import (EXPERIMENTS, PART_TARGETS, base_id, by_id, callers, combined, instance,
-                       members, suspects_for)
+from .mistakes import base_id, members, resolve
 
 MAX_CANDIDATES = 6  # per part: the mistakes that matched most often are checked further
 MAX_NAMED = 3       # per part: the most mistakes one diagnosis names
@@ -183,23 +185,24 @@ class Search:
         self.matched += [i for i in found if "&" not in i and i not in self.matched]
 
 
-def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None):
+def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None, catalog=None):
     """Ids of the catalog mistakes whose result for `probe` equals the submission's.
 
     Only plausible mistakes are run: those of the case's own part, and those of a part in
     which the submission has already failed a case (`failed_parts`; every catalog mistake
     fails some case of its own part, `grader validate` checks it), so a submission whose
-    masked_softmax passes is not searched for masked_softmax mistakes in its attentions."""
+    callee passes is not searched for that callee's mistakes in its callers' cases."""
+    catalog = resolve(catalog)
     found = []
-    plausible = [m for m in suspects_for(case.target)
-                 if not (probe.get("guard") and m.part != "GPU")  # a guarded run of code
-                 # right on the CPU changes only with a device mistake
-                 and (failed_parts is None or m.part in (case.part, "GPU")
+    plausible = [m for m in catalog.suspects_for(case.target)
+                 if not (probe.get("guard") and not catalog.is_device(m.part))  # a guarded
+                 # run of code right on the CPU changes only with a device mistake
+                 and (failed_parts is None or m.part == case.part or catalog.is_device(m.part)
                       or m.part in failed_parts)]
     for mistake in (search.narrow(case.part, plausible) if search else plausible):
-        for candidate in _instances(mistake, probe, got_raw, search):
+        for candidate in _instances(mistake, probe, got_raw, search, catalog):
             try:
-                mine = MistakeImplementation(candidate, solution_path).raw(probe)
+                mine = MistakeImplementation(candidate, solution_path, catalog.module).raw(probe)
             except Exception:
                 continue  # this mistake cannot run these inputs: it is no evidence either way
             if mine.get("ok") is not True and got_raw.get("ok") is True:
@@ -208,24 +211,25 @@ def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None
                 found.append(candidate.id)
                 break
     if not found and search is not None:
-        found = _two_at_once(case, probe, got_raw, solution_path, plausible, search)
+        found = _two_at_once(case, probe, got_raw, solution_path, plausible, search, catalog)
     if search:
         search.record(case.part, [m for i in found for m in members(i)])
         search.singles(found)
     return found
 
 
-def _two_at_once(case, probe, got_raw, solution_path, plausible, search):
+def _two_at_once(case, probe, got_raw, solution_path, plausible, search, catalog=None):
     """A case no single mistake matches may be two at once: a mistake already matched in
     this session (one a case of this target can show) combined with each plausible one.
     A few such searches per part; a combination found is tried first in later cases."""
+    catalog = resolve(catalog)
     state = search.combined(case.part)
 
     def same_as(mistake):
         if mistake is None:
             return False
         try:
-            mine = MistakeImplementation(mistake, solution_path).raw(probe)
+            mine = MistakeImplementation(mistake, solution_path, catalog.module).raw(probe)
         except Exception:
             return False
         return (mine.get("ok") is True or got_raw.get("ok") is not True) and \
@@ -233,7 +237,7 @@ def _two_at_once(case, probe, got_raw, solution_path, plausible, search):
 
     for combo in state["found"]:
         if all(base_id(m) in {p.id for p in plausible} for m in combo.split("&")) \
-                and same_as(by_id(combo)):
+                and same_as(catalog.by_id(combo)):
             return [combo]
     ids = {m.id for m in plausible}
     singles = [i for i in search.matched if base_id(i) in ids][-2:]
@@ -241,20 +245,20 @@ def _two_at_once(case, probe, got_raw, solution_path, plausible, search):
         return []
     state["searches"] += 1
     for first in singles:
-        if by_id(first) is None or by_id(first).part == "GPU":
+        if catalog.by_id(first) is None or catalog.is_device(catalog.by_id(first).part):
             continue
         for other in plausible:
-            if other.id == base_id(first) or other.part == "GPU":
+            if other.id == base_id(first) or catalog.is_device(other.part):
                 continue
-            for candidate in _instances(other, probe, got_raw, search):
-                combo = combined(sorted([first, candidate.id]))
+            for candidate in _instances(other, probe, got_raw, search, catalog):
+                combo = catalog.combined(sorted([first, candidate.id]))
                 if same_as(combo):
                     state["found"].append(combo.id)
                     return [combo.id]
     return []
 
 
-def _instances(mistake, probe, got_raw, search):
+def _instances(mistake, probe, got_raw, search, catalog):
     """The mistakes to run for a catalog entry: itself, or for a class mistake (a fill value,
     a set of layers) the instance its `infer` reads from this case, else its default and the
     instances read in this session's earlier cases (a caller's case shows a callee's fill
@@ -273,33 +277,33 @@ def _instances(mistake, probe, got_raw, search):
             search.remember(mistake.id, values[0])
         # when several fit, the one read in an earlier case first
         values = sorted(values, key=lambda v: v not in remembered)
-        found = [instance(mistake, v) for v in values[:4] if isinstance(v, str)]
+        found = [catalog.instance(mistake, v) for v in values[:4] if isinstance(v, str)]
         return [m for m in found if m is not None]
-    seen = [instance(mistake, v) for v in remembered]
+    seen = [catalog.instance(mistake, v) for v in remembered]
     return [mistake] + [m for m in seen if m is not None and m.id != mistake.id]
 
 
-def sentence(mistake_ids, lang="en"):
+def sentence(mistake_ids, lang="en", catalog=None):
     """The line a failing case's message gains when its result equals a mistake's."""
-    lang = _lang(lang)
-    mistakes = [by_id(i) for i in mistake_ids if by_id(i)]
+    lang, catalog = _lang(lang), resolve(catalog)
+    mistakes = [catalog.by_id(i) for i in mistake_ids if catalog.by_id(i)]
     if not mistakes:
         return ""
     return SENTENCE[lang].format(clause=mistakes[0].text(lang))
 
 
 # -- one part ---------------------------------------------------------------------------
-def _footprint(mistake, cases):
+def _footprint(mistake, cases, catalog):
     """The cases a mistake can change: its target's and its callers', and the device cases
     only for device mistakes."""
-    reach = set().union(*(callers(by_id(m).target) for m in mistake.id.split("&")))
+    reach = set().union(*(catalog.callers(catalog.by_id(m).target) for m in mistake.id.split("&")))
     return [c for c in cases if c.target in reach and
-            (c.check not in ("device", "cuda")) == (mistake.part != "GPU")]
+            (c.check not in ("device", "cuda")) == (not catalog.is_device(mistake.part))]
 
 
-def _where(part, mistake, lang):
-    own = PART_TARGETS.get(part, (part,))
-    if mistake is None or mistake.target in own or part == "GPU":
+def _where(part, mistake, lang, catalog):
+    own = catalog.targets_of(part)
+    if mistake is None or mistake.target in own or catalog.is_device(part):
         return part if mistake is None else mistake.target
     return ELSEWHERE[lang].format(target=mistake.target, part=part)
 
@@ -343,7 +347,7 @@ def _smallest_cover(candidates, covers, failing):
     return best
 
 
-def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
+def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", catalog=None):
     """The diagnoses of each part that lost points: the smallest set of catalog mistakes
     (at most MAX_NAMED, from the part and the functions it calls) that explains its failing
     cases, each with its own sentence and experiment, and an observation for the failing
@@ -359,9 +363,10 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
     tests:      the recorder's entries (name, part, outcome, blame, mistakes, message)
     cases:      {name: Case} of the hidden suite
     grade_case: (case, implementation) -> True when the implementation passes the case
+    catalog:    the assignment's Catalog (None: the default assignment's)
     Returns [{"part", "mistake" (id or None), "text", "experiment"}], a part's entries together.
     """
-    lang = _lang(lang)
+    lang, catalog = _lang(lang), resolve(catalog)
     ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
     failed = {n for n, t in ran.items() if t.get("outcome") == "failed"}
     passed = set(ran) - failed
@@ -371,9 +376,10 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
     def fails_of(mistake):
         if mistake.id not in footprints:
             out = set()
-            for case in _footprint(mistake, [cases[n] for n in ran if n in cases]):
+            for case in _footprint(mistake, [cases[n] for n in ran if n in cases], catalog):
                 try:
-                    ok = grade_case(case, MistakeImplementation(mistake, solution_path))
+                    ok = grade_case(case, MistakeImplementation(mistake, solution_path,
+                                                                catalog.module))
                 except Exception:
                     ok = False
                 if not ok:
@@ -390,12 +396,12 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
         matched_in = collections.defaultdict(set)
         for n in failing:
             for i in ran[n].get("mistakes") or []:
-                if by_id(i):
+                if catalog.by_id(i):
                     matched_in[i].add(n)
         ranked = sorted(matched_in, key=lambda i: -len(matched_in[i]))[:MAX_CANDIDATES]
         candidates, keys, covers = [], {}, {}
         for rank, mistake_id in enumerate(ranked):
-            mistake = by_id(mistake_id)
+            mistake = catalog.by_id(mistake_id)
             fails = fails_of(mistake)
             if fails & passed:
                 continue  # it would fail a case the submission passes: not this mistake
@@ -417,7 +423,7 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
         # one mistake: named once, with the parameter its first instance has
         named = [i for n, i in enumerate(named) if base_id(i) not in map(base_id, named[:n])]
         for own_id in named:
-            mistake = by_id(own_id)
+            mistake = catalog.by_id(own_id)
             # the cases whose results equal it alone, or (named only in a combination) made
             # at once with another
             alone = own_id in qualified[part]
@@ -427,47 +433,49 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en"):
             first = next((d["part"] for d in diagnoses if d["mistake"] == base_id(own_id)), None)
             if first is None:
                 template = DIAGNOSIS if alone else TOGETHER
-                text = template[lang].format(where=_where(part, mistake, lang), matched=matched,
+                text = template[lang].format(where=_where(part, mistake, lang, catalog),
+                                             matched=matched,
                                              failing=len(failing), clause=mistake.text(lang))
             else:  # said once, with its experiment, where it was first diagnosed
                 # with another mistake named in this part, say which one it is
                 template = AGAIN if len(named) == 1 else AGAIN_WHICH
-                text = template[lang].format(where=_where(part, mistake, lang), first=first,
+                text = template[lang].format(where=_where(part, mistake, lang, catalog),
+                                             first=first,
                                              matched=matched, failing=len(failing),
                                              clause=mistake.text(lang))
             shown = {d["experiment"] for d in diagnoses if d["part"] == part}
-            experiment = "" if first else mistake.experiment(lang)
+            experiment = "" if first else catalog.experiment(mistake.target, lang)
             diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,
                               "experiment": "" if experiment in shown else experiment})
         explained = set().union(*(covers[m.id] for m in chosen)) if chosen else set()
         rest = [n for n in failing if n not in explained]
         if not rest:
             continue
-        en, zh = EXPERIMENTS.get(PART_TARGETS.get(part, (part,))[0], ("", ""))
+        experiment = catalog.part_experiment(part, lang)
         shown = {d["experiment"] for d in diagnoses if d["part"] == part}
         diagnoses.append({"part": part, "mistake": None,
                           "text": _observation(part, rest, ran, cases, lang,
                                                UNEXPLAINED if chosen else OBSERVED),
-                          "experiment": "" if (zh if lang == "zh" else en) in shown
-                          else (zh if lang == "zh" else en)})
-    _keep_qualified_lines(ran, student_failed, qualified, lang)
+                          "experiment": "" if experiment in shown else experiment})
+    _keep_qualified_lines(ran, student_failed, qualified, lang, catalog)
     return diagnoses
 
 
-def _keep_qualified_lines(ran, student_failed, qualified, lang):
+def _keep_qualified_lines(ran, student_failed, qualified, lang, catalog):
     """A failing case's "exactly what you get if" line (tests_hidden/checks.py adds it for
     the first mistake whose results equal the case's) stays only for a mistake its part's
     diagnosis qualified: it then names the first such one; otherwise it is dropped, and the
     case's `mistakes` keep only the qualified ones."""
     for name in student_failed:
         entry = ran[name]
-        found = [i for i in entry.get("mistakes") or [] if by_id(i)]
+        found = [i for i in entry.get("mistakes") or [] if catalog.by_id(i)]
         if not found:
             continue
         kept = [i for i in found if i in qualified.get(entry.get("part"), ())]
         message = str(entry.get("message") or "")
-        line = "\n  " + sentence(found, lang)
+        line = "\n  " + sentence(found, lang, catalog)
         if line in message:
-            message = message.replace(line, "\n  " + sentence(kept, lang) if kept else "")
+            message = message.replace(line, "\n  " + sentence(kept, lang, catalog) if kept
+                                      else "")
         entry["message"] = message
         entry["mistakes"] = list(dict.fromkeys(m for i in kept for m in members(i)))

@@ -2,7 +2,7 @@
 
 The skeleton students start from, the public self-checks, the instructor's solution, the
 book's own code as the kit's correct alternatives hold it (d2l 0.17's functions and d2l
-1.0's LazyLinear variant, grader/validate/alternatives/) and the book's example calls
+1.0's LazyLinear variant, tests_hidden/<name>/alternatives/) and the book's example calls
 from the same sections (BOOK_EXAMPLES: students paste them as demos). A k-gram of a
 submission found in any of them is removed before two submissions are compared.
 """
@@ -10,8 +10,7 @@ import os
 
 from .. import paths
 
-ALTERNATIVES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "validate", "alternatives")
+ALTERNATIVES = os.path.join(paths.HIDDEN_TESTS, "alternatives")
 BOOK = ("book_d2l_0_17.py", "lazy_linear_d2l_1_0.py")
 
 # The example calls of d2l's sections on masking (9.7), attention scoring functions (10.3)

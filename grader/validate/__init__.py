@@ -1,11 +1,13 @@
-"""`grader validate`: does the hidden suite grade the way it should?
+"""`grader validate`: does an assignment's hidden suite grade the way it should?
 
 Grades, in one batch: the solution (must get full marks), the skeleton released from it
-(must get 0), every correct alternative in alternatives/ (full marks: loops, einsum,
-torch.where, the book's own code, and no diagnosis), and every mistake of the catalog
-(grader/catalog: it must lose points in its part, and the diagnosis of that part must name
+(must get 0), every correct alternative in the assignment's alternatives/ folder
+(tests_hidden/<name>/alternatives: correct code in other styles, full marks and no
+diagnosis), and every mistake of its catalog (tests_hidden/<name>/mistakes.py, read through
+grader/catalog: it must lose points in its part, and the diagnosis of that part must name
 it; with error carried forward on, the default, no case of a function that calls the
 mistake's function may lose points). Prints a table and returns whether every check held.
+Everything assignment-specific comes from the declaration (grader/assignment.py).
 """
 import dataclasses
 import os
@@ -13,12 +15,20 @@ import shutil
 import tempfile
 
 from .. import paths
+from ..catalog import Catalog
 from ..grade import grade_batch
-from ..harness.implementations import API_NAMES
 from ..release import release
-from ..catalog import MISTAKES, callers
 
-ALTERNATIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "alternatives")
+
+def _assignment(assignment=None, options=None):
+    """The assignment to validate: `assignment`, else the options' (SuiteOptions.assignment),
+    else the default one (grader/assignment.py load())."""
+    if assignment is None:
+        assignment = getattr(options, "assignment", None)
+    if assignment is None:
+        from .. import assignment as declared
+        assignment = declared.load()
+    return assignment
 
 
 @dataclasses.dataclass
@@ -28,8 +38,9 @@ class Expectation:
     path: str
     part: str = None  # for mistakes: the part that must lose points and name it
     about: str = ""
-    target: str = None  # for mistakes: the function it is in (its callers' cases keep
-                        # their points under error carried forward, grader/catalog/carry.py)
+    target: str = None  # for mistakes: the function it is in
+    reach: tuple = ()   # for mistakes: the functions that call it, whose cases keep their
+                        # points under error carried forward (grader/catalog/carry.py)
 
     def check(self, result):
         """(ok, what happened) for this submission's SubmissionResult."""
@@ -55,14 +66,18 @@ class Expectation:
     def callers_lost(self, result):
         """The cases of the functions that call this mistake's function that lost points
         although error carried forward was on (none may)."""
-        if self.kind != "mistake" or result.carry_forward != "on" or not self.target:
+        if self.kind != "mistake" or result.carry_forward != "on" or not self.reach:
             return []
-        reach = callers(self.target) - {self.target}
-        return [t.name for t in result.tests if t.target in reach
+        return [t.name for t in result.tests if t.target in self.reach
                 and t.status not in ("passed", "skipped")]
 
 
-def expectations(workdir, solution=paths.SOLUTION):
+def expectations(workdir, solution=None, assignment=None):
+    """What validate grades, written under `workdir`: the solution (`solution`, else the
+    assignment's), its skeleton, the assignment's alternatives and its catalog's mistakes."""
+    assignment = _assignment(assignment)
+    solution = solution or assignment.solution
+    catalog = Catalog.of(assignment)
     with open(solution, encoding="utf-8") as handle:
         source = handle.read()
     items = []
@@ -76,22 +91,33 @@ def expectations(workdir, solution=paths.SOLUTION):
         items.append(Expectation(kind, name, path, **extra))
 
     write("solution", "solution", source)
-    write("skeleton", "skeleton", release(solution, API_NAMES))
-    for name in sorted(os.listdir(ALTERNATIVES)):
-        if name.endswith(".py"):
-            with open(os.path.join(ALTERNATIVES, name), encoding="utf-8") as handle:
-                write("alternative", name[:-3], handle.read())
-    for mistake in MISTAKES:
+    write("skeleton", "skeleton", release(solution, list(assignment.api)))
+    for name in alternatives(assignment):
+        with open(os.path.join(assignment.alternatives, name), encoding="utf-8") as handle:
+            write("alternative", name[:-3], handle.read())
+    for mistake in catalog:
         write("mistake", mistake.id, mistake.apply(source), part=mistake.part, about=mistake.en,
-              target=mistake.target)
+              target=mistake.target,
+              reach=tuple(sorted(catalog.callers(mistake.target) - {mistake.target})))
     return items
 
 
-def validate(options, jobs=1, out_dir=None, stream=None):
-    """Grade the whole zoo; returns (all ok, [(Expectation, ok, detail)])."""
+def alternatives(assignment):
+    """The file names of the assignment's correct alternatives (none without the folder)."""
+    try:
+        names = os.listdir(assignment.alternatives)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if n.endswith(".py"))
+
+
+def validate(options, jobs=1, out_dir=None, stream=None, assignment=None):
+    """Grade the whole zoo of `assignment` (else the options', else the default one);
+    returns (all ok, [(Expectation, ok, detail)])."""
+    assignment = _assignment(assignment, options)
     workdir = tempfile.mkdtemp(prefix="attnkit-validate-")
     try:
-        items = expectations(workdir, options.solution)
+        items = expectations(workdir, options.solution, assignment)
         out = out_dir or os.path.join(workdir, "out")
         results = grade_batch([i.path for i in items], out, options, jobs=jobs, stream=stream,
                               force=True)  # every check grades afresh
@@ -120,24 +146,54 @@ def print_table(rows, stream=None):
           (f"; failing: {', '.join(bad)}" if bad else "."), file=stream)
 
 
-def docs_table(rows, date):
-    """docs/mistakes.md from a validation: one row per catalog mistake with what it cost."""
+def docs_path(assignment):
+    """Where an assignment's catalog is written up: docs/mistakes.md for the default
+    assignment, docs/mistakes-<name>.md for any other."""
+    from .. import assignment as declared
+    return ("docs/mistakes.md" if assignment.name == declared.DEFAULT
+            else f"docs/mistakes-{assignment.name}.md")
+
+
+def _wrap(words, width=85):
+    """Markdown prose as lines of at most `width` characters."""
+    lines, line = [], ""
+    for word in words.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + ([line] if line else [])
+
+
+def docs_table(rows, date, assignment=None):
+    """An assignment's docs/mistakes*.md (`docs_path`) from a validation: one row per catalog
+    mistake with what it cost. The catalog's DOCS say in the assignment's words how a
+    mistake spreads ("spread") and what the alternatives are ("alternatives")."""
+    from .. import assignment as declared
+    assignment = _assignment(assignment)
+    docs = Catalog.of(assignment).docs
+    table = os.path.relpath(os.path.join(assignment.folder, "mistakes.py"), paths.KIT_ROOT)
+    folder = os.path.relpath(assignment.alternatives, paths.KIT_ROOT)
+    command = "grader validate" + ("" if assignment.name == declared.DEFAULT
+                                   else f" --assignment {assignment.name}")
+    spread = f" {docs['spread']}" if docs.get("spread") else ""
     lines = [
         "# The mistake catalog", "",
         "Each row is a realistic student mistake, applied to the solution as a small edit",
-        "(`grader/catalog/mistakes.py`, where each also has its sentence in Chinese).",
+        f"(`{table}`, where each also has its sentence in Chinese).",
         "`grader validate` grades them all and checks that each one loses points in its part",
         "and is diagnosed as itself; `tests/test_zoo.py` runs it in CI and checks that this",
-        "table names every mistake. A mistake in an early part shows in the parts built on it",
-        "(a `sequence_mask` bug in `masked_softmax` and the attentions), and the diagnosis of",
-        "those parts names it there too; with error carried forward (the default) it costs",
-        "only its own part: their cases keep their points when they give what a correct",
-        "caller gives on top of it (`grader validate` checks it for every mistake below).", "",
+        *_wrap("table names every mistake. A mistake in an early part shows in the parts built "
+               f"on it{spread}, and the diagnosis of those parts names it there too; with "
+               "error carried forward (the default) it costs only its own part: their cases "
+               "keep their points when they give what a correct caller gives on top of it "
+               "(`grader validate` checks it for every mistake below)."), "",
         f"Scores below are from one run of `grader validate` ({date}, CPU machine: the GPU",
-        "part graded by the device-discipline tests); `grader validate --docs docs/mistakes.md`",
-        "writes this file again from a run.", "",
+        f"part graded by the device-discipline tests); `{command} --docs "
+        f"{docs_path(assignment)}`", "writes this file again from a run.", "",
         "| mistake | part | your result is exactly what you get if ... | points left in that part "
-        "| total /100 | diagnosed as |",
+        f"| total /{assignment.total_points:g} | diagnosed as |",
         "|---|---|---|---|---|---|",
     ]
     for item, ok, detail in rows:
@@ -151,9 +207,8 @@ def docs_table(rows, date):
                      f"{result.score:g} | {named[0] if named and named[0] else '(nothing)'}"
                      f"{'' if ok else ' !!'} |" if result else
                      f"| `{item.name}` | {item.part} | {item.about} | ? | ? | {detail} |")
-    lines += ["", "Correct solutions written in other styles get full marks and no diagnosis",
-              "(`grader/validate/alternatives/`): the book's own d2l 0.17 code, the 1.0 edition's",
-              "`nn.LazyLinear`, a non-mutating one with `torch.where`/`matmul`/`view`, einsum with",
-              "`masked_fill` and the dtype's minimum, Python loops, and one that scales the",
-              "queries first and builds the mask by arithmetic.", ""]
-    return "\n".join(lines)
+    if alternatives(assignment):
+        lines += ["", *_wrap("Correct solutions written in other styles get full marks and no "
+                             f"diagnosis (`{folder}/`)" + (f": {docs['alternatives']}"
+                                                           if docs.get("alternatives") else "."))]
+    return "\n".join(lines + [""])
