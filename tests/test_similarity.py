@@ -29,6 +29,9 @@ from grader.report import gradebook, html as pages  # noqa: E402
 from grader.similarity import DEFAULT_THRESHOLD, MIN_SHARED, base, code, command, compare  # noqa: E402
 from grader.similarity import fingerprint, page, sources  # noqa: E402
 
+from grader import assignment  # noqa: E402
+
+ATTENTION = assignment.load("attention")
 SET = os.path.join(KIT, "tests", "similarity")
 # who copied whom: the ground truth the test set was built to (not computed by the code)
 COPIES = [{"wei", "tom_renamed", "uma_reordered", "li_comments_zh", "finn_formatted",
@@ -52,6 +55,43 @@ def class_pairs(tmp_path_factory):
     hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
     prints = {k: fingerprint.Fingerprint(t, hashes) for k, t in texts.items()}
     return texts, prints, compare.all_pairs(prints)
+
+
+def test_the_base_code_is_the_assignments():
+    """What never counts comes from the assignment: its declaration's skeleton, public
+    self-checks and solution, and its folder's similarity_base.toml."""
+    labels = [label for label, _ in base.base_texts(ATTENTION)]
+    assert labels == ["assignments/attention/attention.py", "assignments/attention/test_attention.py",
+                      "solutions/attention.py",
+                      "tests_hidden/attention/alternatives/book_d2l_0_17.py",
+                      "tests_hidden/attention/alternatives/lazy_linear_d2l_1_0.py",
+                      "the book's example calls (tests_hidden/attention/similarity_base.toml)"]
+    examples = dict(base.base_texts(ATTENTION))[labels[-1]]
+    assert "attention(X, Y, Y, valid_lens).shape" in examples
+
+
+def test_another_assignments_base_code_and_a_wrong_declaration(tmp_path):
+    import dataclasses
+    folder = tmp_path / "transformer"
+    folder.mkdir()
+    (tmp_path / "skeleton").mkdir()
+    (tmp_path / "skeleton" / "transformer.py").write_text("class AddNorm: pass\n")
+    (tmp_path / "solution.py").write_text("S = 1\n")
+    (folder / "book.py").write_text("B = 1\n")
+    other = dataclasses.replace(ATTENTION, name="transformer", module="transformer",
+                                folder=str(folder), student_folder=str(tmp_path / "skeleton"),
+                                solution=str(tmp_path / "solution.py"))
+    # no similarity_base.toml: the declaration's files only (those that exist)
+    assert [t for _, t in base.base_texts(other)] == ["class AddNorm: pass\n", "S = 1\n"]
+    (folder / base.DECLARATION).write_text('files = ["book.py"]\nexamples = "pe(X)"\n')
+    assert [t for _, t in base.base_texts(other)] == ["class AddNorm: pass\n", "S = 1\n",
+                                                       "B = 1\n", "pe(X)"]
+    for text, why in (('files = ["../solution.py"]', "which is outside"),
+                      ('file = ["book.py"]', "unknown key 'file'"),
+                      ('examples = ["pe(X)"]', "'examples' must be a string")):
+        (folder / base.DECLARATION).write_text(text + "\n")
+        with pytest.raises(base.BaseError, match=why):
+            base.base_texts(other)
 
 
 def _is_copy(pair):
@@ -98,7 +138,7 @@ def test_the_book_is_base_code(class_pairs):
 def test_the_book_without_docstrings_in_any_order_is_still_base():
     """Deleting the docstrings and reordering the functions joins the book's lines in new
     ways; fingerprinting one definition at a time with docstrings blanked keeps it base."""
-    with open(os.path.join(base.ALTERNATIVES, "book_d2l_0_17.py"), encoding="utf-8") as handle:
+    with open(os.path.join(ATTENTION.alternatives, "book_d2l_0_17.py"), encoding="utf-8") as handle:
         book = handle.read()
     bare = re.sub(r'\n\s*"""[^"]*"""', "", re.sub(r"super\(\w+, self\)", "super()", book))
     head, body = bare.split("\n\n\n", 1)
@@ -112,7 +152,7 @@ def test_the_book_without_docstrings_in_any_order_is_still_base():
 
 
 def _book_plus(extra):
-    with open(os.path.join(base.ALTERNATIVES, "book_d2l_0_17.py"), encoding="utf-8") as handle:
+    with open(os.path.join(ATTENTION.alternatives, "book_d2l_0_17.py"), encoding="utf-8") as handle:
         return handle.read() + "\n\n" + extra
 
 

@@ -1,65 +1,82 @@
 """Base code: what every student was given or could copy from the book, which never counts.
 
-The skeleton students start from, the public self-checks, the instructor's solution, the
-book's own code as the kit's correct alternatives hold it (d2l 0.17's functions and d2l
-1.0's LazyLinear variant, tests_hidden/<name>/alternatives/) and the book's example calls
-from the same sections (BOOK_EXAMPLES: students paste them as demos). A k-gram of a
-submission found in any of them is removed before two submissions are compared.
+An assignment's base code is what its declaration names (grader/assignment.py: the skeleton
+students start from, the public self-checks, the instructor's solution) and what its
+folder's similarity_base.toml adds: `files` of that folder (the book's own code, as the
+correct alternatives hold it) and `examples`, the book's example calls from the same
+sections as students paste them as demos. A k-gram of a submission found in any of them is
+removed before two submissions are compared.
+
+    texts = base_texts(assignment)      # [(label, text)]; assignment None: the default one
 """
 import os
+import tomllib
 
 from .. import paths
 
-ALTERNATIVES = os.path.join(paths.HIDDEN_TESTS, "alternatives")
-BOOK = ("book_d2l_0_17.py", "lazy_linear_d2l_1_0.py")
-
-# The example calls of d2l's sections on masking (9.7), attention scoring functions (10.3)
-# and multi-head attention (10.5), PyTorch edition, as students paste them.
-BOOK_EXAMPLES = '''
-X = torch.tensor([[1, 2, 3], [4, 5, 6]])
-sequence_mask(X, torch.tensor([1, 2]))
-X = torch.ones(2, 3, 4)
-sequence_mask(X, torch.tensor([1, 2]), value=-1)
-masked_softmax(torch.rand(2, 2, 4), torch.tensor([2, 3]))
-masked_softmax(torch.rand(2, 2, 4), torch.tensor([[1, 3], [2, 4]]))
-queries, keys = torch.normal(0, 1, (2, 1, 20)), torch.ones((2, 10, 2))
-values = torch.arange(40, dtype=torch.float32).reshape(1, 10, 4).repeat(
-    2, 1, 1)
-valid_lens = torch.tensor([2, 6])
-attention = AdditiveAttention(key_size=2, query_size=20, num_hiddens=8,
-                              dropout=0.1)
-attention.eval()
-attention(queries, keys, values, valid_lens)
-d2l.show_heatmaps(attention.attention_weights.reshape((1, 1, 2, 10)),
-                  xlabel='Keys', ylabel='Queries')
-queries = torch.normal(0, 1, (2, 1, 2))
-attention = DotProductAttention(dropout=0.5)
-attention.eval()
-attention(queries, keys, values, valid_lens)
-num_hiddens, num_heads = 100, 5
-attention = MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens,
-                               num_hiddens, num_heads, 0.5)
-attention.eval()
-batch_size, num_queries = 2, 4
-num_kvpairs, valid_lens = 6, torch.tensor([3, 2])
-X = torch.ones((batch_size, num_queries, num_hiddens))
-Y = torch.ones((batch_size, num_kvpairs, num_hiddens))
-attention(X, Y, Y, valid_lens).shape
-'''
+DECLARATION = "similarity_base.toml"
+KEYS = {"files": list, "examples": str}
+MAX_BYTES = 1024 * 1024     # of the declaration and of each base file (the kit's own files)
 
 
-def base_files():
+class BaseError(ValueError):
+    """similarity_base.toml is wrong: the message names the file and the key."""
+
+
+def _assignment(assignment):
+    if assignment is None:
+        from ..assignment import load
+        assignment = load()
+    return assignment
+
+
+def declared(assignment=None):
+    """(files, examples) that the assignment's similarity_base.toml declares: absolute
+    paths inside its folder, and the example calls' text; ((), "") without the file."""
+    assignment = _assignment(assignment)
+    path = os.path.join(assignment.folder, DECLARATION)
+    if not os.path.isfile(path):
+        return (), ""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.loads(handle.read(MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise BaseError(f"{path}: {error}") from None
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        raise BaseError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
+    for key, kind in KEYS.items():
+        if key in data and not isinstance(data[key], kind):
+            raise BaseError(f"{path}: {key!r} must be a {'list' if kind is list else 'string'}")
+    folder = os.path.realpath(assignment.folder)
+    files = []
+    for name in data.get("files", []):
+        if not isinstance(name, str) or os.path.isabs(name):
+            raise BaseError(f"{path}: files holds {name!r}, not a path inside {folder}")
+        full = os.path.realpath(os.path.join(folder, name))
+        if os.path.commonpath([full, folder]) != folder:
+            raise BaseError(f"{path}: files holds {name!r}, which is outside {folder}")
+        files.append(full)
+    return tuple(files), data.get("examples", "")
+
+
+def base_files(assignment=None):
     """The base code's files, those that exist (a kit without the skeleton still runs)."""
-    candidates = [paths.SKELETON, os.path.join(paths.ASSIGNMENT, "test_attention.py"),
-                  paths.SOLUTION] + [os.path.join(ALTERNATIVES, name) for name in BOOK]
+    assignment = _assignment(assignment)
+    candidates = [assignment.skeleton, assignment.public_tests, assignment.solution]
+    candidates += declared(assignment)[0]
     return [path for path in candidates if os.path.isfile(path)]
 
 
-def base_texts():
+def base_texts(assignment=None):
     """(label, text) of every piece of base code."""
+    assignment = _assignment(assignment)
     texts = []
-    for path in base_files():
+    for path in base_files(assignment):
         with open(path, encoding="utf-8", errors="replace") as handle:
-            texts.append((os.path.relpath(path, paths.KIT_ROOT), handle.read()))
-    texts.append(("the book's example calls (grader/similarity/base.py)", BOOK_EXAMPLES))
+            texts.append((os.path.relpath(path, paths.KIT_ROOT), handle.read(MAX_BYTES)))
+    examples = declared(assignment)[1]
+    if examples:
+        where = os.path.relpath(os.path.join(assignment.folder, DECLARATION), paths.KIT_ROOT)
+        texts.append((f"the book's example calls ({where})", examples))
     return texts

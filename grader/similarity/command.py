@@ -48,11 +48,12 @@ def add_parser(commands):
     return parser
 
 
-def run(out_dir, threshold=DEFAULT_THRESHOLD):
-    """Compare and write both files; returns (pairs, clusters, sources, skipped)."""
+def run(out_dir, threshold=DEFAULT_THRESHOLD, assignment=None):
+    """Compare and write both files; returns (pairs, clusters, sources, skipped).
+    assignment: whose base code never counts (base.py; None: the default assignment)."""
     from . import base, compare, fingerprint, page, sources
     found, skipped = sources.load(out_dir)
-    texts = base.base_texts()
+    texts = base.base_texts(assignment)
     hashes = fingerprint.base_hashes([text for _, text in texts])
     prints = {}
     for source in list(found):   # one file that breaks the tokenizer costs its own row only
@@ -72,7 +73,7 @@ def run(out_dir, threshold=DEFAULT_THRESHOLD):
     return pairs, groups, by_key, skipped
 
 
-def relink_report(out_dir):
+def relink_report(out_dir, assignment=None):
     """report.html again, as `grader gradebook` would write it (it links similarity.html
     when the file is there); None, or why it was not written."""
     if not os.path.exists(os.path.join(out_dir, "report.html")):
@@ -81,7 +82,7 @@ def relink_report(out_dir):
         rows = list(gradebook.load_records(out_dir).values())
         entries = ledger.load(out_dir)
         final = gradebook.final_rows(rows, courses.find(out_dir, None), entries)
-        pages.write_report(final, out_dir, gradebook.orphans(rows, entries))
+        pages.write_report(final, out_dir, gradebook.orphans(rows, entries), assignment)
     except Exception as error:  # the report is an extra: the similarity files are written
         return f"report.html not rewritten ({safe_text(str(error), 300)}); it links the page " \
                "the next time the gradebook is built"
@@ -101,14 +102,15 @@ def main(args, stream=None):
         print("grader similarity: needs copydetect: pip install -e '.[similarity]'",
               file=sys.stderr)
         return 2
-    pairs, groups, found, skipped = run(out_dir, args.threshold)
+    pairs, groups, found, skipped = run(out_dir, args.threshold,
+                                        getattr(args, "kit_assignment", None))
     flagged = sum(p.flagged for p in pairs)
     big = sum(len(g) > 2 for g in groups)
     print(f"Wrote {out_dir}/similarity.html and similarity.csv: {len(found)} submissions, "
           f"{len(pairs)} pairs, {flagged} flagged (score >= {args.threshold:g}), {big} "
           f"clusters of more than two, {len(skipped)} skipped. A review aid: no grade changed.",
           file=stream)
-    note = relink_report(out_dir)
+    note = relink_report(out_dir, getattr(args, "kit_assignment", None))
     if note:
         print(f"note: {note}", file=sys.stderr)
     return 0

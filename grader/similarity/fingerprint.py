@@ -29,6 +29,7 @@ from pygments import lexers, token
 
 K = 12          # characters of normalised code in a k-gram (copydetect's default is 25)
 WINDOW = 8      # winnowing window: any shared run of K + WINDOW - 1 = 19 is found
+LEXED_AS = "submission.py"  # the name copydetect is told (the language is given: only logs read it)
 # 12 and 8, measured on tests/similarity/ (README "Similarity"): with copydetect's 25 and 6
 # a copy with a dead line after every statement (gus_padded.py) scored 0.40; now 0.71 and
 # up, while independent pairs stay at 0.24 at most.
@@ -76,7 +77,7 @@ class Fingerprint:
         length = 0
         for start, end in definitions(blanked):
             piece = blanked[start:end]
-            code, local = winnow.filter_code(piece, "attention.py", "python")
+            code, local = winnow.filter_code(piece, LEXED_AS, "python")
             for value, place in _winnowed(code, k, window, base):
                 self.hash_idx.setdefault(value, []).append(length + place)
             if len(local):
@@ -115,7 +116,7 @@ def base_hashes(texts, k=K):
     for text in texts:
         blanked = blank_docstrings(normalise(text))
         for start, end in definitions(blanked):
-            code, _offsets = winnow.filter_code(blanked[start:end], "attention.py", "python")
+            code, _offsets = winnow.filter_code(blanked[start:end], LEXED_AS, "python")
             if len(code) >= k:
                 everything.append(kgram_hashes(code, k))
     return np.unique(np.concatenate(everything)) if everything else np.array([], dtype=np.int64)
