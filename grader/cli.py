@@ -242,7 +242,8 @@ def suite_options(args):
     return SuiteOptions(hidden_tests=args.hidden_tests, solution=args.solution,
                         isolation=args.isolation, limits=limits, no_gpu=args.no_gpu,
                         lang=getattr(args, "lang", "en"),
-                        carry_forward=getattr(args, "carry_forward", "on"))
+                        carry_forward=getattr(args, "carry_forward", "on"),
+                        assignment=getattr(args, "kit_assignment", None))
 
 
 def _assignment_argument(commands):

@@ -143,8 +143,9 @@ def grader_version():
 def settings_of(options):
     """What every shard of a class must be graded with: each field of the SuiteOptions but
     the paths (the suite fingerprint hashes what they hold), the isolation level (recorded on
-    its own) and the parts (merge combines different ones)."""
-    return {f.name: dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    its own) and the parts (merge combines different ones); the assignment by its name."""
+    return {f.name: value.name if f.name == "assignment" else
+            dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
             for f in dataclasses.fields(options)
             for value in [getattr(options, f.name)]
             if f.name not in ("hidden_tests", "solution", "isolation", "parts")}

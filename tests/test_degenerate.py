@@ -28,9 +28,12 @@ from grader.harness import Reference, StudentFailure
 from grader.harness.results import ProbeResult
 from grader.sandbox.runtime.probes import run_probe
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
-import cases as cases_table  # noqa: E402
-import checks  # noqa: E402
+from grader import assignment
+from grader.suite import checks
+from grader.suite.session import Session
+
+SUITE = Session(assignment.load("attention"))  # the library's run state, as the plugin keeps it
+cases_table = SUITE.assignment.cases()  # the table module: CASES, Case and its reasons
 
 # Each shortcut skips one function's work; the solution is kept for everything else.
 SHORTCUTS = {
@@ -207,8 +210,8 @@ def test_the_marking_follows_the_documented_rule():
     marked = [c.id for c in cases_table.CASES if c.degenerate]
     # every function with degenerate cases also has non-degenerate ones to earn them with
     assert len(marked) == 11, marked
-    for case in cases_table.cases("match"):
-        assert cases_table.evidence(case.target), case.target
+    for case in SUITE.table.cases("match"):
+        assert SUITE.table.evidence(case.target), case.target
 
 
 # -- the rule, checked against the shortcuts themselves ---------------------------------
@@ -243,37 +246,37 @@ def test_what_a_shortcut_gets_right_is_exactly_what_is_marked(reference):
     right = {}
     for name in SHORTCUTS:
         shortcut = Shortcut(name)
-        reached = [c for c in cases_table.cases("match") if c.target in REACHES[name]]
+        reached = [c for c in SUITE.table.cases("match") if c.target in REACHES[name]]
         right[name] = {c.id for c in reached if _right(c, shortcut, reference)}
         # what it does not reach is the solution's, and right: the comparison is the real one
-        assert all(_right(c, shortcut, reference) for c in cases_table.cases("match")
+        assert all(_right(c, shortcut, reference) for c in SUITE.table.cases("match")
                    if c.target not in REACHES[name]), name
     marked = {c.id for c in cases_table.CASES if c.degenerate}
     for name, ids in right.items():
         assert ids <= marked, f"{name} gets unmarked cases right: {sorted(ids - marked)}"
     assert set().union(*right.values()) == marked, sorted(marked - set().union(*right.values()))
-    assert len(marked) == 11 and len(cases_table.cases("match")) == 56
+    assert len(marked) == 11 and len(SUITE.table.cases("match")) == 56
 
 
 def test_a_withheld_case_and_the_gpu_share_say_why_in_both_languages(reference):
     shortcut = Shortcut("softmax_uniform")
-    case = next(c for c in cases_table.cases("match") if c.degenerate == cases_table.ONE_KEY
+    case = next(c for c in SUITE.table.cases("match") if c.degenerate == cases_table.ONE_KEY
                 and c.target == "masked_softmax")
     with pytest.raises(StudentFailure) as withheld:
-        checks.check_match(case, shortcut, reference)
+        checks.check_match(SUITE, case, shortcut, reference)
     assert str(withheld.value).startswith(
         "masked_softmax gave the expected result in this case, but the case cannot tell "
         "working code from a shortcut: this case has a single key, so any weights that sum to "
         "1 are right. It counts once masked_softmax also passes one of its cases")
-    device = next(c for c in cases_table.cases("device") if c.target == "masked_softmax")
+    device = next(c for c in SUITE.table.cases("device") if c.target == "masked_softmax")
     with pytest.raises(StudentFailure) as gpu:
-        checks.check_device(device, shortcut, reference)
+        checks.check_device(SUITE, device, shortcut, reference)
     assert "masked_softmax is right on the CPU only in cases that cannot tell working code " \
            "from a shortcut (this case has a single key" in str(gpu.value)
     try:
         i18n.set_language("zh")
         with pytest.raises(StudentFailure) as chinese:
-            checks.check_match(case, shortcut, reference)
+            checks.check_match(SUITE, case, shortcut, reference)
     finally:
         i18n.set_language("en")
     assert str(chinese.value).startswith(
@@ -282,7 +285,7 @@ def test_a_withheld_case_and_the_gpu_share_say_why_in_both_languages(reference):
     # the solution's own degenerate cases count
     correct = Shortcut.__new__(Shortcut)
     correct.module = reference.module
-    checks.check_match(case, correct, reference)
+    checks.check_match(SUITE, case, correct, reference)
 
 
 # -- graded for real --------------------------------------------------------------------

@@ -13,7 +13,6 @@ import os
 import pickle
 import resource
 import struct
-import sys
 import tempfile
 import threading
 import time
@@ -34,9 +33,12 @@ from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
 from grader.sandbox.runtime import protocol
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
-import cases as cases_table  # noqa: E402
-import checks  # noqa: E402
+from grader import assignment
+from grader.suite import checks
+from grader.suite.session import Session
+
+SUITE = Session(assignment.load("attention"))  # the library's run state, as the plugin keeps it
+cases_table = SUITE.assignment.cases()  # the table module: CASES, Case and its reasons
 from grader.harness.devices import device_failure  # noqa: E402
 
 SECONDS = 2.0            # one example, end to end, in CPU time (a loaded machine
@@ -99,7 +101,7 @@ REFERENCE = Reference(SOLUTION)
 
 
 def _case(target, check="match", grads=False):
-    return next(c for c in cases_table.cases(check) if c.target == target
+    return next(c for c in SUITE.table.cases(check) if c.target == target
                 and (not grads or c.grad_args or c.grad_params))
 
 
@@ -627,7 +629,7 @@ def test_pickle_memo_amplification_in_a_small_frame():
 
 
 # -- drift: the schema must accept whatever the real worker writes ----------------------------
-LAZY = os.path.join(KIT, "tests_hidden", "attention", "alternatives", "lazy_linear_d2l_1_0.py")
+LAZY = os.path.join(KIT, "grader", "validate", "alternatives", "lazy_linear_d2l_1_0.py")
 
 
 @pytest.mark.parametrize("source", [SOLUTION, LAZY], ids=["solution", "lazy_linear"])
@@ -638,7 +640,7 @@ def test_every_real_reply_of_the_hidden_cases_is_accepted(source):
     if not os.path.exists(source):
         pytest.skip(f"{source} is not in this kit")
     module = Reference(source).module
-    for case in cases_table.cases("match", "eval", "dropout"):
+    for case in SUITE.table.cases("match", "eval", "dropout"):
         state = checks._state(case, REFERENCE)
         for guard in (False, True):
             raw = run_probe(module, case.probe(state, guard=guard))

@@ -134,16 +134,21 @@ def test_command_line_mistakes_are_one_line_and_grade_nothing(tmp_path):
 
 
 def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path):
-    """Changing a case's points without the assignment's total is refused, not graded 102/102."""
+    """Changing a case's points without the declaration's is refused, naming the part and the
+    total, not graded 101/101."""
     suite = tmp_path / "tests_hidden"
     shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), suite,
                     ignore=shutil.ignore_patterns("__pycache__"))
     table = (suite / "cases.py").read_text(encoding="utf-8")
-    (suite / "cases.py").write_text(table.replace("TOTAL_POINTS = 100", "TOTAL_POINTS = 98", 1),
+    book = 'yield Case(part, N_("the book\'s example"), 1, "sequence_mask",'
+    assert table.count(book) == 1
+    (suite / "cases.py").write_text(table.replace(book, book.replace(", 1,", ", 2,")),
                                     encoding="utf-8")
     done = _grade([SOLUTION, "--hidden-tests", str(suite)], tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "add up to 100, not the assignment's declared total of 98" in done.stderr
+    assert "add up to 101, not the assignment's declared total of 100" in done.stderr
+    assert ("part 'sequence_mask': its cases' points add up to 12, not the 11 the declaration "
+            "gives it") in done.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 

@@ -1,34 +1,32 @@
 """catalog/diagnose.py without grading a batch: real catalog mistakes, real hidden cases
-and the real check (tests_hidden/checks.passes, what the suite gives diagnose_parts), fed
+and the real check (grader/suite/checks.passes, what the suite gives diagnose_parts), fed
 with recorder entries written here (issue 19: switching the evidence check off went
 unnoticed). Which cases each mistake fails is computed here, once, by the checks."""
-import os
-import sys
-
 import pytest
 
-from conftest import KIT, SOLUTION
-from grader import assignment
-from grader.catalog import Catalog, diagnose
+from conftest import SOLUTION
+from grader.catalog import by_id
+from grader.catalog import diagnose
 from grader.catalog.build import MistakeImplementation
 from grader.harness import Reference
 
-sys.path.insert(0, os.path.join(KIT, "tests_hidden", "attention"))
-import cases as cases_table  # noqa: E402
-import checks  # noqa: E402
+from grader import assignment
+from grader.suite import checks
+from grader.suite.session import Session
+
+SUITE = Session(assignment.load("attention"))  # the library's run state, as the plugin keeps it
+cases_table = SUITE.assignment.cases()  # the table module: CASES, Case and its reasons
 
 REFERENCE = Reference(SOLUTION)
-CATALOG = Catalog.of(assignment.load("attention"))
-by_id = CATALOG.by_id
 PART = "masked_softmax"
-ALL = cases_table.cases("match", "eval", "dropout")
+ALL = SUITE.table.cases("match", "eval", "dropout")
 CASES = {c.id: c for c in ALL}
 OWN = [c.id for c in ALL if c.part == PART]
 DOT = [c.id for c in ALL if c.part == "DotProductAttention"]
 
 
 def grade_case(case, implementation):
-    return checks.passes(case, implementation, REFERENCE)
+    return checks.passes(SUITE, case, implementation, REFERENCE)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +50,7 @@ def entries(failing, passed, part=PART, blame="student"):
 
 
 def diagnose_parts(tests, lang="en"):
-    return diagnose.diagnose_parts(tests, CASES, grade_case, SOLUTION, lang=lang, catalog=CATALOG)
+    return diagnose.diagnose_parts(tests, CASES, grade_case, SOLUTION, lang=lang)
 
 
 def own(ids):
@@ -68,7 +66,7 @@ def test_a_mistake_is_named_when_it_explains_the_failures_and_fails_nothing_pass
         "part": PART, "mistake": "softmax-neg-inf",
         "text": f"masked_softmax: in {len(failing)} of the {len(failing)} failing cases of this "
                 f"part the results are exactly what you get if {mistake.text('en')}.",
-        "experiment": CATALOG.experiment("masked_softmax", "en")}]
+        "experiment": mistake.experiment("en")}]
 
 
 def test_no_mistake_is_named_when_it_would_fail_a_case_the_submission_passed(fails):
@@ -81,11 +79,11 @@ def test_no_mistake_is_named_when_it_would_fail_a_case_the_submission_passed(fai
     assert found["mistake"] is None
     name = failing[1][len("masked_softmax: "):]
     assert found["text"] == f"masked_softmax: {name}: {failing[1]} failed"
-    assert found["experiment"] == CATALOG.experiment("masked_softmax", "en")
+    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][0]
     (found,) = diagnose_parts(tests, lang="zh_CN")
     # (the case's name may be translated)
     assert found["text"].startswith("masked_softmax：") and found["text"].endswith(f"：{failing[1]} failed")
-    assert found["experiment"] == CATALOG.experiment("masked_softmax", "zh")
+    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][1]
 
 
 def test_failures_the_grader_caused_and_skipped_cases_are_no_evidence(fails):
@@ -308,7 +306,7 @@ def test_the_experiment_is_not_repeated_under_the_unexplained_cases(fails, lang)
     tests = entries({**{n: ["softmax-neg-inf"] for n in failing}, other: []},
                     [n for n in OWN if n not in failing and n != other])
     named, observed = diagnose_parts(tests, lang=lang)
-    experiment = CATALOG.experiment("masked_softmax", lang)
+    experiment = diagnose.EXPERIMENTS["masked_softmax"][lang == "zh"]
     assert named["mistake"] == "softmax-neg-inf" and named["experiment"] == experiment
     assert observed["mistake"] is None and observed["experiment"] == ""
     words = "the other 1 failing case(s)" if lang == "en" else "其余 1 个未通过的用例"
@@ -361,15 +359,16 @@ def test_a_device_mistake_is_never_one_of_a_pair_in_a_cpu_case(fails):
     """gpu-arange-no-device changes no result on the CPU, so paired with a mistake X it gives
     X's results there: naming the pair in a CPU case would name the device mistake without
     evidence. Matched earlier in the session, it is not paired."""
+    from grader.catalog.mistakes import suspects_for
     name = sorted(own(fails["softmax-neg-inf"]))[0]
     case = CASES[name]
     probe = case.probe(checks._state(case, REFERENCE))
     got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
-    plausible = CATALOG.suspects_for(case.target)
+    plausible = suspects_for(case.target)
     assert "gpu-arange-no-device" in {m.id for m in plausible}
     search = diagnose.Search()
     search.singles(["gpu-arange-no-device"])
-    assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search, CATALOG) == []
+    assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search) == []
 
 
 def test_a_pair_that_fails_with_its_own_error_is_named():
@@ -382,7 +381,7 @@ def test_a_pair_that_fails_with_its_own_error_is_named():
     errors = []
     for name in [c.id for c in ALL if c.part == "sequence_mask"] + OWN:
         case = CASES[name]
-        # (a degenerate case is withheld, never diagnosed: tests_hidden/checks.py)
+        # (a degenerate case is withheld, never diagnosed: grader/suite/checks.py)
         if case.degenerate or grade_case(case, submission):
             continue
         probe = case.probe(checks._state(case, REFERENCE))
@@ -399,7 +398,7 @@ def test_a_pair_that_fails_with_its_own_error_is_named():
 
 
 def test_a_cases_line_naming_a_mistake_stays_only_when_its_part_qualified_it(fails):
-    """The per-case "exactly what you get if" line (tests_hidden/checks.py) is the student's
+    """The per-case "exactly what you get if" line (grader/suite/checks.py) is the student's
     to read: kept for a mistake the part's diagnosis names, dropped for one it rejected, and
     a failing case that named no mistake keeps its message as it was."""
     line = "\n  " + diagnose.sentence(["softmax-neg-inf"])
@@ -472,8 +471,8 @@ def test_under_the_device_guard_the_device_verdict_is_compared():
     guard: a submission that makes its positions on the default device has the device
     verdict of gpu-arange-no-device, and is matched by it; the solution's values are the
     same, its verdict is not."""
-    case = cases_table.cases("device")[0]
-    sample = cases_table.same_target(case)[0]
+    case = SUITE.table.cases("device")[0]
+    sample = SUITE.table.same_target(case)[0]
     probe = sample.probe(checks._state(sample, REFERENCE), guard=True)
     got = MistakeImplementation(by_id("gpu-arange-no-device"), SOLUTION).raw(probe)
     assert diagnose.matching(case, probe, got, SOLUTION) == ["gpu-arange-no-device"]

@@ -1,9 +1,9 @@
 """`grader grade`: grade a batch of submissions against the hidden suite.
 
-For each submission: intake stages a plain attention.py; a trusted process runs the hidden
-suite, reaching the submission only through its sandboxed worker; the outcomes become
-DIR/<folder>/results.json (Gradescope's format), DIR/<folder>/feedback.txt, and a row of
-DIR/grades.csv. A broken submission gets a row and a reason; a failure of the grader is
+For each submission: intake stages the assignment's plain module file; a trusted process
+runs the hidden suite (grader/suite/, over the assignment's table), reaching the submission
+only through its sandboxed worker; the outcomes become DIR/<folder>/results.json
+(Gradescope's format), DIR/<folder>/feedback.txt, and a row of DIR/grades.csv. A broken submission gets a row and a reason; a failure of the grader is
 reported as a grader error, never as a zero.
 
 grades.csv's total is the final score: each kept row as graded, then the instructor's
@@ -23,7 +23,6 @@ import tempfile
 import time
 import traceback
 
-from .. import assignment
 from .. import course as courses
 from .. import intake
 from .. import overrides as ledger
@@ -99,7 +98,7 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
                                         grader_error=str(failure),
                                         seconds=time.monotonic() - started)
     result = outcome.SubmissionResult(
-        name, path, outcome.from_suite(report, catalog), staged.notes,
+        name, path, outcome.from_suite(report, catalog, options.assignment), staged.notes,
         isolation=report.get("isolation"), summary=report.get("submission"),
         seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report),
         case_results=outcome.case_results_from(report),
@@ -182,7 +181,7 @@ class BatchInterrupted(Exception):
         self.graded, self.total = graded, total
 
 
-def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, force=False,
+def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
                 feedback="full", visibility="visible", course_file=None, shard=None,
                 parts=None):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
@@ -204,7 +203,11 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
     (their folder names settled over the whole class, as one run would); parts: only these
     parts' tests run (shards.parse_parts: None, "cpu", "gpu" or names; an unknown part raises
     shards.ShardError before anything is graded). With either, DIR/shard.json records the
-    run (grader/shards.py), for `grader merge`."""
+    run (grader/shards.py), for `grader merge`.
+
+    options: a SuiteOptions (default: the default assignment's, SuiteOptions()); its
+    `assignment` names the parts, in the gradebook's order."""
+    options = options if options is not None else SuiteOptions()
     policy = courses.find(out_dir, course_file)
     ledger.load(out_dir)  # a ledger that does not read stops the batch before it starts
     os.makedirs(out_dir, exist_ok=True)
@@ -225,9 +228,9 @@ def grade_batch(paths, out_dir, options=SuiteOptions(), jobs=1, stream=None, for
 def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None,
                  shard=None, wanted_parts=None):
     catalog = trusted.catalog(options, zygote)
-    parts = list(dict.fromkeys(t["part"] for t in catalog))
+    parts = _declared_parts(options.assignment, catalog)
     all_parts, whole_suite = parts, fingerprint.suite_fingerprint(options)
-    gpu_parts = assignment.load_folder(options.hidden_tests).gpu_parts
+    gpu_parts = options.assignment.gpu_parts
     parts = shards.select_parts(wanted_parts, all_parts, gpu_parts)  # ShardError: nothing graded
     if parts != all_parts:
         options = dataclasses.replace(options, parts=tuple(parts))
@@ -245,7 +248,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
         identities, paths, names, folder_names = (
             [items[i] for i in mine] for items in (identities, paths, names, folder_names))
     suite = fingerprint.suite_fingerprint(options)
-    table = Table(parts, len(paths), **({"stream": stream} if stream else {}))
+    table = Table(parts, len(paths), **({"stream": stream} if stream else {}),
+                  short={part.name: part.short for part in options.assignment.parts})
     table.header()
     results = [None] * len(paths)
     interrupted = False
@@ -288,6 +292,16 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     if interrupted:
         raise BatchInterrupted(sum(r is not None for r in results), len(results))
     return results
+
+
+def _declared_parts(declared, catalog):
+    """The parts, in the declaration's order; the suite's tests must grade no other part."""
+    tested = set(t["part"] for t in catalog)
+    strangers = sorted(tested - set(declared.part_names))
+    if strangers:
+        raise SuiteFailed(f"the hidden suite's tests grade part {strangers[0]!r}, which "
+                          f"{declared.folder}/assignment.toml does not declare")
+    return list(declared.part_names)
 
 
 def _write_gradebook(out_dir, rows, parts, policy):

@@ -26,9 +26,10 @@ def _hash_tree(digest, root, suffixes=(".py", ".ini")):
 
 
 def suite_fingerprint(options):
-    """The hidden suite, the solution, the grader's own code and the options it grades with."""
-    digest = hashlib.sha256(b"attention-kit grade v1")
-    _hash_tree(digest, os.path.abspath(options.hidden_tests))
+    """The hidden suite (its declaration too), the solution, the grader's own code (the
+    suites' library, grader/suite/, with it) and the options it grades with."""
+    digest = hashlib.sha256(b"attnkit grade v2")
+    _hash_tree(digest, os.path.abspath(options.hidden_tests), (".py", ".ini", ".toml"))
     with open(options.solution, "rb") as handle:
         digest.update(handle.read())
     _hash_tree(digest, _GRADER)

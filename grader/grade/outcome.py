@@ -1,87 +1,9 @@
-"""What grading one submission came to: a list of test outcomes and what surrounds them."""
-import dataclasses
-
+"""The trusted process's report, checked, into outcomes (grader/outcomes.py holds the types)."""
 from ..i18n import _
+from ..outcomes import SubmissionResult, TestOutcome
 
-
-@dataclasses.dataclass
-class TestOutcome:
-    name: str
-    part: str
-    points: float
-    status: str                # "passed" | "failed" | "skipped" | "grader-error"
-    message: str = ""
-    seconds: float = 0.0
-    grader_traceback: str = ""
-    mistakes: list = dataclasses.field(default_factory=list)  # catalog ids whose result it equals
-    heatmap: dict = None       # {"title", "expected", "got"}: 2-D lists of attention weights
-    # passed only as error carried forward (grader/catalog/carry.py): {"target", "mistakes",
-    # "in", "parts"}, the callee mistakes its result equals the solution's with; else None
-    carried: dict = None
-    # failed, and a function it calls failed its own part: {"why": "unnamed" | "differs",
-    # "callees", "mistakes"} (why its points were not carried forward)
-    carry_note: dict = None
-    target: str = None         # the function or module the case calls (cases.py)
-
-    @property
-    def score(self):
-        return self.points if self.status == "passed" else 0.0
-
-    @property
-    def max_score(self):
-        return 0.0 if self.status == "skipped" else self.points
-
-
-@dataclasses.dataclass
-class SubmissionResult:
-    name: str
-    source: str
-    tests: list
-    notes: list = dataclasses.field(default_factory=list)
-    intake_error: str = None     # the submission could not be read: zero, with this reason
-    missing_work: bool = False   # with intake_error: nothing gradable was found (not a zero)
-    grader_error: str = None     # the grader failed: not a zero, reported as such
-    isolation: dict = None
-    summary: dict = None         # what the worker saw: names defined, import error, output
-    seconds: float = 0.0
-    fingerprint: str = None      # of what was graded (grade/fingerprint.py)
-    unchanged: bool = False      # same fingerprint as its row in the gradebook: not regraded
-    # one per part that lost points: {"part", "mistake" (catalog id or None), "text",
-    # "experiment" (a small experiment the student can run to see it, or "")}
-    diagnoses: list = dataclasses.field(default_factory=list)
-    # {"reference": {"computed": n, "reused": m}, "mistake": {...}}: see harness/memo.py
-    case_results: dict = None
-    carry_forward: str = None    # "on" | "off": the policy it was graded with (carry.py)
-
-    @property
-    def score(self):
-        return sum(t.score for t in self.tests)
-
-    @property
-    def max_score(self):
-        return sum(t.max_score for t in self.tests)
-
-    def by_part(self):
-        """{part: (score, max)} in the order the parts first appear."""
-        parts = {}
-        for test in self.tests:
-            score, top = parts.get(test.part, (0.0, 0.0))
-            parts[test.part] = (score + test.score, top + test.max_score)
-        return parts
-
-    @property
-    def grader_failures(self):
-        return [t for t in self.tests if t.status == "grader-error"]
-
-    @property
-    def status(self):
-        if self.grader_error or self.grader_failures:
-            return "grader error"
-        if self.intake_error and self.missing_work:
-            return "missing work"   # nothing gradable found: for review, never exported as 0
-        if self.intake_error:
-            return "not gradable"
-        return "graded"
+__all__ = ["SubmissionResult", "TestOutcome", "carry_setting", "case_results_from",
+           "diagnoses_from", "from_catalog", "from_suite"]
 
 
 def _strings(value, limit=20):
@@ -151,12 +73,11 @@ def _catalog_ids(value, limit=5):
     return ids if ids and all(by_id(i) is not None for i in ids) else None
 
 
-def _carried(value, status):
+def _carried(value, status, declared):
     """A passed test's carried-forward record, checked; the functions and parts it names
     are the catalog's, never the report's."""
     from ..catalog.mistakes import by_id
-    from ..harness.implementations import API_NAMES
-    if status != "passed" or not isinstance(value, dict) or value.get("target") not in API_NAMES:
+    if status != "passed" or not isinstance(value, dict) or value.get("target") not in declared.api:
         return None
     ids = _catalog_ids(value.get("mistakes"))
     if ids is None:
@@ -167,18 +88,16 @@ def _carried(value, status):
             "parts": list(dict.fromkeys(m.part for m in found))}
 
 
-def _carry_note(value, status):
+def _carry_note(value, status, declared):
     """A failed test's note of why it was not carried forward, checked: "unnamed" (the
     functions it calls that failed their own parts) or "differs" (the named mistakes it
     does not equal the solution's with); functions and parts are the catalog's."""
-    from ..catalog.carry import part_of
     from ..catalog.mistakes import by_id
-    from ..harness.implementations import API_NAMES
-    if status != "failed" or not isinstance(value, dict) or value.get("target") not in API_NAMES:
+    if status != "failed" or not isinstance(value, dict) or value.get("target") not in declared.api:
         return None
     why = value.get("why")
     if why == "unnamed":
-        callees = [c for c in _strings(value.get("callees"), 7) if c in API_NAMES]
+        callees = [c for c in _strings(value.get("callees"), 7) if c in declared.api]
         ids = []
     elif why == "differs":
         ids = _catalog_ids(value.get("mistakes")) or []
@@ -188,14 +107,13 @@ def _carry_note(value, status):
     if not callees:
         return None
     parts = (list(dict.fromkeys(by_id(i).part for i in ids)) if ids
-             else list(dict.fromkeys(part_of(c) for c in callees)))
+             else list(dict.fromkeys(declared.part_of(c) for c in callees)))
     return {"why": why, "target": value["target"], "callees": callees, "parts": parts,
             "mistakes": ids}
 
 
-def _target(value):
-    from ..harness.implementations import API_NAMES
-    return value if value in API_NAMES else None
+def _target(value, declared):
+    return value if value in declared.api else None
 
 
 def carry_setting(report):
@@ -210,8 +128,11 @@ def from_catalog(catalog, status, message):
                         t.get("skip") or message) for t in catalog]
 
 
-def from_suite(report, catalog):
-    """Outcomes from the trusted process's report, checked against the catalog."""
+def from_suite(report, catalog, assignment=None):
+    """Outcomes from the trusted process's report, checked against the catalog (the suite's
+    tests) and the assignment (its functions; default: the default assignment)."""
+    from .. import assignment as assignments
+    declared = assignment or assignments.load()
     tests = []
     seen = set()
     for entry in report.get("tests", []):
@@ -222,9 +143,9 @@ def from_suite(report, catalog):
                                  entry.get("message", ""), float(entry.get("seconds", 0.0)),
                                  entry.get("grader_traceback", ""),
                                  _strings(entry.get("mistakes")), _heatmap(entry.get("heatmap")),
-                                 _carried(entry.get("carried"), status),
-                                 _carry_note(entry.get("carry_note"), status),
-                                 _target(entry.get("target"))))
+                                 _carried(entry.get("carried"), status, declared),
+                                 _carry_note(entry.get("carry_note"), status, declared),
+                                 _target(entry.get("target"), declared)))
         seen.add(entry["nodeid"])
     missing = [t for t in catalog if t["nodeid"] not in seen]
     for t in missing:  # a test that never reported is the grader's failure, not a zero

@@ -8,7 +8,7 @@ Every outcome is classified before it leaves the process:
                                           the student sees that it was not their fault and the
                                           instructor gets the traceback
 A failed case may be re-scored as passed at the session's end, "carried forward", by the
-hidden suite's conftest (grader/catalog/carry.py): its entry then says so ("carried").
+hidden suite's plugin (grader/suite/plugin.py, grader/catalog/carry.py): its entry then says so ("carried").
 The report is written as JSON to a file descriptor inherited from `grader grade` (never to
 a file a worker could reach). With --attnkit-catalog the plugin only lists the tests.
 """
@@ -29,7 +29,7 @@ GRADER_FAULT = N_("The grader itself failed on this test; this is not your fault
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("attention kit report")
+    group = parser.getgroup("attnkit report")
     group.addoption("--attnkit-report-fd", type=int, default=None)
     group.addoption("--attnkit-catalog", action="store_true",
                     help="with --collect-only: report the tests with their points and parts")
@@ -124,7 +124,7 @@ class Recorder:
         fd = self.config.getoption("--attnkit-report-fd")
         if fd is None:
             return
-        # the hidden suite's own objections (tests_hidden/conftest.py), with collection errors
+        # the hidden suite's own objections (grader/suite/plugin.py), with collection errors
         errors = self.errors + [str(e)[:2000] for e in getattr(self.config, "attnkit_suite_errors", [])]
         if self.config.getoption("--attnkit-catalog"):
             payload = {"catalog": self.catalog(session), "errors": errors}

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 
+from .. import assignment as assignments
 from .. import paths
 from ..i18n import N_, _
 from ..sandbox import cleanup, isolation, template
@@ -26,14 +27,29 @@ EVENTS_ENV = "ATTNKIT_EVENTS_FD"
 
 @dataclasses.dataclass(frozen=True)
 class SuiteOptions:
-    hidden_tests: str = paths.HIDDEN_TESTS
-    solution: str = paths.SOLUTION
+    """How a batch is graded. `assignment`: the loaded Assignment (grader/assignment.py;
+    default: the kit's default one); `hidden_tests` and `solution` default to its folder
+    and its solution. A `hidden_tests` folder of another suite (a copy, say) is graded by
+    its own declaration: that is the assignment then, as the trusted process reads it."""
+    hidden_tests: str = None
+    solution: str = None
     isolation: str = "auto"
     limits: Limits = Limits()
     no_gpu: bool = False
     lang: str = "en"           # of the messages students read: en or zh (grader/i18n.py)
     carry_forward: str = "on"  # error carried forward, on | off (grader/catalog/carry.py)
     parts: tuple = None        # only the tests of these parts run (--parts; None: every part)
+    assignment: object = dataclasses.field(default=None, compare=False)
+
+    def __post_init__(self):
+        declared = self.assignment or assignments.load()
+        if self.hidden_tests is not None and not _same_folder(self.hidden_tests, declared.folder):
+            declared = assignments.load_folder(self.hidden_tests)
+        object.__setattr__(self, "assignment", declared)
+        if self.hidden_tests is None:
+            object.__setattr__(self, "hidden_tests", declared.hidden_tests)
+        if self.solution is None:
+            object.__setattr__(self, "solution", declared.solution)
 
     def pytest_args(self):
         args = [os.path.abspath(self.hidden_tests), "-c",
@@ -65,6 +81,10 @@ class SuiteOptions:
     def process_seconds(self):
         """How long the trusted process may take before it counts as a grader failure."""
         return self.limits.submission_seconds + self.limits.startup_seconds + 120
+
+
+def _same_folder(a, b):
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 class SuiteFailed(Exception):
@@ -429,7 +449,7 @@ def _control(options, stage_dir, zygote, evidence):
     dies for it too, the death was the grader's (SuiteFailed), not the submission's."""
     folder = tempfile.mkdtemp(prefix="control-", dir=stage_dir)
     os.chmod(folder, 0o755)
-    path = os.path.join(folder, "attention.py")
+    path = os.path.join(folder, options.assignment.module_file)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(CONTROL)
     os.chmod(path, 0o644)

@@ -7,7 +7,7 @@ teaches: what was expected, what came back, the first differing position, and th
 misconception.
 """
 from .failures import GraderError, StudentFailure
-from .implementations import API_NAMES, Reference, Submission
+from .implementations import Reference, Submission
 from .results import ProbeResult
 
-__all__ = ["API_NAMES", "GraderError", "ProbeResult", "Reference", "StudentFailure", "Submission"]
+__all__ = ["GraderError", "ProbeResult", "Reference", "StudentFailure", "Submission"]

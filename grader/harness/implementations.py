@@ -1,8 +1,11 @@
 """The two implementations a hidden test compares: the reference here, the submission over there."""
+import contextlib
 import importlib.util
 import os
+import sys
 import time
 
+from .. import assignment as assignments
 from ..i18n import _
 from ..sandbox.client import Worker, WorkerFailure
 from ..textsafety import safe_text
@@ -11,8 +14,13 @@ from . import memo
 from .failures import GraderError, StudentFailure
 from .results import ProbeResult, format_error
 
-API_NAMES = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
-             "transpose_qkv", "transpose_output", "MultiHeadAttention")
+
+def __getattr__(name):
+    """API_NAMES: the default assignment's api (grader/assignment.py), for callers not yet
+    given their assignment; new code reads `assignment.api`."""
+    if name == "API_NAMES":
+        return assignments.load().api
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_module_from(path, name):
@@ -22,13 +30,62 @@ def load_module_from(path, name):
     return module
 
 
-class Reference:
-    """The instructor's solution, imported into this trusted process."""
+_ABSENT = object()
 
-    def __init__(self, path):
+
+@contextlib.contextmanager
+def earlier_solutions(assignment, _within=()):
+    """builds_on in this trusted process. While open, the solution of each assignment that
+    `assignment` builds on is importable by its module name, so that the later solution (or
+    a catalog mistake made in it) can say `from attention import MultiHeadAttention`: the
+    reference always builds on the earlier reference, whatever the declaration lets reach the
+    worker. On leaving, sys.modules is as it was: no other reference, mistake or check
+    finds them by that name."""
+    saved = {}
+    try:
+        for _dep, earlier in assignment.earlier():
+            if earlier.name == assignment.name or earlier.name in _within:
+                raise GraderError(f"{assignment.name} builds on {earlier.name}, which builds "
+                                  f"on {assignment.name}")
+            with earlier_solutions(earlier, _within + (assignment.name,)):
+                module = load_module_from(earlier.solution, f"{earlier.module}_reference")
+            saved.setdefault(earlier.module, sys.modules.get(earlier.module, _ABSENT))
+            sys.modules[earlier.module] = module
+        yield
+    finally:
+        for name, before in saved.items():
+            if before is _ABSENT:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = before
+
+
+def earlier_solutions_of(solution_path):
+    """earlier_solutions() of the declared assignment whose solution is `solution_path`,
+    looked for in the solution's own kit (solutions/<module>.py: two folders up) and in this
+    one; a context that does nothing when no declaration names it."""
+    path = os.path.abspath(solution_path)
+    for kit_root in dict.fromkeys((os.path.dirname(os.path.dirname(path)), None)):
+        for name in assignments.names(kit_root):
+            try:
+                declared = assignments.load(name, kit_root)
+            except assignments.AssignmentError:
+                continue
+            if declared.solution == path:
+                return earlier_solutions(declared)
+    return contextlib.nullcontext()
+
+
+class Reference:
+    """The instructor's solution, imported into this trusted process (as
+    `<module>_reference`: the declaration's module name)."""
+
+    def __init__(self, path, assignment=None):
         self.path = os.path.abspath(path)
+        self.assignment = assignment or assignments.load()
         try:
-            self.module = load_module_from(self.path, "attention_reference")
+            with earlier_solutions(self.assignment):
+                self.module = load_module_from(self.path, f"{self.assignment.module}_reference")
         except Exception as exc:
             raise GraderError(f"cannot import the reference solution {self.path}: {exc}") from exc
 
@@ -53,13 +110,21 @@ def _numel(expected):
     return expected.largest_numel() if expected is not None else None
 
 
-def explain_import_error(error):
-    """Turn the exception raised while importing the submission into advice."""
+def explain_import_error(error, imports=None):
+    """Turn the exception raised while importing the submission into advice; `imports`
+    (sandbox/stage.py Imports, the worker's): a missing module that is an earlier
+    assignment's the student hands in is asked for by its file name."""
     kind = str(error.get("type", "")) if isinstance(error, dict) else ""
     message = str(error.get("message", "")) if isinstance(error, dict) else ""
     text = format_error(error)
     if kind in ("ModuleNotFoundError", "ImportError") and "No module named" in message:
         missing = message.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
+        needed = imports.earlier_file(missing) if imports is not None else None
+        if needed:
+            return _("importing {module} failed: it imports `{missing}`, the module of an "
+                     "earlier assignment this one builds on, and no {file} was handed in with "
+                     "it. Hand in your {file} beside {module} (in the same folder or zip).").format(
+                         module=f"{imports.module}.py", missing=missing, file=needed) + "\n" + text
         return _("importing attention.py failed: it imports `{missing}`, which the grading "
                  "machine does not have (it has Python's standard library and torch). Copy what "
                  "you need from it into attention.py instead of importing it.").format(
@@ -76,15 +141,16 @@ def explain_import_error(error):
 
 
 class Submission:
-    """The student's attention.py, reached only through a sandboxed worker process.
+    """The student's module file, reached only through a sandboxed worker process.
 
     A call that hangs, crashes or runs out of memory costs that call, marks its target as
     broken (later calls to it fail at once with the same reason) and the next call gets a
     fresh worker, so the other parts are still graded.
     """
 
-    def __init__(self, path, isolation, limits, stage_dir, gpu=False):
+    def __init__(self, path, isolation, limits, stage_dir, gpu=False, assignment=None):
         self.path, self.isolation, self.limits = path, isolation, limits
+        self.assignment = assignment or assignments.load()  # its api is what the worker loads
         self.stage_dir, self.gpu = stage_dir, gpu
         self.worker = None
         self.loaded = False
@@ -104,7 +170,8 @@ class Submission:
         self._new_worker()
 
     def _new_worker(self):
-        self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu)
+        self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu,
+                             assignment=self.assignment)
         self.workers_started += 1
         self.loaded = False
         try:
@@ -143,7 +210,7 @@ class Submission:
             raise GraderError(f"the worker died while starting: {failure.reason}") from None
         timeout = min(self.limits.import_seconds, self._remaining())
         try:
-            reply = self.worker.request({"op": "load", "names": list(API_NAMES)}, timeout,
+            reply = self.worker.request({"op": "load", "names": list(self.assignment.api)}, timeout,
                                         doing=_("running the top level of attention.py"))
         except WorkerFailure as failure:
             self.load_error = _("importing attention.py failed: {reason}. Code at the top level "
@@ -153,7 +220,7 @@ class Submission:
             raise StudentFailure(self.load_error) from None
         # the reply was checked against replies.SCHEMAS["load"]: types, sizes, safe strings
         if reply.get("ok") is not True:
-            self.load_error = explain_import_error(reply.get("error"))
+            self.load_error = explain_import_error(reply.get("error"), self.worker.imports)
             raise StudentFailure(self.load_error)
         self.api = dict(reply.get("api", {}))
         self.cell_errors = [[str(n), kind, message] for n, kind, message in reply.get("cell_errors", [])]

@@ -18,7 +18,7 @@ a test's output at MESSAGE_CHARS, the summary at SUMMARY_CHARS, and `results_tex
 the whole file under RESULTS_BYTES by cutting the tests' outputs first.
 """
 from .. import i18n
-from ..grade.outcome import SubmissionResult
+from ..outcomes import SubmissionResult
 from ..i18n import _
 from ..textsafety import safe_text
 from . import summary as summaries

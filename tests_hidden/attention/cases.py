@@ -1,4 +1,4 @@
-"""The hidden cases, declared as data (one harness in the test_*.py files runs them all).
+"""The hidden cases, declared as data (the library, grader/suite/, runs them all).
 
 Each Case names the part it grades, its points, what to call and with which inputs. Inputs
 are seeded random tensors, never all-ones: with all-ones queries and keys most mistakes
@@ -29,109 +29,22 @@ rule and checks it against shortcuts run for real:
 Every other case has a query with a masked key and a query with two valid keys to weigh
 (or, for the transposes, heads that really move), so each of these shortcuts fails it. A degenerate case counts only
 once the same function passes at least one of its non-degenerate cases on the CPU, and the
-GPU share of a function is graded only then (checks.py). One, not all: a function right in
+GPU share of a function is graded only then (grader/suite/checks.py). One, not all: a function right in
 a real case has shown it does the work, and a correct submission with an unrelated failing
 edge case (NaN for length 0, say) keeps these points.
 """
-import dataclasses
-import zlib
+import os
 
 import torch
 
-from grader.i18n import N_, _  # `about` and names are translated where shown (checks.py)
+from grader.assignment import load_folder
+from grader.i18n import N_  # `about` and names are translated where shown
+from grader.suite.case import Inputs, case_class, device_cases, lens
+from grader.suite.table import Table
 
-TOTAL_POINTS = 100  # what the assignment is worth; the hidden suite refuses to run otherwise
-PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
-         "transpose", "MultiHeadAttention", "GPU")
-MODULES = ("AdditiveAttention", "DotProductAttention", "MultiHeadAttention")
-ARG_NAMES = {
-    "sequence_mask": ("X", "valid_len", "value"),
-    "masked_softmax": ("X", "valid_lens"),
-    "transpose_qkv": ("X", "num_heads"),
-    "transpose_output": ("X", "num_heads"),
-    "AdditiveAttention": ("queries", "keys", "values", "valid_lens"),
-    "DotProductAttention": ("queries", "keys", "values", "valid_lens"),
-    "MultiHeadAttention": ("queries", "keys", "values", "valid_lens"),
-}
-# a module's call, in the language of the feedback (call_text)
-IN_EVAL_MODE = N_("{module} in eval mode, forward({args})")
-IN_TRAIN_MODE = N_("{module} in training mode, forward({args})")
-# the GPU part's case names, "<target> <label>": the label is translated where shown
-GPU_LABELS = {"device": N_("makes no tensor on the default device"), "cuda": N_("on CUDA")}
-WEIGHTS = {"AdditiveAttention": "attention_weights", "DotProductAttention": "attention_weights",
-           "MultiHeadAttention": "attention.attention_weights"}
-
-
-@dataclasses.dataclass
-class Case:
-    part: str
-    name: str
-    points: int
-    target: str
-    args: tuple
-    kwargs: dict = dataclasses.field(default_factory=dict)
-    init: dict = None              # constructor arguments, for modules
-    check: str = "match"
-    module_dtype: str = None       # cast the module's parameters (float64, bfloat16)
-    grad_args: tuple = ()          # indices of args to differentiate with respect to
-    grad_params: bool = False
-    mode: str = "eval"
-    calls: int = 1
-    about: str = ""                # what the case is about, said in the failure message
-    degenerate: str = ""           # why a shortcut gets it right (a reason below); "" if none
-
-    @property
-    def id(self):
-        return f"{self.part}: {self.name}"
-
-    @property
-    def seed(self):
-        return zlib.crc32(self.id.encode())
-
-    @property
-    def is_module(self):
-        return self.init is not None
-
-    def captures(self):
-        return [WEIGHTS[self.target]] if self.target in WEIGHTS else []
-
-    def probe(self, state=None, device="cpu", guard=False, **overrides):
-        probe = {"target": self.target, "args": list(self.args), "kwargs": dict(self.kwargs),
-                 "mode": self.mode, "calls": self.calls, "device": device, "guard": guard,
-                 "capture": self.captures(), "grad_args": list(self.grad_args),
-                 "grad_params": self.grad_params, "seed": self.seed,
-                 "module_dtype": self.module_dtype}
-        if self.is_module:
-            probe["init"] = dict(self.init)
-            probe["state"] = state
-        probe.update(overrides)
-        return probe
-
-    def call_text(self):
-        names = ARG_NAMES.get(self.target, ())
-        shown = [_describe(names[i] if i < len(names) else f"arg{i}", a)
-                 for i, a in enumerate(self.args)]
-        shown += [_describe(k, v) for k, v in self.kwargs.items()]
-        if self.is_module:
-            init = ", ".join(f"{k}={v!r}" for k, v in self.init.items())
-            said = IN_TRAIN_MODE if self.mode == "train" else IN_EVAL_MODE
-            return _(said).format(module=f"{self.target}({init})", args=", ".join(shown))
-        return f"{self.target}({', '.join(shown)})"
-
-
-def _describe(name, value):
-    if not isinstance(value, torch.Tensor):
-        return f"{name}={value!r}"
-    text = f"{name} {tuple(value.shape)} {str(value.dtype).replace('torch.', '')}"
-    if (name.startswith("valid") or not value.is_floating_point()) and value.numel() <= 12:
-        text += f" = {_floats(value.tolist())}"
-    return text
-
-
-def _floats(values):
-    if isinstance(values, list):
-        return [_floats(v) for v in values]
-    return int(values) if float(values).is_integer() else values
+ASSIGNMENT = load_folder(os.path.dirname(os.path.abspath(__file__)))  # assignment.toml here
+Case = case_class(ASSIGNMENT)  # what a module stores its weights in, and the arguments'
+                               # names, come from the declaration and the solution
 
 
 # -- degenerate cases: the shortcut each reason names gets the case right ---------------
@@ -146,21 +59,6 @@ ONE_HEAD = N_("with one head there is nothing to split, so code that skips the s
               "heads gives the same result")
 ONE_POSITION = N_("with one position the heads keep the input's order, so a reshape without "
                   "the permute gives the same result")
-
-
-# -- inputs -----------------------------------------------------------------------------
-class Inputs:
-    """Seeded random tensors for one case: the same case always gets the same numbers."""
-
-    def __init__(self, name):
-        self.generator = torch.Generator().manual_seed(zlib.crc32(name.encode()))
-
-    def randn(self, *shape, dtype=torch.float32, scale=1.0):
-        return (torch.randn(shape, generator=self.generator, dtype=torch.float64) * scale).to(dtype)
-
-
-def lens(values, dtype=torch.int64):
-    return torch.tensor(values, dtype=dtype)
 
 
 # -- the table --------------------------------------------------------------------------
@@ -379,45 +277,18 @@ def dropout_values(r, batch, keys, extra=3):
     return torch.cat([eye, r.randn(batch, keys, extra)], dim=-1)
 
 
-GPU_TARGETS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAttention",
-               "MultiHeadAttention")
-
-
-def gpu_cases():
-    """One case per target and kind of machine: every `match` case of that target again, on
-    CUDA (check "cuda") or, on a CPU-only machine, under the device guard (check "device").
-    Exactly one of the two kinds runs on any machine, so the part is worth the same everywhere.
-    It is graded once the target passes one of its non-degenerate cases on the CPU (a
-    degenerate case is no evidence the function works), and then on the cases the submission
-    gets right on the CPU (the others cost points in their own part): each must give the same
-    result as on the CPU, come back on the GPU, and create no tensor on the default device."""
-    for check, label in GPU_LABELS.items():
-        for target in GPU_TARGETS:
-            yield Case("GPU", f"{target} {label}", 2, target, (), check=check)
-
-
-def same_target(case):
-    """The `match` cases of the same function or module as `case`."""
-    return [c for c in CASES if c.check == "match" and c.target == case.target]
-
-
-def evidence(target):
-    """The non-degenerate `match` cases of `target`: passing one shows the function works."""
-    return [c for c in CASES if c.check == "match" and c.target == target and not c.degenerate]
-
-
 CASES = [*sequence_mask_cases(), *masked_softmax_cases(), *additive_cases(), *dot_product_cases(),
-         *transpose_cases(), *multi_head_cases(), *gpu_cases()]
+         *transpose_cases(), *multi_head_cases(),
+         # the GPU part: each of its targets' cases again on CUDA, or under the device guard
+         *device_cases(ASSIGNMENT, points=2, case=Case)]
 
 
-def cases(*checks):
-    return [c for c in CASES if c.check in checks]
+
+# for readers of the table alone (grader/nbgrader_bridge/notebook.py): the declaration's
+PARTS = ASSIGNMENT.part_names
+TOTAL_POINTS = ASSIGNMENT.total_points
 
 
 def max_points():
-    """Points per part on any machine (the device and cuda variants count once)."""
-    totals = dict.fromkeys(PARTS, 0)
-    for case in CASES:
-        if case.check != "cuda":
-            totals[case.part] += case.points
-    return totals
+    """Points per part on any machine (grader/suite/table.py)."""
+    return Table(ASSIGNMENT, CASES).max_points()

@@ -1,10 +1,14 @@
 """The checks the hidden tests apply to a case; each raises StudentFailure with a teaching message.
 
+Each check takes the run's Session first (session.py: the assignment, its case table, the
+feedback's language and what the run has learnt), then the case, the submission and the
+reference.
+
 A check that fails on a submission says, when it has the evidence, which catalog mistake
 gives exactly the same results (grader/catalog: the same probe, run on the solution with
 that mistake); the catalog's mistakes are graded by these same checks (`passes`).
 
-A degenerate case (cases.py) the submission gets right counts only when its function also
+A degenerate case (the table's `degenerate` field) the submission gets right counts only when its function also
 passes one of its non-degenerate cases (`shows_it_works`); otherwise it fails with the reason
 (`withheld`), never diagnosed, and the function's GPU share is not graded (`check_on_device`).
 
@@ -18,12 +22,11 @@ import contextlib
 import pytest
 import torch
 
-import cases as cases_table
-from grader.catalog import diagnose
-from grader.harness import StudentFailure
-from grader.i18n import _
-from grader.harness.devices import device_failure
-from grader.harness.compare import expect_close, expect_true, fmt_index, same, tolerance
+from ..catalog import diagnose
+from ..harness.compare import expect_close, expect_true, fmt_index, tolerance
+from ..harness.devices import device_failure
+from ..harness.failures import StudentFailure
+from ..i18n import _
 
 
 def params(cases, gpu_available):
@@ -65,8 +68,8 @@ def compare_results(case, got, expected, state, calls=None):
             if index:
                 label += _(" (call {index} of {count})").format(index=index + 1,
                                                                 count=calls or expected.calls())
-            # masked_softmax returns attention weights itself: read (and drawn) as weights
-            is_weights = name != "output" or case.target == "masked_softmax"
+            # a function whose output is the weights themselves is read (and drawn) as weights
+            is_weights = name != "output" or case.returns_weights
             expect_close(have, want, label, context=_context(case), weights=is_weights)
     for i in case.grad_args:
         expect_close(got.arg_grad(i), expected.arg_grad(i),
@@ -96,7 +99,7 @@ class Evidence:
 
 
 @contextlib.contextmanager
-def diagnosing(case, student, probe, reference):
+def diagnosing(session, case, student, probe, reference):
     """Run a check's body; if it fails, find the catalog mistakes whose result for `probe`
     equals what the submission returned, and say so in the failure (with their ids)."""
     seen = Evidence()
@@ -109,58 +112,51 @@ def diagnosing(case, student, probe, reference):
         raw = getattr(result, "raw", None)
         if not isinstance(raw, dict):
             raise
-        found = diagnose.matching(case, probe, raw, reference.path, FAILED_PARTS, SEARCH)
+        found = diagnose.matching(case, probe, raw, reference.path, session.failed_parts,
+                                  session.search)
         if not found:
             raise
-        explained = StudentFailure(f"{failure}\n  {diagnose.sentence(found, LANG[0])}")
+        explained = StudentFailure(f"{failure}\n  {diagnose.sentence(found, session.lang)}")
         explained.heatmap = getattr(failure, "heatmap", None)
         explained.mistakes = found
         raise explained from None
 
 
-LANG = ["en"]  # the language of the student's feedback (set by the suite's conftest)
-FAILED_PARTS = set()  # parts with a failed case so far in this session (the suite's conftest)
-SEARCH = diagnose.Search()  # how far the search for mistakes has gone in this session
-
-
-def passes(case, implementation, reference):
+def passes(session, case, implementation, reference):
     """True when `implementation` (a catalog mistake, run here) passes `case`."""
     try:
-        CHECKS[case.check](case, implementation, reference)
+        CHECKS[case.check](session, case, implementation, reference)
     except StudentFailure:
         return False
     return True
 
 
-def ask_ahead(student, reference):
+def ask_ahead(session, student, reference):
     """Once per session: every match case's probe to the submission in one request, in
     the order the tests ask them (Submission.prefetch: one reply each, each within the
     per-call limit); the tests then compare without a round trip each."""
-    if ASKED_AHEAD or not hasattr(student, "prefetch"):
+    if session.asked_ahead or not hasattr(student, "prefetch"):
         return
-    ASKED_AHEAD.append(True)
+    session.asked_ahead = True
     asks = []
-    for case in cases_table.cases("match"):
+    for case in session.table.cases("match"):
         probe = case.probe(_state(case, reference))
         asks.append((probe, case.call_text(), reference.run(probe, case.call_text())))
     student.prefetch(asks)
 
 
-ASKED_AHEAD = []  # set once the match probes were asked ahead in this session
-
-
-def check_match(case, student, reference, device="cpu", guard=False):
-    ask_ahead(student, reference)
+def check_match(session, case, student, reference, device="cpu", guard=False):
+    ask_ahead(session, student, reference)
     state = _state(case, reference)
     probe = case.probe(state, device=device, guard=guard)
     expected = reference.run(probe, case.call_text())
-    with diagnosing(case, student, probe, reference) as seen:
+    with diagnosing(session, case, student, probe, reference) as seen:
         got = seen(student.run(probe, case.call_text(), expected))
         failure = device_failure(case.target, got) if guard else None
         if failure:
             raise StudentFailure(failure)
         compare_results(case, got, expected, state)
-    if case.degenerate and not shows_it_works(case.target, student, reference):
+    if case.degenerate and not shows_it_works(session, case.target, student, reference):
         raise StudentFailure(withheld(case))  # right, but no evidence: never diagnosed
     return got
 
@@ -182,11 +178,11 @@ def _right_on_cpu(case, student, reference):
     return got
 
 
-def shows_it_works(target, student, reference):
+def shows_it_works(session, target, student, reference):
     """True when `target` passes at least one of its non-degenerate cases on the CPU
     (cases.py: a degenerate case alone is no evidence that the function does its work)."""
     return any(_right_on_cpu(c, student, reference) is not None
-               for c in cases_table.evidence(target))
+               for c in session.table.evidence(target))
 
 
 def withheld(case):
@@ -213,12 +209,12 @@ def _calls_differ(got, calls):
     return any(o.shape != outputs[0].shape or not torch.equal(o, outputs[0]) for o in outputs[1:])
 
 
-def check_eval(case, student, reference):
+def check_eval(session, case, student, reference):
     """Eval mode with dropout > 0: every call equals the reference (which drops nothing)."""
     state = _state(case, reference)
     expected = reference.run(case.probe(state, calls=1), case.call_text())
     probe = case.probe(state)
-    with diagnosing(case, student, probe, reference) as seen:
+    with diagnosing(session, case, student, probe, reference) as seen:
         got = seen(student.run(probe, case.call_text(), expected))
         try:
             compare_results(case, got, expected, state, calls=case.calls)
@@ -243,11 +239,11 @@ def _looks_dropped(stored, eval_weights, p):
     return bool((zero | kept).all()) and bool((zero & positive).any())
 
 
-def check_dropout(case, student, reference):
+def check_dropout(session, case, student, reference):
     state = _state(case, reference)
     eval_result = reference.run(case.probe(state, mode="eval", calls=1), case.call_text())
     probe = case.probe(state)
-    with diagnosing(case, student, probe, reference) as seen:
+    with diagnosing(session, case, student, probe, reference) as seen:
         got = seen(student.run(probe, case.call_text(), eval_result))
         weights_name = case.captures()[0]
         eval_weights = eval_result.tensor(weights_name)
@@ -266,8 +262,8 @@ def check_dropout(case, student, reference):
                     "Every stored weight is either 0 or the eval-mode weight scaled by 1/(1-p): "
                     "{name} was stored after dropout. The stored weights should be the ones "
                     "before dropout (rows summing to 1).").format(name=weights_name)) from None
-        if case.target == "MultiHeadAttention":
-            _check_multi_head_dropout(case, got, eval_result)
+        if "." in case.weights.get(case.target, ""):  # stored by an inner module
+            _check_inner_dropout(case, got, eval_result)
         else:
             _check_weights_dropout(case, got, eval_weights)
 
@@ -319,7 +315,9 @@ def _check_weights_dropout(case, got, eval_weights):
         p=p))
 
 
-def _check_multi_head_dropout(case, got, eval_result):
+def _check_inner_dropout(case, got, eval_result):
+    """A module whose weights an inner module keeps (its output is not those weights times
+    the values): dropout must change the output in training mode."""
     eval_out = eval_result.tensor("output")
     changed = False
     for index in range(case.calls):
@@ -337,29 +335,31 @@ def _check_multi_head_dropout(case, got, eval_result):
                   "weights).").format(p=case.init["dropout"], calls=case.calls))
 
 
-def _not_right_on_cpu(target, student):
+def _not_right_on_cpu(session, target, student):
     """Why the GPU share of `target` cannot be graded when none of its cases is right on the
     CPU, said from what the worker saw: a file that did not import, a name it does not
     define, or a function that is there but wrong (only then is its own part the place)."""
     if getattr(student, "load_error", None):
-        return _("attention.py could not be imported, so how {target} behaves on a GPU cannot "
-                 "be graded (see the import error above).").format(target=target)
+        return _("{module} could not be imported, so how {target} behaves on a GPU cannot "
+                 "be graded (see the import error above).").format(
+                     module=session.assignment.module_file, target=target)
     if (getattr(student, "api", None) or {}).get(target) == "missing":
-        return _("attention.py defines no `{target}`, so how it behaves on a GPU cannot be "
-                 "graded: define it under exactly this name.").format(target=target)
+        return _("{module} defines no `{target}`, so how it behaves on a GPU cannot be "
+                 "graded: define it under exactly this name.").format(
+                     module=session.assignment.module_file, target=target)
     return _("none of the {target} cases is right on the CPU yet, so how it behaves on a GPU "
              "cannot be graded: fix {target} first (see its own part).").format(target=target)
 
 
-def check_on_device(case, student, reference, device="cpu", guard=False):
+def check_on_device(session, case, student, reference, device="cpu", guard=False):
     """Every case the submission gets right on the CPU, again on `device` (or under the guard):
     same result as its own CPU run, returned on that device, no tensor on the default device."""
     where = _("on CUDA") if device == "cuda" else _("with its inputs on another device")
     # wrong on the CPU costs points in its own part, not here: only the right cases are rerun
-    right = [(sample, got) for sample in cases_table.same_target(case)
+    right = [(sample, got) for sample in session.table.same_target(case)
              for got in [_right_on_cpu(sample, student, reference)] if got is not None]
     if not right:
-        raise StudentFailure(_not_right_on_cpu(case.target, student))
+        raise StudentFailure(_not_right_on_cpu(session, case.target, student))
     expect_true(any(not sample.degenerate for sample, _got in right), _(
         "{target} is right on the CPU only in cases that cannot tell working code from a "
         "shortcut ({why}), so how it behaves on a GPU cannot be graded yet: fix {target} first "
@@ -375,7 +375,7 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
             continue
         expected = reference.run(sample.probe(state), sample.call_text())
         try:
-            with diagnosing(sample, student, probe, reference) as seen:
+            with diagnosing(session, sample, student, probe, reference) as seen:
                 on_device = seen(student.run(probe, sample.call_text(), expected))
                 failure = device_failure(case.target, on_device) if guard else None
                 if failure:
@@ -394,12 +394,12 @@ def check_on_device(case, student, reference, device="cpu", guard=False):
                                           failure=failure)) from None
 
 
-def check_device(case, student, reference):
-    check_on_device(case, student, reference, guard=True)
+def check_device(session, case, student, reference):
+    check_on_device(session, case, student, reference, guard=True)
 
 
-def check_cuda(case, student, reference):
-    check_on_device(case, student, reference, device="cuda")
+def check_cuda(session, case, student, reference):
+    check_on_device(session, case, student, reference, device="cuda")
 
 
 CHECKS = {"match": check_match, "eval": check_eval, "dropout": check_dropout,

@@ -1,0 +1,86 @@
+"""What grading one submission came to: a list of test outcomes and what surrounds them.
+
+A leaf module (it imports nothing of the grader): the batch (grader/grade/) makes these and
+the reports (grader/report/) read them, and neither imports the other for it.
+"""
+import dataclasses
+
+
+@dataclasses.dataclass
+class TestOutcome:
+    name: str
+    part: str
+    points: float
+    status: str                # "passed" | "failed" | "skipped" | "grader-error"
+    message: str = ""
+    seconds: float = 0.0
+    grader_traceback: str = ""
+    mistakes: list = dataclasses.field(default_factory=list)  # catalog ids whose result it equals
+    heatmap: dict = None       # {"title", "expected", "got"}: 2-D lists of weights
+    # passed only as error carried forward (grader/catalog/carry.py): {"target", "mistakes",
+    # "in", "parts"}, the callee mistakes its result equals the solution's with; else None
+    carried: dict = None
+    # failed, and a function it calls failed its own part: {"why": "unnamed" | "differs",
+    # "callees", "mistakes"} (why its points were not carried forward)
+    carry_note: dict = None
+    target: str = None         # the function or module the case calls (cases.py)
+
+    @property
+    def score(self):
+        return self.points if self.status == "passed" else 0.0
+
+    @property
+    def max_score(self):
+        return 0.0 if self.status == "skipped" else self.points
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    name: str
+    source: str
+    tests: list
+    notes: list = dataclasses.field(default_factory=list)
+    intake_error: str = None     # the submission could not be read: zero, with this reason
+    missing_work: bool = False   # with intake_error: nothing gradable was found (not a zero)
+    grader_error: str = None     # the grader failed: not a zero, reported as such
+    isolation: dict = None
+    summary: dict = None         # what the worker saw: names defined, import error, output
+    seconds: float = 0.0
+    fingerprint: str = None      # of what was graded (grade/fingerprint.py)
+    unchanged: bool = False      # same fingerprint as its row in the gradebook: not regraded
+    # one per part that lost points: {"part", "mistake" (catalog id or None), "text",
+    # "experiment" (a small experiment the student can run to see it, or "")}
+    diagnoses: list = dataclasses.field(default_factory=list)
+    # {"reference": {"computed": n, "reused": m}, "mistake": {...}}: see harness/memo.py
+    case_results: dict = None
+    carry_forward: str = None    # "on" | "off": the policy it was graded with (carry.py)
+
+    @property
+    def score(self):
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self):
+        return sum(t.max_score for t in self.tests)
+
+    def by_part(self):
+        """{part: (score, max)} in the order the parts first appear."""
+        parts = {}
+        for test in self.tests:
+            score, top = parts.get(test.part, (0.0, 0.0))
+            parts[test.part] = (score + test.score, top + test.max_score)
+        return parts
+
+    @property
+    def grader_failures(self):
+        return [t for t in self.tests if t.status == "grader-error"]
+
+    @property
+    def status(self):
+        if self.grader_error or self.grader_failures:
+            return "grader error"
+        if self.intake_error and self.missing_work:
+            return "missing work"   # nothing gradable found: for review, never exported as 0
+        if self.intake_error:
+            return "not gradable"
+        return "graded"

@@ -1,0 +1,23 @@
+"""One run of a hidden suite: the assignment, its table, and what the run has learnt so far.
+
+The pytest plugin keeps one Session on pytest's config (`config.attnkit_suite`); the checks
+take it as their first argument. Nothing of a run lives in a module global, so a process
+may run suites of several assignments, one after another or side by side.
+"""
+from ..catalog import diagnose
+from .table import Table
+
+
+class Session:
+    def __init__(self, assignment, lang="en", table=None):
+        self.assignment = assignment
+        self.table = table if table is not None else Table(assignment)
+        self.lang = "zh" if str(lang).startswith("zh") else "en"  # of the student's feedback
+        self.failed_parts = set()         # parts with a failed case so far
+        self.search = diagnose.Search()   # how far the search for mistakes has gone
+        self.asked_ahead = False          # the match probes went to the worker in one request
+        self.parts = {}                   # nodeid -> part, filled at collection
+
+    def fail(self, part):
+        """A case of `part` failed: the diagnosis searches that part's mistakes."""
+        self.failed_parts.add(part)

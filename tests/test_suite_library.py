@@ -1,0 +1,152 @@
+"""The hidden suites' library (grader/suite/) names no assignment: a second, tiny one, written
+here as an instructor would (a declaration, a three-case table, a one-function solution), is
+graded by `grader grade --assignment tiny` in a copy of the kit: its solution gets 100, an
+empty stub 0, and a wrong one loses exactly its cases' points."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import KIT
+
+DECLARATION = """\
+name = "tiny"
+title = "Doubling"
+module = "tiny"
+solution = "solutions/tiny.py"
+student_folder = "assignments/tiny"
+api = ["double"]
+total_points = 100
+
+[calls]
+double = []
+
+[[parts]]
+name = "doubling"
+points = 100
+targets = ["double"]
+short = "dbl"
+"""
+
+CASES = """\
+import os
+
+import torch
+
+from grader.assignment import load_folder
+from grader.suite.case import Inputs, case_class, device_cases
+
+ASSIGNMENT = load_folder(os.path.dirname(os.path.abspath(__file__)))
+Case = case_class(ASSIGNMENT)
+r = Inputs("doubling")
+
+CASES = [
+    Case("doubling", "a vector", 30, "double", (r.randn(5),)),
+    Case("doubling", "a float64 matrix", 30, "double", (r.randn(2, 3, dtype=torch.float64),)),
+    Case("doubling", "its gradient", 40, "double", (r.randn(4),), grad_args=(0,)),
+    *device_cases(ASSIGNMENT, points=0, case=Case),  # no GPU part: none
+]
+"""
+
+SOLUTION = '''\
+import torch
+
+
+def double(values):
+    """Twice the values."""
+    return values * 2
+'''
+
+STUB = '''\
+import torch
+
+
+def double(values):
+    """Twice the values."""
+    raise NotImplementedError
+'''
+
+# right on the vector, wrong in float64 (it casts to float32): loses exactly that case
+HALF = '''\
+import torch
+
+
+def double(values):
+    return (values * 2).float()
+'''
+
+
+def _kit(tmp_path):
+    """A copy of the kit's grader with only the tiny assignment declared."""
+    kit = tmp_path / "kit"
+    shutil.copytree(os.path.join(KIT, "grader"), kit / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    suite = kit / "tests_hidden" / "tiny"
+    suite.mkdir(parents=True)
+    (suite / "assignment.toml").write_text(DECLARATION, encoding="utf-8")
+    (suite / "cases.py").write_text(CASES, encoding="utf-8")
+    (suite / "mistakes.py").write_text("MISTAKES = []  # no mistake catalogued yet\n",
+                                       encoding="utf-8")
+    (suite / "conftest.py").write_text('pytest_plugins = ["grader.suite.plugin"]\n',
+                                       encoding="utf-8")
+    (suite / "test_tiny.py").write_text(
+        "from grader.suite.tests import test_matches_reference  # noqa: F401\n",
+        encoding="utf-8")
+    shutil.copy(os.path.join(KIT, "tests_hidden", "attention", "pytest.ini"), suite)
+    (kit / "solutions").mkdir()
+    (kit / "solutions" / "tiny.py").write_text(SOLUTION, encoding="utf-8")
+    (kit / "assignments" / "tiny").mkdir(parents=True)
+    return kit
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("tiny")
+    kit = _kit(tmp_path)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, text in (("right", SOLUTION), ("stub", STUB), ("half", HALF)):
+        (subs / f"{name}.py").write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", *sorted(str(p) for p in subs.iterdir()),
+         "--assignment", "tiny", "--out", str(tmp_path / "out"), "--jobs", "1"],
+        cwd=kit, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(kit)})
+    rows = {}
+    if (tmp_path / "out" / "grades.csv").exists():
+        with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
+            rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    return done, rows, tmp_path / "out"
+
+
+def test_the_solution_gets_100_and_an_empty_stub_0(graded):
+    done, rows, _ = graded
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert set(rows) == {"right", "stub", "half"}
+    assert (rows["right"]["status"], rows["right"]["total"], rows["right"]["max"]) == \
+        ("graded", "100", "100")
+    assert (rows["stub"]["status"], rows["stub"]["total"]) == ("graded", "0")
+
+
+def test_the_parts_are_the_declarations(graded):
+    """grades.csv's part columns and the console's headings come from assignment.toml."""
+    done, rows, _ = graded
+    assert [k for k in rows["right"] if k.startswith("doubling")] == ["doubling (/100)"]
+    header = next(line.split() for line in done.stdout.splitlines()
+                  if line.split()[:2] == ["submission", "score"])
+    assert header[2:] == ["dbl", "time", "note"]
+
+
+def test_a_wrong_case_costs_its_points_with_the_declarations_words(graded):
+    """The float64 case (30 points) fails; the message names the case and what came back."""
+    _, rows, out = graded
+    assert rows["half"]["total"] == "70"
+    results = json.loads((out / "half" / "results.json").read_text(encoding="utf-8"))
+    failed = [t for t in results["tests"] if t.get("status") == "failed"]
+    assert [t["name"] for t in failed] == ["doubling: a float64 matrix"]
+    assert "double(values (2, 3) float64)" in failed[0]["output"]
