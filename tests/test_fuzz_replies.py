@@ -629,7 +629,7 @@ def test_pickle_memo_amplification_in_a_small_frame():
 
 
 # -- drift: the schema must accept whatever the real worker writes ----------------------------
-LAZY = os.path.join(KIT, "grader", "validate", "alternatives", "lazy_linear_d2l_1_0.py")
+LAZY = os.path.join(KIT, "tests_hidden", "attention", "alternatives", "lazy_linear_d2l_1_0.py")
 
 
 @pytest.mark.parametrize("source", [SOLUTION, LAZY], ids=["solution", "lazy_linear"])

@@ -5,8 +5,7 @@ unnoticed). Which cases each mistake fails is computed here, once, by the checks
 import pytest
 
 from conftest import SOLUTION
-from grader.catalog import by_id
-from grader.catalog import diagnose
+from grader.catalog import Catalog, diagnose
 from grader.catalog.build import MistakeImplementation
 from grader.harness import Reference
 
@@ -18,6 +17,8 @@ SUITE = Session(assignment.load("attention"))  # the library's run state, as the
 cases_table = SUITE.assignment.cases()  # the table module: CASES, Case and its reasons
 
 REFERENCE = Reference(SOLUTION)
+CATALOG = Catalog.of(assignment.load("attention"))
+by_id = CATALOG.by_id
 PART = "masked_softmax"
 ALL = SUITE.table.cases("match", "eval", "dropout")
 CASES = {c.id: c for c in ALL}
@@ -50,7 +51,7 @@ def entries(failing, passed, part=PART, blame="student"):
 
 
 def diagnose_parts(tests, lang="en"):
-    return diagnose.diagnose_parts(tests, CASES, grade_case, SOLUTION, lang=lang)
+    return diagnose.diagnose_parts(tests, CASES, grade_case, SOLUTION, lang=lang, catalog=CATALOG)
 
 
 def own(ids):
@@ -66,7 +67,7 @@ def test_a_mistake_is_named_when_it_explains_the_failures_and_fails_nothing_pass
         "part": PART, "mistake": "softmax-neg-inf",
         "text": f"masked_softmax: in {len(failing)} of the {len(failing)} failing cases of this "
                 f"part the results are exactly what you get if {mistake.text('en')}.",
-        "experiment": mistake.experiment("en")}]
+        "experiment": CATALOG.experiment("masked_softmax", "en")}]
 
 
 def test_no_mistake_is_named_when_it_would_fail_a_case_the_submission_passed(fails):
@@ -79,11 +80,11 @@ def test_no_mistake_is_named_when_it_would_fail_a_case_the_submission_passed(fai
     assert found["mistake"] is None
     name = failing[1][len("masked_softmax: "):]
     assert found["text"] == f"masked_softmax: {name}: {failing[1]} failed"
-    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][0]
+    assert found["experiment"] == CATALOG.experiment("masked_softmax", "en")
     (found,) = diagnose_parts(tests, lang="zh_CN")
     # (the case's name may be translated)
     assert found["text"].startswith("masked_softmax：") and found["text"].endswith(f"：{failing[1]} failed")
-    assert found["experiment"] == diagnose.EXPERIMENTS["masked_softmax"][1]
+    assert found["experiment"] == CATALOG.experiment("masked_softmax", "zh")
 
 
 def test_failures_the_grader_caused_and_skipped_cases_are_no_evidence(fails):
@@ -306,7 +307,7 @@ def test_the_experiment_is_not_repeated_under_the_unexplained_cases(fails, lang)
     tests = entries({**{n: ["softmax-neg-inf"] for n in failing}, other: []},
                     [n for n in OWN if n not in failing and n != other])
     named, observed = diagnose_parts(tests, lang=lang)
-    experiment = diagnose.EXPERIMENTS["masked_softmax"][lang == "zh"]
+    experiment = CATALOG.experiment("masked_softmax", lang)
     assert named["mistake"] == "softmax-neg-inf" and named["experiment"] == experiment
     assert observed["mistake"] is None and observed["experiment"] == ""
     words = "the other 1 failing case(s)" if lang == "en" else "其余 1 个未通过的用例"
@@ -359,16 +360,15 @@ def test_a_device_mistake_is_never_one_of_a_pair_in_a_cpu_case(fails):
     """gpu-arange-no-device changes no result on the CPU, so paired with a mistake X it gives
     X's results there: naming the pair in a CPU case would name the device mistake without
     evidence. Matched earlier in the session, it is not paired."""
-    from grader.catalog.mistakes import suspects_for
     name = sorted(own(fails["softmax-neg-inf"]))[0]
     case = CASES[name]
     probe = case.probe(checks._state(case, REFERENCE))
     got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
-    plausible = suspects_for(case.target)
+    plausible = CATALOG.suspects_for(case.target)
     assert "gpu-arange-no-device" in {m.id for m in plausible}
     search = diagnose.Search()
     search.singles(["gpu-arange-no-device"])
-    assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search) == []
+    assert diagnose._two_at_once(case, probe, got, SOLUTION, plausible, search, CATALOG) == []
 
 
 def test_a_pair_that_fails_with_its_own_error_is_named():
