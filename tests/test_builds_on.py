@@ -24,9 +24,13 @@ from grader.sandbox.limits import Limits
 
 MARKER = "FIRST-SOLUTION-MARKER-5d1c"
 FIRST_SOLUTION = f'''# {MARKER}
+### BEGIN INSTRUCTOR ONLY
+# INSTRUCTOR-NOTE-31ab: for the instructor's eyes only
+### END INSTRUCTOR ONLY
 def double(x):
     return x * 2
 '''
+GIVEN_FIRST = f"# {MARKER}\ndef double(x):\n    return x * 2\n"   # as the worker gets it
 SECOND_SOLUTION = '''from first import double
 
 
@@ -135,7 +139,7 @@ def test_given_stages_the_earlier_solution_read_only_under_its_module_name(tmp_p
     # given one, which replaces it
     staged, reply, facts, err = _run(level, kit, _submission(tmp_path / "sub", with_first=True))
     assert reply["ok"] is True, (reply, err)
-    assert staged["first.py"] == (FIRST_SOLUTION.encode(), 0o444)
+    assert staged["first.py"] == (GIVEN_FIRST.encode(), 0o444)   # instructor-only: dropped
     assert sorted(staged) == ["first.py", "second.py"]
     assert facts["name"] == "second" and facts["registered"] is True
     assert facts["attention_registered"] is False   # the default assignment's name is not used
@@ -183,7 +187,8 @@ def test_without_builds_on_nothing_earlier_is_staged(tmp_path):
     assert stage.imports_of(second) == stage.Imports("second", (), ())
     work = tmp_path / "work"
     work.mkdir()
-    stage.stage_given(stage.imports_of(second), str(work))
+    assert stage.given_files(stage.imports_of(second)) == {}
+    stage.stage_given({}, str(work))
     assert os.listdir(work) == []
 
 
@@ -253,3 +258,125 @@ def test_the_worker_itself_refuses_a_bad_module_name():
                               timeout=120, stdin=subprocess.DEVNULL)
         assert done.returncode == 73, done.stderr[-2000:]
         assert said in done.stderr
+
+
+# -- the trusted side: the later reference imports the earlier solution by name ---------------
+def test_the_later_reference_imports_the_earlier_solution_by_name_and_leaves_sys_modules_alone(
+        tmp_path):
+    from grader.harness.implementations import Reference
+    kit = _kit(tmp_path / "kit", "student")   # the reference builds on the reference either way
+    second = assignments.load("second", kit_root=kit)
+    before = object()
+    sys.modules["first"] = before             # something else of that name, already there
+    try:
+        reference = Reference(os.path.join(kit, "solutions", "second.py"), second)
+        assert sys.modules["first"] is before
+    finally:
+        del sys.modules["first"]
+    assert reference.module.quadruple(3) == 12                 # 2 * 2 * 3: the solution's double
+    assert reference.module.double.__module__ == "first_reference"
+    Reference(os.path.join(kit, "solutions", "second.py"), second)
+    assert "first" not in sys.modules and "first_reference" not in sys.modules
+    first = Reference(os.path.join(kit, "solutions", "first.py"),
+                      assignments.load("first", kit_root=kit))
+    assert first.module.double(5) == 10 and "first" not in sys.modules
+
+
+def test_assignments_that_build_on_each_other_are_a_grader_error(tmp_path):
+    from grader.harness.failures import GraderError
+    from grader.harness.implementations import Reference
+    kit = tmp_path / "kit"
+    _kit(kit, "given", first_builds_on='{assignment = "second", provide = "given"}')
+    with pytest.raises(GraderError) as refused:
+        Reference(str(kit / "solutions" / "second.py"),
+                  assignments.load("second", kit_root=str(kit)))
+    assert "first builds on second, which builds on first" in str(refused.value)
+    assert "first" not in sys.modules and "second" not in sys.modules
+
+
+def test_a_catalog_mistake_in_the_later_solution_imports_the_earlier_one_too(tmp_path):
+    from grader.catalog.build import MistakeImplementation
+    from grader.catalog.mistakes import Mistake
+    kit = _kit(tmp_path / "kit", "given")
+    assignments.load("second", kit_root=kit)
+    mistake = Mistake("once", "quadruple", "quadruple", "doubled once", "只加倍一次",
+                      (("double(double(x))", "double(x)"),))
+    from grader.harness import implementations
+    solution = os.path.join(kit, "solutions", "second.py")
+    with implementations.earlier_solutions_of(solution):   # found in the solution's own kit
+        assert sys.modules["first"].double(4) == 8
+    assert "first" not in sys.modules
+    built = MistakeImplementation(mistake, solution, "second")
+    assert built.module.quadruple(3) == 6                   # double(3): the mistake, made
+    assert "first" not in sys.modules
+
+
+def test_a_missing_earlier_file_is_asked_for_by_name(tmp_path):
+    from grader import i18n
+    from grader.harness.implementations import explain_import_error
+    imports = stage.Imports("second", (), (("first", "first"),))
+    error = {"type": "ModuleNotFoundError", "message": "No module named 'first'"}
+    said = explain_import_error(error, imports)
+    assert said.startswith(
+        "importing second.py failed: it imports `first`, the module of an earlier assignment "
+        "this one builds on, and no first.py was handed in with it. Hand in your first.py "
+        "beside second.py (in the same folder or zip).")
+    other = explain_import_error({"type": "ModuleNotFoundError",
+                                  "message": "No module named 'numpyy'"}, imports)
+    assert "first.py" not in other and "numpyy" in other     # any other module: the old advice
+    given = stage.Imports("second", (("first", "/kit/solutions/first.py"),), ())
+    assert "no first.py was handed in" not in explain_import_error(error, given)
+    i18n.set_language("zh")
+    try:
+        assert explain_import_error(error, imports).startswith(
+            "导入 second.py 失败：它导入了 `first`，即本次作业所基于的前一次作业的模块，但提交中没有 "
+            "first.py。请把你自己的 first.py 和 second.py 放在一起提交（同一个文件夹或同一个 zip 中）。")
+    finally:
+        i18n.set_language("en")
+
+
+def test_a_submission_without_its_earlier_file_is_told_which_file_it_needs(tmp_path):
+    import torch
+    from grader.harness import StudentFailure, Submission
+    kit = _kit(tmp_path / "kit", "student")
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "second.py").write_text(SECOND_SOLUTION)       # imports first, not handed in
+    stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    os.chmod(stage_dir, 0o711)
+    student = Submission(str(folder / "second.py"), LEVELS[0], LIMITS, stage_dir,
+                         assignment=assignments.load("second", kit_root=kit))
+    try:
+        with pytest.raises(StudentFailure) as failed:
+            student.run({"target": "quadruple", "args": [torch.ones(2)], "kwargs": {}},
+                        "quadruple(X)")
+    finally:
+        student.stop()
+    assert "it imports `first`, the module of an earlier assignment" in str(failed.value)
+    assert "Hand in your first.py beside second.py" in str(failed.value)
+    (folder / "first.py").write_text(STUDENT_FIRST)           # handed in: it loads and runs
+    student = Submission(str(folder / "second.py"), LEVELS[0], LIMITS, stage_dir,
+                         assignment=assignments.load("second", kit_root=kit))
+    try:
+        result = student.run({"target": "quadruple", "args": [torch.ones(2)], "kwargs": {}},
+                             "quadruple(X)")
+    finally:
+        student.stop()
+    assert result.tensor().tolist() == [9.0, 9.0]           # the student's own double: 3 * 3
+
+
+def test_a_given_solution_that_cannot_be_staged_stops_the_worker_before_it_starts(tmp_path):
+    kit = tmp_path / "kit"
+    _kit(kit, "given")
+    (kit / "solutions" / "first.py").write_text("### BEGIN INSTRUCTOR ONLY\ndef double(x):\n")
+    second = assignments.load("second", kit_root=str(kit))
+    with pytest.raises(ValueError) as refused:
+        stage.given_files(stage.imports_of(second))
+    assert "the given first.py" in str(refused.value)
+    assert "### BEGIN INSTRUCTOR ONLY is never closed" in str(refused.value)
+    worker = Worker(_submission(tmp_path / "sub", False), LEVELS[-1], LIMITS, str(tmp_path),
+                    assignment=second)
+    with pytest.raises(WorkerFailure) as failed:
+        worker.start()
+    worker.stop()
+    assert failed.value.kind == "start" and "the given first.py" in failed.value.reason

@@ -27,7 +27,9 @@ def mistake_module(mistake, solution_path, module=None):
             source = mistake.apply(handle.read())
         built = types.ModuleType(f"{module}_mistake_{mistake.id.replace('-', '_')}")
         built.__file__ = f"<mistake {mistake.id}>"
-        exec(compile(source, built.__file__, "exec"), built.__dict__)
+        from ..harness.implementations import earlier_solutions_of
+        with earlier_solutions_of(solution_path):  # builds_on: earlier solutions by name
+            exec(compile(source, built.__file__, "exec"), built.__dict__)
         _MODULES[key] = built
     return _MODULES[key]
 

@@ -156,6 +156,7 @@ class Worker:
     def start(self):
         try:
             self.imports = stage.imports_of(self.assignment)
+            given = stage.given_files(self.imports)
         except ValueError as exc:  # the declaration's builds_on (AssignmentError is one)
             raise WorkerFailure(f"the grader could not start a worker: {exc}", "start") from None
         become_subreaper()
@@ -165,7 +166,7 @@ class Worker:
                                        disk_mb=self.limits.disk_mb, gpu=self.gpu)
         stage.copy_submission_folder(self.submission_file, self.view.work_dir,
                                      max_bytes=min(self.limits.disk_mb, 64) * 2**20)
-        stage.stage_given(self.imports, self.view.work_dir)
+        stage.stage_given(given, self.view.work_dir)
         isolation_mod.prepare_home(self.view, self.isolation)
         work, runtime_inside = self.isolation.paths(self.view)
         processes_base = 0 if self.isolation.uid is not None else procfs.process_count(os.getuid())

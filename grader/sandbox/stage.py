@@ -6,7 +6,8 @@
     imports = imports_of(assignment)          the module names the submission is imported by and
                                               may import: its own, and the earlier assignments'
                                               it builds on (the declaration's `builds_on`)
-    stage_given(imports, work_dir)            the earlier solutions declared `given`, read-only
+    stage_given(given_files(imports), work_dir)
+                                              the earlier solutions declared `given`, read-only
 
 An earlier assignment reaches a worker in one of two ways, as the later one declares it:
 `provide = "student"`: the student's own earlier file, handed in beside the later one
@@ -145,16 +146,31 @@ def imports_of(assignment):
     return Imports(assignment.module, tuple(given), tuple(student))
 
 
-def stage_given(imports, work_dir):
-    """Copy each given earlier solution into `work_dir` as `<module>.py`, read-only, in
-    place of any file of that name the student handed in (the declaration chose the given
-    one)."""
+def given_files(imports):
+    """{file name: bytes}: each given earlier solution as the worker gets it, `<module>.py`,
+    its `### BEGIN INSTRUCTOR ONLY` blocks dropped (as `grader release` drops them).
+    ValueError when one cannot be read."""
+    from ..release.core import DropInstructorOnly, ReleaseError, Source
+    files = {}
     for module, path in imports.given:
-        target = os.path.join(work_dir, f"{module}.py")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                source = Source(path, handle.read().split("\n"))
+            files[f"{module}.py"] = "\n".join(DropInstructorOnly().apply(source).lines).encode()
+        except (OSError, UnicodeError, ReleaseError) as exc:
+            raise ValueError(f"the given {module}.py ({path}) cannot be staged: {exc}") from None
+    return files
+
+
+def stage_given(files, work_dir):
+    """Write given_files() into `work_dir`, read-only, each in place of any file of that name
+    the student handed in (the declaration chose the given one)."""
+    for name, data in files.items():
+        target = os.path.join(work_dir, name)
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)
         elif os.path.lexists(target):
             os.unlink(target)
-        with open(path, "rb") as source, open(target, "xb") as out:
-            shutil.copyfileobj(source, out, length=1 << 16)
+        with open(target, "xb") as out:
+            out.write(data)
         os.chmod(target, 0o444)
