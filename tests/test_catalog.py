@@ -6,7 +6,6 @@ import dataclasses
 import os
 import re
 import shutil
-import sys
 import types
 
 import pytest
@@ -16,6 +15,7 @@ from conftest import KIT, SOLUTION
 from grader import assignment
 from grader.catalog import Catalog, CatalogError, Mistake, diagnose
 from grader.catalog.build import MistakeImplementation
+from grader.suite.case import Case
 from grader.validate import Expectation, alternatives, docs_table, expectations
 
 ATTENTION = assignment.load("attention")
@@ -95,20 +95,11 @@ def test_a_mistake_module_is_named_after_the_assignments_module():
         "attention_mistake_dot_no_scale"  # not given one: the default assignment's
 
 
-def _case_class():
-    try:
-        from grader.suite.case import Case
-    except ImportError:
-        sys.path.insert(0, ATTENTION.folder)
-        from cases import Case
-    return Case
-
-
 def test_the_device_part_is_whichever_part_the_catalog_says():
     """Under the device guard only device mistakes are searched: those of the parts the
     declaration marks gpu, whatever their name, never a part called "GPU" as such."""
-    case = _case_class()(part="CUDA", name="device", points=1, target="sequence_mask",
-                         args=(torch.ones(2, 4), torch.tensor([1, 3])))
+    case = Case(part="CUDA", name="device", points=1, target="sequence_mask",
+                args=(torch.ones(2, 4), torch.tensor([1, 3])))
     probe = case.probe(guard=True)
     got = MistakeImplementation(CATALOG.by_id("gpu-arange-no-device"), SOLUTION).raw(probe)
     renamed = [dataclasses.replace(m, part="CUDA") if m.part == "GPU" else m
