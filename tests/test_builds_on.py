@@ -380,3 +380,22 @@ def test_a_given_solution_that_cannot_be_staged_stops_the_worker_before_it_start
         worker.start()
     worker.stop()
     assert failed.value.kind == "start" and "the given first.py" in failed.value.reason
+
+
+def test_a_submission_named_as_the_given_module_is_never_replaced_by_the_solution(tmp_path):
+    """Staged under the earlier module's name (first.py), the work would be overwritten by
+    the given solution and graded as if it were the student's: the worker refuses to start,
+    the grader's error, never a grade."""
+    kit = _kit(tmp_path / "kit", "given")
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "first.py").write_text(SPY)
+    worker = Worker(str(folder / "first.py"), LEVELS[-1], LIMITS, str(tmp_path),
+                    assignment=assignments.load("second", kit_root=kit))
+    with pytest.raises(WorkerFailure) as failed:
+        worker.start()
+    worker.stop()
+    assert failed.value.kind == "start"
+    assert failed.value.reason == (
+        "the grader could not start a worker: the submission's file is named first.py, as the "
+        "given earlier module is: it must be staged as second.py")

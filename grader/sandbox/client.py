@@ -157,6 +157,10 @@ class Worker:
         try:
             self.imports = stage.imports_of(self.assignment)
             given = stage.given_files(self.imports)
+            if os.path.basename(self.submission_file) in given:  # it would replace the work
+                raise ValueError(f"the submission's file is named "
+                                 f"{os.path.basename(self.submission_file)}, as the given earlier "
+                                 f"module is: it must be staged as {self.imports.module}.py")
         except ValueError as exc:  # the declaration's builds_on (AssignmentError is one)
             raise WorkerFailure(f"the grader could not start a worker: {exc}", "start") from None
         become_subreaper()
