@@ -454,3 +454,34 @@ def test_release_and_the_notebook_writer_import_each_other_in_one_direction_only
                            "print(sorted(m for m in sys.modules if m.startswith('grader.')))"],
                           cwd=KIT, capture_output=True, text=True, timeout=120)
     assert "grader.release.command" not in done.stdout and "grader.release.core" in done.stdout
+
+
+def test_an_assignment_that_builds_on_another_as_given_code_gets_its_module_whole():
+    """The transformer builds on attention with provide = "given": its student folder gets
+    attention.py whole (every line the solution's own, the code of every solution region
+    kept, no marker, no instructor-only text), importable and correct; in Chinese, with the
+    Chinese docstrings. The attention folder gets no such file."""
+    from grader.release.folder import given_modules
+    transformer = assignment.load("transformer")
+    given = given_modules(transformer)
+    assert list(given) == ["attention.py"] and given_modules(ATTENTION) == {}
+    text = given["attention.py"]
+    with open(SOLUTION, encoding="utf-8") as handle:
+        solution = handle.read().split("\n")
+    lines = text.split("\n")
+    assert not [line for line in lines if line not in solution]
+    kept = set(lines)
+    inside = False
+    for line in solution:
+        if line.strip() in ("### BEGIN SOLUTION", "### END SOLUTION"):
+            inside = line.strip() == "### BEGIN SOLUTION"
+        elif inside:
+            assert line in kept, line
+    assert "SOLUTION" not in text and "INSTRUCTOR" not in text and "BEGIN ZH" not in text
+    module = {}
+    exec(compile(text, "attention.py", "exec"), module)
+    import torch
+    weights = module["masked_softmax"](torch.ones(1, 2, 3), torch.tensor([2]))
+    assert weights[0, 0].tolist() == [0.5, 0.5, 0.0]
+    chinese = given_modules(transformer, "zh")["attention.py"]
+    assert "掩蔽" in chinese and "BEGIN ZH" not in chinese

@@ -298,3 +298,14 @@ def release(solution_path, api_names, lang="en"):
                  CheckNoLeak(api_names), CheckLanguage(lang)):
         source = step.apply(source)
     return "\n".join(source.lines)
+
+
+def given(solution_path, lang="en"):
+    """The solution as given code, what a later assignment's students get whole (`provide =
+    "given"`): its instructor-only text dropped, the solution markers taken out with the code
+    between them kept, in `lang`."""
+    with open(solution_path, encoding="utf-8") as handle:
+        source = FindRegions().apply(Source(solution_path, handle.read().split("\n")))
+    source.lines = [line for line in source.lines if line.strip() not in (BEGIN, END)]
+    source = SelectLanguage(lang).apply(DropInstructorOnly().apply(source))
+    return "\n".join(source.lines)

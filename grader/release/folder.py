@@ -1,12 +1,13 @@
 """The whole student folder, as {relative path: bytes}: the kit's folder of the assignment
-as it is, with the skeleton and the generated files (generated.py) written fresh, in one
-language. In Chinese, pytest.ini's addopts also say `--lang zh`, so a plain `pytest` there
-answers in Chinese."""
+as it is, with the skeleton, the generated files (generated.py) and the earlier
+assignments' solutions it provides as given code written fresh, in one language. In
+Chinese, pytest.ini's addopts also say `--lang zh`, so a plain `pytest` there answers in
+Chinese."""
 import os
 import re
 
 from . import generated
-from .core import ReleaseError, release
+from .core import ReleaseError, given, release
 
 SKIP = ("__pycache__", ".pytest_cache")
 ZH_INI_NOTE = ("# 中文版文件夹（grader release --lang zh）：下面的 --lang zh 让自检信息默认用中文；"
@@ -37,9 +38,25 @@ def _reader(folder):
     return current
 
 
-def generated_files(assignment):
-    """{relative path: text} of the generated files, from the kit's student folder."""
-    return generated.files(assignment, _reader(assignment.student_folder))
+def given_modules(assignment, lang="en"):
+    """{file name: text} of the earlier assignments' solutions this one provides as given
+    code (`builds_on` with provide = "given"): students import them by their module name."""
+    from .. import assignment as declared
+    kit_root = os.path.dirname(os.path.dirname(assignment.folder))  # <kit>/tests_hidden/<name>
+    out = {}
+    for dep in assignment.builds_on:
+        if dep.provide == "given":
+            earlier = declared.load(dep.assignment, kit_root)
+            out[earlier.module_file] = given(earlier.solution, lang)
+    return out
+
+
+def generated_files(assignment, lang="en"):
+    """{relative path: text} of the generated files, from the kit's student folder (the
+    given modules in `lang`)."""
+    files = generated.files(assignment, _reader(assignment.student_folder))
+    files.update(given_modules(assignment, lang))
+    return files
 
 
 def student_folder(solution=None, api_names=None, lang="en", assignment=None):
@@ -50,7 +67,7 @@ def student_folder(solution=None, api_names=None, lang="en", assignment=None):
         assignment = declared.load()
     folder = assignment.student_folder
     files = read_folder(folder)
-    for name, text in generated_files(assignment).items():
+    for name, text in generated_files(assignment, lang).items():
         files[name] = text.encode("utf-8")
     files[assignment.module_file] = release(solution or assignment.solution,
                                             api_names or assignment.api, lang).encode("utf-8")
