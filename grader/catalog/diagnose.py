@@ -317,7 +317,7 @@ def _first_line(message):
 
 def _observation(part, names, ran, cases, lang, template):
     """A part's observation: what its first failing non-degenerate case among `names` saw (a
-    degenerate one, tests_hidden/cases.py, may only have been withheld, and any shortcut gets
+    degenerate one, grader/suite/case.py, may only have been withheld, and any shortcut gets
     it right anyway)."""
     first = ran[next((n for n in names if not getattr(cases.get(n), "degenerate", "")), names[0])]
     name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") else first["name"]
@@ -462,7 +462,7 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", catalog=N
 
 
 def _keep_qualified_lines(ran, student_failed, qualified, lang, catalog):
-    """A failing case's "exactly what you get if" line (tests_hidden/checks.py adds it for
+    """A failing case's "exactly what you get if" line (grader/suite/checks.py adds it for
     the first mistake whose results equal the case's) stays only for a mistake its part's
     diagnosis qualified: it then names the first such one; otherwise it is dropped, and the
     case's `mistakes` keep only the qualified ones."""
