@@ -108,12 +108,13 @@ class _CappedReader(threading.Thread):
 
 
 class Worker:
+    imports = None  # stage.Imports: the module names it imports, resolved when it starts
+
     def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True,
                  assignment=None):
         self.submission_file = submission_file
         # the declared assignment (grader/assignment.py) whose module the submission is
         self.assignment = assignment if assignment is not None else assignment_mod.load()
-        self.imports = None          # stage.Imports, resolved when it starts
         self.use_cgroups = use_cgroups  # False: the PSS watchdog alone (as where no cgroups exist)
         self.isolation = isolation.fresh()
         self.limits = limits
