@@ -66,54 +66,66 @@ def case_results_from(report):
     return out or None
 
 
-def _catalog_ids(value, limit=5):
-    """Catalog mistake ids from the trusted report, each one the catalog knows, or None."""
-    from ..catalog.mistakes import by_id
-    ids = _strings(value, limit)
-    return ids if ids and all(by_id(i) is not None for i in ids) else None
+class _Known:
+    """What a report's names are checked against: the assignment's api and parts, and its
+    catalog of mistakes (built when a record first names one)."""
+
+    def __init__(self, declared, mistakes=None):
+        self.declared, self._mistakes = declared, mistakes
+
+    def by_id(self, mistake_id):
+        if self._mistakes is None:
+            from ..catalog import Catalog
+            self._mistakes = Catalog.of(self.declared)
+        return self._mistakes.by_id(mistake_id)
+
+    def ids(self, value, limit=5):
+        """Catalog mistake ids from the trusted report, each one the catalog knows, or None."""
+        ids = _strings(value, limit)
+        return ids if ids and all(self.by_id(i) is not None for i in ids) else None
 
 
-def _carried(value, status, declared):
+def _carried(value, status, known):
     """A passed test's carried-forward record, checked; the functions and parts it names
     are the catalog's, never the report's."""
-    from ..catalog.mistakes import by_id
-    if status != "passed" or not isinstance(value, dict) or value.get("target") not in declared.api:
+    if status != "passed" or not isinstance(value, dict) or \
+            value.get("target") not in known.declared.api:
         return None
-    ids = _catalog_ids(value.get("mistakes"))
+    ids = known.ids(value.get("mistakes"))
     if ids is None:
         return None
-    found = [by_id(i) for i in ids]
+    found = [known.by_id(i) for i in ids]
     return {"target": value["target"], "mistakes": ids,
             "in": list(dict.fromkeys(m.target for m in found)),
             "parts": list(dict.fromkeys(m.part for m in found))}
 
 
-def _carry_note(value, status, declared):
+def _carry_note(value, status, known):
     """A failed test's note of why it was not carried forward, checked: "unnamed" (the
     functions it calls that failed their own parts) or "differs" (the named mistakes it
     does not equal the solution's with); functions and parts are the catalog's."""
-    from ..catalog.mistakes import by_id
-    if status != "failed" or not isinstance(value, dict) or value.get("target") not in declared.api:
+    api = known.declared.api
+    if status != "failed" or not isinstance(value, dict) or value.get("target") not in api:
         return None
     why = value.get("why")
     if why == "unnamed":
-        callees = [c for c in _strings(value.get("callees"), 7) if c in declared.api]
+        callees = [c for c in _strings(value.get("callees"), 7) if c in api]
         ids = []
     elif why == "differs":
-        ids = _catalog_ids(value.get("mistakes")) or []
-        callees = list(dict.fromkeys(by_id(i).target for i in ids))
+        ids = known.ids(value.get("mistakes")) or []
+        callees = list(dict.fromkeys(known.by_id(i).target for i in ids))
     else:
         return None
     if not callees:
         return None
-    parts = (list(dict.fromkeys(by_id(i).part for i in ids)) if ids
-             else list(dict.fromkeys(declared.part_of(c) for c in callees)))
+    parts = (list(dict.fromkeys(known.by_id(i).part for i in ids)) if ids
+             else list(dict.fromkeys(known.declared.part_of(c) for c in callees)))
     return {"why": why, "target": value["target"], "callees": callees, "parts": parts,
             "mistakes": ids}
 
 
-def _target(value, declared):
-    return value if value in declared.api else None
+def _target(value, known):
+    return value if value in known.declared.api else None
 
 
 def carry_setting(report):
@@ -128,11 +140,12 @@ def from_catalog(catalog, status, message):
                         t.get("skip") or message) for t in catalog]
 
 
-def from_suite(report, catalog, assignment=None):
+def from_suite(report, catalog, assignment=None, mistakes=None):
     """Outcomes from the trusted process's report, checked against the catalog (the suite's
-    tests) and the assignment (its functions; default: the default assignment)."""
+    tests), the assignment (its functions; default: the default assignment) and its catalog
+    of mistakes (`mistakes`, a grader.catalog.Catalog; default: Catalog.of(assignment))."""
     from .. import assignment as assignments
-    declared = assignment or assignments.load()
+    known = _Known(assignment or assignments.load(), mistakes)
     tests = []
     seen = set()
     for entry in report.get("tests", []):
@@ -143,9 +156,9 @@ def from_suite(report, catalog, assignment=None):
                                  entry.get("message", ""), float(entry.get("seconds", 0.0)),
                                  entry.get("grader_traceback", ""),
                                  _strings(entry.get("mistakes")), _heatmap(entry.get("heatmap")),
-                                 _carried(entry.get("carried"), status, declared),
-                                 _carry_note(entry.get("carry_note"), status, declared),
-                                 _target(entry.get("target"), declared)))
+                                 _carried(entry.get("carried"), status, known),
+                                 _carry_note(entry.get("carry_note"), status, known),
+                                 _target(entry.get("target"), known)))
         seen.add(entry["nodeid"])
     missing = [t for t in catalog if t["nodeid"] not in seen]
     for t in missing:  # a test that never reported is the grader's failure, not a zero

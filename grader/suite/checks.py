@@ -113,10 +113,11 @@ def diagnosing(session, case, student, probe, reference):
         if not isinstance(raw, dict):
             raise
         found = diagnose.matching(case, probe, raw, reference.path, session.failed_parts,
-                                  session.search)
+                                  session.search, catalog=session.catalog)
         if not found:
             raise
-        explained = StudentFailure(f"{failure}\n  {diagnose.sentence(found, session.lang)}")
+        explained = StudentFailure(
+            f"{failure}\n  {diagnose.sentence(found, session.lang, catalog=session.catalog)}")
         explained.heatmap = getattr(failure, "heatmap", None)
         explained.mistakes = found
         raise explained from None

@@ -108,7 +108,7 @@ def pytest_sessionfinish(session):
                                     dict(before, **seen), _reference(config), student,
                                     functools.partial(checks.passes, suite),
                                     functools.partial(checks.shows_it_works, suite),
-                                    checks._state, others=others)
+                                    checks._state, others=others, catalog=suite.catalog)
         except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
             config.attnkit_suite_errors = list(getattr(config, "attnkit_suite_errors", [])) + [
                 f"carrying errors forward failed: {type(error).__name__}: {error}"]
@@ -144,7 +144,7 @@ def _other_parts(config, tests, student):
     named = diagnose.diagnose_parts(
         entries, suite.table.by_id,
         lambda case, implementation: checks.passes(suite, case, implementation, reference),
-        reference.path, lang=suite.lang)
+        reference.path, lang=suite.lang, catalog=suite.catalog)
     return named, entries, seen
 
 
@@ -171,7 +171,7 @@ def _diagnoses(config):
         return diagnose.diagnose_parts(
             list(recorder.tests.values()), suite.table.by_id,
             lambda case, implementation: checks.passes(suite, case, implementation, reference),
-            reference.path, lang=suite.lang)
+            reference.path, lang=suite.lang, catalog=suite.catalog)
     except Exception as error:  # noqa: BLE001 - reported, and the grades stand
         return [{"part": "(all)", "mistake": None, "experiment": "",
                  "text": f"(the grader could not make its diagnosis: {type(error).__name__})"}]

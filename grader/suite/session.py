@@ -4,7 +4,9 @@ The pytest plugin keeps one Session on pytest's config (`config.attnkit_suite`);
 take it as their first argument. Nothing of a run lives in a module global, so a process
 may run suites of several assignments, one after another or side by side.
 """
-from ..catalog import diagnose
+import functools
+
+from ..catalog import Catalog, diagnose
 from .table import Table
 
 
@@ -17,6 +19,12 @@ class Session:
         self.search = diagnose.Search()   # how far the search for mistakes has gone
         self.asked_ahead = False          # the match probes went to the worker in one request
         self.parts = {}                   # nodeid -> part, filled at collection
+
+    @functools.cached_property
+    def catalog(self):
+        """The assignment's catalog of mistakes (tests_hidden/<name>/mistakes.py), built once
+        per run, when a diagnosis first needs it."""
+        return Catalog.of(self.assignment)
 
     def fail(self, part):
         """A case of `part` failed: the diagnosis searches that part's mistakes."""
