@@ -259,6 +259,20 @@ def test_the_harness_names_the_file_and_the_attribute_it_looked_for():
             f"Store it as an attribute in forward, e.g. self.{attribute} = ...")
 
 
+def test_an_import_failure_names_the_assignments_file():
+    from grader.harness.implementations import explain_import_error
+    d2l = {"type": "ModuleNotFoundError", "message": "No module named 'd2l'"}
+    assert explain_import_error(d2l, module_file="transformer.py").startswith(
+        "importing transformer.py failed: it imports `d2l`, which the grading machine does not "
+        "have (it has Python's standard library and torch). Copy what you need from it into "
+        "transformer.py instead of importing it.\nModuleNotFoundError: No module named 'd2l'")
+    syntax = {"type": "SyntaxError", "message": "invalid syntax"}
+    assert explain_import_error(syntax, module_file="transformer.py").startswith(
+        "transformer.py is not valid Python, so nothing in it could be graded.\n")
+    # no file named: the default assignment's (attention.py), as before issue 16
+    assert explain_import_error(syntax).startswith("attention.py is not valid Python")
+
+
 def test_the_console_heads_its_columns_with_the_parts_short_names():
     from grader.report.console import Table
     stream = io.StringIO()

@@ -56,7 +56,8 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
     stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(name)[:40]}-", dir=workdir)
     os.chmod(stage_root, 0o711)
     try:
-        staged = intake.stage(path, os.path.join(stage_root, "staged"), name)
+        staged = intake.stage(path, os.path.join(stage_root, "staged"), name,
+                              module=options.assignment.module)
         code = kept_code.staged_code(staged)  # kept in the gradebook for `grader similarity`
         mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
         if mark is not None and mark == previous:
@@ -91,7 +92,7 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
     os.makedirs(workers)
     os.chmod(workers, 0o711)
     try:
-        report = trusted.run_suite(options, staged.file, workers, zygote)
+        report = trusted.run_suite(options, staged.file, workers, zygote, tests=catalog)
     except SuiteFailed as failure:
         tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
         return outcome.SubmissionResult(name, path, tests, staged.notes,
@@ -109,19 +110,24 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
     return result
 
 
-def write_result(result, out_dir, feedback="full", visibility="visible"):
+def write_result(result, out_dir, feedback="full", visibility="visible", assignment=None):
     """results.json, feedback.txt and (when the grader failed) grader-errors.log in the
     result's folder, each written atomically and capped.
 
     feedback: how much of a hidden case students see (full | summary | score, see
-    report/feedback.py); visibility: Gradescope's visibility of each test in results.json."""
+    report/feedback.py); visibility: Gradescope's visibility of each test in results.json;
+    assignment: whose file the messages name and whose weights feedback.html draws (None:
+    the default assignment's)."""
     folder = os.path.join(out_dir, getattr(result, "folder", None) or folders.candidate(result.name))
     os.makedirs(folder, exist_ok=True)
+    module_file = assignment.module_file if assignment is not None else None
     files.write_text(os.path.join(folder, "results.json"),
-                     results_text(result, feedback=feedback, visibility=visibility))
-    files.write_text(os.path.join(folder, "feedback.txt"), feedback_text(result, feedback),
+                     results_text(result, feedback=feedback, visibility=visibility,
+                                  module_file=module_file))
+    files.write_text(os.path.join(folder, "feedback.txt"),
+                     feedback_text(result, feedback, module_file=module_file),
                      files.FEEDBACK_BYTES)
-    pages.write_feedback_page(result, folder, feedback)  # feedback.html; never raises
+    pages.write_feedback_page(result, folder, feedback, assignment)  # never raises
     log = os.path.join(folder, "grader-errors.log")
     problems = [f"{safe_text(t.name, 500)}:\n{safe_text(t.grader_traceback, 16000)}"
                 for t in result.grader_failures[:100]]
@@ -139,7 +145,7 @@ def _not_graded(catalog, name, path, why):
     return outcome.SubmissionResult(name, path, tests, grader_error=why)
 
 
-def _could_not_write(result, out_dir, feedback="full", visibility="visible"):
+def _could_not_write(result, out_dir, feedback="full", visibility="visible", assignment=None):
     """Writing the result failed: the row becomes a grader error, and the traceback goes
     where it can (the folder's grader-errors.log, else nowhere but the row)."""
     trace = traceback.format_exc()[-4000:]
@@ -151,7 +157,8 @@ def _could_not_write(result, out_dir, feedback="full", visibility="visible"):
         files.write_text(os.path.join(folder, "grader-errors.log"),
                          result.grader_error + "\n\n" + trace, files.LOG_BYTES)
         files.write_text(os.path.join(folder, "results.json"),
-                         results_text(result, feedback=feedback, visibility=visibility))
+                         results_text(result, feedback=feedback, visibility=visibility,
+                                      module_file=assignment.module_file if assignment else None))
     except Exception:
         pass
 
@@ -235,7 +242,6 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     if parts != all_parts:
         options = dataclasses.replace(options, parts=tuple(parts))
         catalog = [t for t in catalog if t["part"] in parts]
-        trusted._BATCH["catalog"] = catalog  # what a charged report lists (trusted._charged)
     if shard is not None or parts != all_parts:  # an unfinished run leaves no record to merge
         shards.remove_record(out_dir)
     identities = _identities(paths)
@@ -268,7 +274,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
             try:
                 for future in concurrent.futures.as_completed(futures):
                     _finish(future, futures[future], results, names, paths, folder_names,
-                            catalog, out_dir, kept, table, identities, disclosure)
+                            catalog, out_dir, kept, table, identities, disclosure,
+                            options.assignment)
             except KeyboardInterrupt:
                 interrupted = True
                 for future in futures:
@@ -284,7 +291,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                     results[index].folder = folder_names[index]
                     _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
-        _write_gradebook(out_dir, list(kept.values()), parts, policy)
+        _write_gradebook(out_dir, list(kept.values()), parts, policy, options.assignment)
         if (shard is not None or parts != all_parts) and not interrupted:
             settings = dict(disclosure, **shards.settings_of(options))
             shards.write_record(out_dir, shard, parts, all_parts, whole_suite, options.isolation,
@@ -304,7 +311,7 @@ def _declared_parts(declared, catalog):
     return list(declared.part_names)
 
 
-def _write_gradebook(out_dir, rows, parts, policy):
+def _write_gradebook(out_dir, rows, parts, policy, assignment=None):
     """grades.csv, report.html and the students' adjustments from the kept rows, with the
     course's policy and the overrides ledger (read again: it may have grown meanwhile)."""
     try:
@@ -313,7 +320,7 @@ def _write_gradebook(out_dir, rows, parts, policy):
         entries = None
         rows = [dict(r, flags=list(r.get("flags") or [])
                      + ["overrides.json does not read: no override applied"]) for r in rows]
-    gradebook.rebuild(out_dir, rows, parts, policy, entries)
+    gradebook.rebuild(out_dir, rows, parts, policy, entries, assignment)
 
 
 def _identities(paths):
@@ -338,7 +345,7 @@ def _identify(result, identity):
 
 
 def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table,
-            identities, disclosure=None):
+            identities, disclosure=None, assignment=None):
     """One submission is done: write its files and its gradebook row, print its line."""
     disclosure = disclosure or DEFAULT_DISCLOSURE
     try:
@@ -360,9 +367,9 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
         table.kept(result, row)
         return
     try:
-        write_result(result, out_dir, **disclosure)
+        write_result(result, out_dir, **disclosure, assignment=assignment)
     except Exception:
-        _could_not_write(result, out_dir, **disclosure)
+        _could_not_write(result, out_dir, **disclosure, assignment=assignment)
     row = gradebook.safe_record(result, result.fingerprint)
     row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
     row["carry_forward"] = getattr(result, "carry_forward", None)  # the policy it was graded with

@@ -96,7 +96,8 @@ class Reference:
         if raw is None:
             raw = run_probe(self.module, probe)
             memo.put(owner, probe, raw)
-        return ProbeResult(raw, probe, "reference", call_text).check_ran()
+        return ProbeResult(raw, probe, "reference", call_text,
+                           self.assignment.module_file).check_ran()
 
     def fresh_state(self, target, init, seed):
         """The weights of a freshly built reference module: what the student's module loads."""
@@ -110,10 +111,14 @@ def _numel(expected):
     return expected.largest_numel() if expected is not None else None
 
 
-def explain_import_error(error, imports=None):
+def explain_import_error(error, imports=None, module_file=None):
     """Turn the exception raised while importing the submission into advice; `imports`
     (sandbox/stage.py Imports, the worker's): a missing module that is an earlier
-    assignment's the student hands in is asked for by its file name."""
+    assignment's the student hands in is asked for by its file name. The student's file is
+    named as `module_file` (else the imports' module's, else the default assignment's)."""
+    if module_file is None:
+        module_file = (f"{imports.module}.py" if imports is not None
+                       else assignments.load().module_file)
     kind = str(error.get("type", "")) if isinstance(error, dict) else ""
     message = str(error.get("message", "")) if isinstance(error, dict) else ""
     text = format_error(error)
@@ -125,19 +130,20 @@ def explain_import_error(error, imports=None):
                      "earlier assignment this one builds on, and no {file} was handed in with "
                      "it. Hand in your {file} beside {module} (in the same folder or zip).").format(
                          module=f"{imports.module}.py", missing=missing, file=needed) + "\n" + text
-        return _("importing attention.py failed: it imports `{missing}`, which the grading "
+        return _("importing {module} failed: it imports `{missing}`, which the grading "
                  "machine does not have (it has Python's standard library and torch). Copy what "
-                 "you need from it into attention.py instead of importing it.").format(
-                     missing=missing) + "\n" + text
+                 "you need from it into {module} instead of importing it.").format(
+                     missing=missing, module=module_file) + "\n" + text
     if kind == "SyntaxError" or kind == "IndentationError":
-        return _("attention.py is not valid Python, so nothing in it could be graded.") + "\n" + text
+        return _("{module} is not valid Python, so nothing in it could be graded.").format(
+            module=module_file) + "\n" + text
     if kind == "SystemExit":
-        return _("attention.py called sys.exit() while being imported, so nothing in it could be "
+        return _("{module} called sys.exit() while being imported, so nothing in it could be "
                  "graded. Remove top-level code that exits (put demos under "
-                 "`if __name__ == '__main__':`).") + "\n" + text
-    return _("importing attention.py raised an error, so nothing in it could be graded. Code at "
+                 "`if __name__ == '__main__':`).").format(module=module_file) + "\n" + text
+    return _("importing {module} raised an error, so nothing in it could be graded. Code at "
              "the top level of the file runs on import: put tests and demos under "
-             "`if __name__ == '__main__':`.") + "\n" + text
+             "`if __name__ == '__main__':`.").format(module=module_file) + "\n" + text
 
 
 class Submission:
@@ -211,16 +217,18 @@ class Submission:
         timeout = min(self.limits.import_seconds, self._remaining())
         try:
             reply = self.worker.request({"op": "load", "names": list(self.assignment.api)}, timeout,
-                                        doing=_("running the top level of attention.py"))
+                                        doing=_("running the top level of {module}").format(
+                                            module=self.assignment.module_file))
         except WorkerFailure as failure:
-            self.load_error = _("importing attention.py failed: {reason}. Code at the top level "
+            self.load_error = _("importing {module} failed: {reason}. Code at the top level "
                                 "of the file runs on import; an endless loop or exit there stops "
                                 "everything (put demos under `if __name__ == '__main__':`).").format(
-                                    reason=failure.reason)
+                                    reason=failure.reason, module=self.assignment.module_file)
             raise StudentFailure(self.load_error) from None
         # the reply was checked against replies.SCHEMAS["load"]: types, sizes, safe strings
         if reply.get("ok") is not True:
-            self.load_error = explain_import_error(reply.get("error"), self.worker.imports)
+            self.load_error = explain_import_error(reply.get("error"), self.worker.imports,
+                                                   self.assignment.module_file)
             raise StudentFailure(self.load_error)
         self.api = dict(reply.get("api", {}))
         self.cell_errors = [[str(n), kind, message] for n, kind, message in reply.get("cell_errors", [])]
@@ -290,12 +298,12 @@ class Submission:
                                           seconds=f"{self.limits.submission_seconds:g}")
         return f"{call_text}: {failure.reason}."
 
-    @staticmethod
-    def _answer(reply, probe, call_text):
+    def _answer(self, reply, probe, call_text):
         if reply.get("ok") is not True:
             raise StudentFailure(_("{doing} raised {error}").format(
                 doing=call_text, error=format_error(reply.get("error"))))
-        return ProbeResult(reply.get("result"), probe, "submission", call_text).check_ran()
+        return ProbeResult(reply.get("result"), probe, "submission", call_text,
+                           self.assignment.module_file).check_ran()
 
     def _collect_output(self):
         if self.worker is not None:
