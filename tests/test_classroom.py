@@ -2,7 +2,6 @@
 (.github/workflows/classroom.yml) follows Classroom's conventions, and each step's command
 really selects the public self-checks of its part, worth the hidden suite's points.
 """
-import importlib.util
 import os
 import re
 import shlex
@@ -13,20 +12,14 @@ import sys
 import pytest
 
 from conftest import KIT, SOLUTION
+from grader import assignment
+from grader.suite.table import Table
 
 FOLDER = os.path.join(KIT, "assignments", "attention")
 WORKFLOW = os.path.join(FOLDER, ".github", "workflows", "classroom.yml")
 GRADER = "classroom-resources/autograding-command-grader@v1"
 REPORTER = "classroom-resources/autograding-grading-reporter@v1"
 NODE = re.compile(r"^(PASSED|FAILED|SKIPPED|ERROR) test_attention\.py::(test_\w+)", re.M)
-
-
-def _cases():
-    spec = importlib.util.spec_from_file_location(
-        "_cases_for_classroom", os.path.join(KIT, "tests_hidden", "attention", "cases.py"))
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
-    return cases
 
 
 def _parse_textually(text):
@@ -103,15 +96,15 @@ def test_workflow_follows_classroom_conventions(workflow):
 def test_points_are_the_hidden_suites_per_part(workflow):
     """One step per part, in the parts' order, each worth the part's points; the GPU part
     has no step (the runners have no GPU), so the total is the rest of the assignment."""
-    cases = _cases()
-    points = cases.max_points()
-    parts = [p for p in cases.PARTS if p != "GPU"]
+    declared = assignment.load("attention")
+    points = Table(declared).max_points()  # the hidden cases' points, part by part
+    parts = [p.name for p in declared.parts if not p.gpu]
     graders = _graders(workflow[1]["jobs"]["run-autograding-tests"]["steps"])
     assert len(graders) == len(parts)
     for step, part in zip(graders, parts):
         assert int(step["with"]["max-score"]) == points[part], step["name"]
     total = sum(int(s["with"]["max-score"]) for s in graders)
-    assert total == cases.TOTAL_POINTS - points["GPU"]
+    assert total == declared.total_points - sum(points[p] for p in declared.gpu_parts)
 
 
 def _run(command, folder):

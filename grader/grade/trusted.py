@@ -93,8 +93,7 @@ class SuiteFailed(Exception):
 
 # the batch's worker template (its socket is inherited by trusted processes), the templates
 # that died (kept open until the batch ends), how many times it was restarted and why
-_BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None,
-          "catalog": None}
+_BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None}
 _TEMPLATE_LOCK = threading.Lock()
 
 
@@ -388,7 +387,6 @@ def catalog(options, zygote=None):
     if report.get("errors") or not report.get("catalog"):
         detail = "\n".join(report.get("errors", [])) or console[-3000:]
         raise SuiteFailed("the hidden suite could not be collected:\n" + detail)
-    _BATCH["catalog"] = report["catalog"]
     return report["catalog"]
 
 
@@ -400,8 +398,9 @@ STOPPED_BY_SUBMISSION = N_(
     "processes; what did not finish scores 0.")
 
 
-def run_suite(options, submission_file, stage_dir, zygote=None):
-    """The hidden suite's report for one staged submission.
+def run_suite(options, submission_file, stage_dir, zygote=None, tests=None):
+    """The hidden suite's report for one staged submission; `tests`: the batch's catalog of
+    hidden tests (catalog()), what a charged report lists.
 
     The rule for a trusted process that died without a report: it is the submission's doing,
     and costs it every test that had not reported, only when (1) its worker ran as the
@@ -426,7 +425,7 @@ def run_suite(options, submission_file, stage_dir, zygote=None):
             except StoppedWhileRunning as again:
                 evidence = f"{first}; graded alone: {again}"
                 _control(options, stage_dir, zygote, evidence)  # raises SuiteFailed if it dies too
-                report, console = _charged(options, evidence), ""
+                report, console = _charged(options, evidence, tests), ""
     report["console"] = console[-20000:]
     if notes and isinstance(report.get("isolation"), dict):
         report["isolation"].update(notes)
@@ -463,16 +462,16 @@ def _control(options, stage_dir, zygote, evidence):
                           "a failure of the grader") from None
 
 
-def _charged(options, evidence):
+def _charged(options, evidence, catalog):
     """The report of a submission that stopped its own trusted process (see run_suite)."""
-    if not _BATCH["catalog"]:
+    if not catalog:
         raise SuiteFailed(evidence)
     message = _(STOPPED_BY_SUBMISSION)
     tests = [{"nodeid": t["nodeid"], "name": t["name"], "part": t["part"], "points": t["points"],
               "outcome": "skipped" if t.get("skip") else "failed",
               "blame": None if t.get("skip") else "student",
               "message": t.get("skip") or message, "seconds": 0.0}
-             for t in _BATCH["catalog"]]
+             for t in catalog]
     level = isolation.choose(options.isolation)
     return {"tests": tests, "errors": [], "submission": None, "diagnoses": [],
             "isolation": dict(level.describe(), charged=evidence[:1000])}
