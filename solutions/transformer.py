@@ -123,7 +123,7 @@ class PositionWiseFFN(nn.Module):
     def forward(self, X):
         """X (B, T, ffn_num_input) -> (B, T, ffn_num_outputs).
         ### BEGIN ZH
-        X (B, T, ffn_num_input) -> (B, T, ffn_num_outputs)。
+        输入 X 的形状为 (B, T, ffn_num_input)，输出的形状为 (B, T, ffn_num_outputs)。
         ### END ZH
         """
         # Hint: nn.Linear acts on the last axis, so no reshape is needed.
