@@ -3,7 +3,8 @@
 Every catalog mistake loses points in its part and is diagnosed as itself; the solution,
 the book's own code and correct alternatives in other styles (loops, einsum, torch.where,
 masked_fill with the dtype's minimum, LazyLinear) get full marks and no diagnosis; the
-released skeleton gets 0."""
+released skeleton gets 0. The checks that grade nothing run for every assignment the kit
+declares (its catalog teaches in both languages, its docs/mistakes*.md names every entry)."""
 import os
 
 import pytest
@@ -12,16 +13,17 @@ from conftest import KIT
 from grader import assignment
 from grader.catalog import Catalog
 from grader.grade import SuiteOptions
-from grader.validate import validate
+from grader.validate import docs_path, validate
 
 ATTENTION = assignment.load("attention")
 CATALOG = Catalog.of(ATTENTION)
 MISTAKES = CATALOG.mistakes
+DECLARED = assignment.names()
 
 
 @pytest.fixture(scope="module")
 def validation():
-    return validate(SuiteOptions(), jobs=2)
+    return validate(SuiteOptions(), jobs=2, assignment=ATTENTION)
 
 
 def test_validate_holds(validation):
@@ -40,19 +42,31 @@ def test_catalog_is_big_enough_and_covers_every_part(validation):
     assert len(alternatives) >= 5 and len(os.listdir(ATTENTION.alternatives)) >= 5
 
 
-def test_every_mistake_teaches_in_both_languages():
-    for mistake in MISTAKES:
+def test_the_kit_declares_both_assignments():
+    assert {"attention", "transformer"} <= set(DECLARED)
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_every_mistake_teaches_in_both_languages(name):
+    catalog = Catalog.of(assignment.load(name))
+    assert len(catalog) >= 15
+    for mistake in catalog:
         assert mistake.en.strip() and mistake.zh.strip(), mistake.id
         assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.zh), mistake.id
-        assert CATALOG.experiment(mistake.target, "en") and \
-            CATALOG.experiment(mistake.target, "zh"), mistake.id
+        assert catalog.experiment(mistake.target, "en") and \
+            catalog.experiment(mistake.target, "zh"), mistake.id
 
 
-def test_docs_table_names_every_mistake():
-    with open(os.path.join(KIT, "docs", "mistakes.md"), encoding="utf-8") as handle:
+@pytest.mark.parametrize("name", DECLARED)
+def test_docs_table_names_every_mistake(name):
+    declared = assignment.load(name)
+    assert docs_path(declared) == ("docs/mistakes.md" if name == "attention"
+                                   else f"docs/mistakes-{name}.md")
+    with open(os.path.join(KIT, docs_path(declared)), encoding="utf-8") as handle:
         table = handle.read()
-    for mistake in MISTAKES:
-        assert f"`{mistake.id}`" in table, mistake.id
+    assert f"`tests_hidden/{name}/mistakes.py`" in table
+    for mistake in Catalog.of(declared):
+        assert f"| `{mistake.id}` | {mistake.part} |" in table, mistake.id
 
 
 def test_a_mistake_that_loses_nothing_or_is_misdiagnosed_fails_validation():
