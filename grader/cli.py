@@ -425,7 +425,8 @@ def _grade(args):
               file=sys.stderr)
         return 130
     if args.results_json:
-        _copy_results(args.out, results[0], args.results_json, args.feedback, args.visibility)
+        _copy_results(args.out, results[0], args.results_json, args.feedback, args.visibility,
+                      args.kit_assignment.module_file)
     _warn_orphan_overrides(args.out)
     failed = [r for r in results if r.status == "grader error"]
     unchanged = sum(r.unchanged for r in results)
@@ -468,7 +469,8 @@ def _usage_problem(submissions, out_dir):
     return None
 
 
-def _copy_results(out_dir, result, target, feedback="full", visibility="visible"):
+def _copy_results(out_dir, result, target, feedback="full", visibility="visible",
+                  module_file=None):
     """Gradescope's results.json: the one in the submission's folder, or, if that could not
     be written, one written here from the result (atomically, capped, as always)."""
     from .report import files
@@ -478,5 +480,6 @@ def _copy_results(out_dir, result, target, feedback="full", visibility="visible"
         with open(source, "rb") as handle:
             data = handle.read()
     except OSError:
-        data = results_text(result, feedback=feedback, visibility=visibility).encode("utf-8")
+        data = results_text(result, feedback=feedback, visibility=visibility,
+                            module_file=module_file).encode("utf-8")
     files.write_bytes(target, data)

@@ -33,12 +33,13 @@ def _rows(out_dir):
     return list(rows.values())
 
 
-def rebuild(out_dir, course_file=None, stream=None):
-    """Rebuild DIR's grades.csv, report.html and students' adjustments; prints one line."""
+def rebuild(out_dir, course_file=None, stream=None, assignment=None):
+    """Rebuild DIR's grades.csv, report.html (titled with `assignment`'s title) and students'
+    adjustments; prints one line."""
     rows = _rows(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
-    final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries)
+    final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries, assignment)
     for line in gradebook.orphans(rows, entries):
         print(f"warning: {line}", file=sys.stderr)
     late = sum(r.get("late") is True for r in final)
@@ -53,7 +54,7 @@ def rebuild(out_dir, course_file=None, stream=None):
 
 def gradebook_main(args):
     try:
-        rebuild(args.out, args.course)
+        rebuild(args.out, args.course, assignment=getattr(args, "kit_assignment", None))
     except (courses.CourseError, ledger.OverrideError) as error:
         return _fail("gradebook", error)
     return 0
@@ -116,7 +117,7 @@ def override_main(args):
                     f"({entry['reason']})")
         ledger.append(out_dir, entries)
         print(f"grader override: {said}")
-        rebuild(out_dir, args.course)
+        rebuild(out_dir, args.course, assignment=getattr(args, "kit_assignment", None))
     except (courses.CourseError, ledger.OverrideError) as error:
         return _fail("override", error)
     return 0

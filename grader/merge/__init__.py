@@ -279,8 +279,9 @@ def _copy_folder(source, target):
     os.rename(staging, target)
 
 
-def write(merged, groups, out_dir, course_file=None):
-    """Each student's folder into out_dir, then the gradebook (gradebook.rebuild)."""
+def write(merged, groups, out_dir, course_file=None, assignment=None):
+    """Each student's folder into out_dir, then the gradebook (gradebook.rebuild; report.html
+    titled with `assignment`'s title, None: the default assignment's)."""
     os.makedirs(out_dir, exist_ok=True)
     all_parts = next(iter(next(iter(groups.values())).values()))["all_parts"]
     for name, pieces in merged.items():
@@ -296,7 +297,8 @@ def write(merged, groups, out_dir, course_file=None):
     kept = gradebook.load_records(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
-    final, changed = gradebook.rebuild(out_dir, list(kept.values()), all_parts, policy, entries)
+    final, changed = gradebook.rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
+                                       assignment)
     files.write_text(os.path.join(out_dir, MERGE_FILE), files.dumps({
         "kind": "attention-kit merge",
         "shards": [{"dir": os.path.abspath(r["dir"]), "shard": r["shard"], "of": r["of"],
@@ -317,7 +319,7 @@ def main(args):
     except (MergeError, courses.CourseError, ledger.OverrideError) as error:
         print(f"grader merge: nothing was merged: {error}", file=sys.stderr)
         return 2
-    final = write(merged, groups, args.out, args.course)
+    final = write(merged, groups, args.out, args.course, getattr(args, "kit_assignment", None))
     shown = "; ".join(f"parts {', '.join(p)}: {len(g)} shard(s)" for p, g in groups.items())
     print(f"Merged {len(merged)} students ({shown}) into {args.out}/grades.csv "
           f"({len(final)} rows)")
