@@ -57,10 +57,12 @@ def main(args, options):
         return 2
     coursedir = course.load_coursedir(args.course)
     from .. import assignment
-    points = notebook.part_points(getattr(args, "kit_assignment", None) or assignment.load())
+    declared = getattr(args, "kit_assignment", None) or assignment.load()
+    points = notebook.part_points(declared)
     try:
         with Gradebook(coursedir.db_url, coursedir.course_id) as book:
-            notebook_name, _ = scores.assignment_cells(book, args.assignment, points)
+            notebook_name, _ = scores.assignment_cells(book, args.assignment, points,
+                                                       declared.notebook_file)
             names = scores.student_names(book)
     except scores.GradebookProblem as problem:
         _say(str(problem))
