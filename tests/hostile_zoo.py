@@ -908,11 +908,41 @@ def _kill(pids):
 """
 KILL_TEMPLATE = GRADER_PROCESSES + "_kill(_servers(b'sandbox/template.py'))\n"
 KILL_FORK_SERVER = GRADER_PROCESSES + "_kill(_servers(b'grader.grade.zygote'))\n"
-# every trusted process: forks of the fork server, and those started fresh when it is gone
-# (grade/trusted.py run_pytest; their command line carries the report's fd)
-KILL_TRUSTED = GRADER_PROCESSES + (
-    "_kill(_forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote')"
+# Its own trusted process, found wherever it is: the one holding the flock on this worker's
+# throwaway gid (grader/sandbox/isolation.py lease_uid; /proc/locks names the holder's pid).
+# The tree below `grader grade` is not enough: when a classmate kills the fork server first
+# (kill-fork-server, graded at the same time), its forks are reparented to init, outside
+# that tree; the attack then missed its own grader process and was graded normally
+# (the flaky test_hostile[none-kill-trusted-parent] of issue 19's stop).
+OWN_GRADER = """
+def _own_grader():
+    found = []
+    for folder in ("/run/attnkit-uids", "/tmp/attnkit-uids"):
+        try:
+            lease = os.stat(f"{folder}/{os.getgid()}")
+            with open("/proc/locks") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:  # "1: FLOCK  ADVISORY  WRITE 2221 fe:00:1496179 0 EOF"
+            fields = line.replace("->", " ").split()
+            if len(fields) < 6 or fields[1] != "FLOCK" or fields[5].count(":") != 2:
+                continue
+            major, minor, inode = fields[5].split(":")
+            try:
+                if int(inode) == lease.st_ino and \\
+                        os.makedev(int(major, 16), int(minor, 16)) == lease.st_dev:
+                    found.append(int(fields[4]))
+            except ValueError:
+                pass
+    return found
+"""
+# every trusted process: its own (above), forks of the fork server, and those started fresh
+# when it is gone (grade/trusted.py run_pytest; their command line carries the report's fd)
+KILL_TRUSTED_NOW = (
+    "_kill(_own_grader() + _forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote')"
     " + [p for p in _pids() if b'--attnkit-report-fd' in _cmdline(p)] + [os.getppid()])\n")
+KILL_TRUSTED = GRADER_PROCESSES + OWN_GRADER + KILL_TRUSTED_NOW
 LITTER_PREFIX = "attnkit-left-"  # what the litter entry names its files (test_hostile.py looks)
 LITTER = """
 import os
@@ -945,10 +975,10 @@ ZOO += [
             "a trusted process killed while its worker ran as the grader's uid, again when graded "
             "alone, while a control submission survives, is charged to the submission "
             "(grade/trusted.py run_suite)",
-            # no reason asked: charged ("was stopped") when the graded-alone run is killed
-            # too, else graded normally to its earned 0; which one is a race not yet pinned
-            # down (open, see the closing note of issue 19's stop); the score check holds
+            # it finds its own grader process wherever it is (OWN_GRADER), so both runs die
             file("kill_trusted.py", zero_stub(KILL_TRUSTED)),
+            reason="was stopped while the submission's code was running, and again when it "
+                   "was graded alone",
             levels=frozenset({"none"})),  # elsewhere it reaches nothing: see kill-fork-server
     Hostile("litter-tmp", "writes 4000 files and 24 MB into /tmp and /var/tmp at import",
             "the worker's files carry its throwaway gid or uid; every one in the shared folders is "

@@ -13,6 +13,7 @@ on the level run again at each weaker level where that defence still holds.
 """
 import csv
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -27,7 +28,8 @@ import torch
 
 from conftest import KIT, SOLUTION, SUBMISSIONS
 from grader.sandbox import isolation
-from hostile_zoo import LITTER_PREFIX, ZOO
+from hostile_zoo import (GRADER_PROCESSES, KILL_FORK_SERVER, KILL_TRUSTED_NOW, LITTER_PREFIX,
+                         OWN_GRADER, ZOO, zero_stub)
 
 SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see it
 # generous wall-clock limits: the zoo must give the same verdicts on a loaded machine (two
@@ -361,3 +363,64 @@ def test_hostile_entry(zoo, entry):
     if entry.reason:
         text = zoo.feedback(entry.name) + row["reason"]
         assert entry.reason in text, f"feedback lacks {entry.reason!r}: {said}\n{text[:1500]}"
+
+
+# -- the race behind issue 19's flaky test_hostile[none-kill-trusted-parent], pinned down ----
+# Graded at the same time (--jobs 2), kill-fork-server killed the fork server while the
+# kill-trusted-parent submission's trusted process, forked from it, was still running: that
+# process was reparented out of the tree below `grader grade`, the only place the attack
+# looked, so the attack missed it and the submission was graded normally to its earned 0
+# (two zoo runs of three here). This batch makes that order certain: the attack first waits
+# until its own grader process (found by its gid lease, see hostile_zoo.OWN_GRADER) is out
+# of the tree below `grader grade`, says so, then attacks.
+WAIT_UNTIL_ORPHANED = """
+import time as _time
+_mine = _own_grader()
+if _mine and not os.path.exists(MARKER):  # the first run only; graded alone, it goes on at once
+    _deadline = _time.monotonic() + 40
+    while _mine[0] in _pids() and _time.monotonic() < _deadline:
+        _time.sleep(0.1)
+    with open(MARKER, "w") as _h:
+        _h.write(json.dumps({"out_of_the_batch_tree": _mine[0] not in _pids()}))
+"""
+
+
+@pytest.mark.skipif(not any(key == "none" for _, key in LEVELS),
+                    reason="the attack needs level none without a throwaway uid")
+def test_kill_trusted_hits_its_grader_process_after_a_classmate_killed_the_fork_server(tmp_path):
+    """kill-trusted-parent, its grader process already reparented out of the batch's tree by a
+    classmate's kill of the fork server: still charged ("was stopped"), never graded normally."""
+    marker = tmp_path / "orphaned.json"
+    late = zero_stub(GRADER_PROCESSES + OWN_GRADER + "import json\nMARKER = " + repr(str(marker))
+                     + "\n" + WAIT_UNTIL_ORPHANED + KILL_TRUSTED_NOW)
+    sources = {"kill_fork_server": zero_stub(KILL_FORK_SERVER), "kill_trusted_late": late}
+    paths = []
+    for name, source in sources.items():
+        (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+        paths.append(str(tmp_path / f"{name}.py"))
+    workdir = tmp_path / "grader-tmp"
+    workdir.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp_path / "out"),
+         "--isolation", "none", "--call-seconds", "8", "--import-seconds", "60",
+         "--submission-seconds", "150", "--memory-mb", "1024", "--jobs", "2"],
+        cwd=KIT, capture_output=True, text=True, timeout=1200,
+        env={**os.environ, "PYTHONPATH": KIT, "TMPDIR": str(workdir)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # the race happened: its grader process had left the fork server, and the tree below
+    # `grader grade` that the attack used to search, before the attack ran
+    assert json.loads(marker.read_text())["out_of_the_batch_tree"] is True
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert {name: row["status"] for name, row in rows.items()} == {
+        "kill_fork_server": "graded", "kill_trusted_late": "graded"}
+    assert rows["kill_fork_server"]["total"] == rows["kill_trusted_late"]["total"] == "0"
+    # charged, not graded normally: killed in the shared run, again graded alone, while the
+    # control survived (grade/trusted.py run_suite)
+    feedback = (tmp_path / "out" / "kill_trusted_late" / "feedback.txt").read_text(encoding="utf-8")
+    assert ("was stopped while the submission's code was running, and again when it was graded "
+            "alone") in feedback, feedback[:1500]
+    results = json.loads((tmp_path / "out" / "kill_trusted_late" / "results.json").read_text())
+    charged = results["extra_data"]["isolation"]["charged"]
+    assert charged.startswith("the trusted process was stopped (") and \
+        "; graded alone: the trusted process was stopped (" in charged, charged
