@@ -137,3 +137,30 @@ def test_a_broken_notebook_is_told_to_upload_the_assignments_file(tmp_path):
     upload = _write(tmp_path / "transformer.ipynb", b"{not json")
     staged = stage(str(upload), str(tmp_path / "staged"), "s", module="transformer")
     assert staged.error.endswith("or upload the code as transformer.py.")
+
+
+@pytest.mark.slow
+def test_grade_names_the_transformer_file_end_to_end(tmp_path):
+    """`grader grade --assignment transformer` over a Canvas download: the re-uploaded
+    `transformer-1.py` is the work (over a newer notes.py), a broken one is told
+    'transformer.py is not valid Python', and report.html carries the declaration's title."""
+    import csv
+    import subprocess
+    import sys
+    canvas = tmp_path / "canvas"
+    _write(canvas / "wangli_10000_90000_transformer-1.py", "def broken(:\n")
+    _write(canvas / "wangli_10000_90007_notes.py", OLD)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(canvas), "--assignment",
+                          "transformer", "--out", str(out), "--jobs", "1", "--no-gpu"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with open(out / "grades.csv", encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["student_id"], row["total"]) == ("10000", "0")
+    feedback = (out / row["folder"] / "feedback.txt").read_text(encoding="utf-8")
+    assert "transformer.py is not valid Python, so nothing in it could be graded." in feedback
+    assert "at transformer.py line 1" in feedback and "attention.py" not in feedback
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert ("<h1>The Transformer encoder block: positional encoding, position-wise FFN, add "
+            "&amp; norm (d2l 10.6-10.7): the class</h1>") in report
