@@ -91,8 +91,8 @@ def test_a_mistake_module_is_named_after_the_assignments_module():
     named = MistakeImplementation(mistake, SOLUTION, "mymodule").module
     assert named.__name__ == "mymodule_mistake_dot_no_scale"
     assert named.DotProductAttention.__module__ == "mymodule_mistake_dot_no_scale"
-    assert MistakeImplementation(mistake, SOLUTION).module.__name__ == \
-        "attention_mistake_dot_no_scale"  # not given one: the default assignment's
+    with pytest.raises(TypeError):
+        MistakeImplementation(mistake, SOLUTION)  # no default assignment's name to fall back on
 
 
 def test_the_device_part_is_whichever_part_the_catalog_says():
@@ -101,7 +101,8 @@ def test_the_device_part_is_whichever_part_the_catalog_says():
     case = Case(part="CUDA", name="device", points=1, target="sequence_mask",
                 args=(torch.ones(2, 4), torch.tensor([1, 3])))
     probe = case.probe(guard=True)
-    got = MistakeImplementation(CATALOG.by_id("gpu-arange-no-device"), SOLUTION).raw(probe)
+    got = MistakeImplementation(CATALOG.by_id("gpu-arange-no-device"), SOLUTION,
+                                "attention").raw(probe)
     renamed = [dataclasses.replace(m, part="CUDA") if m.part == "GPU" else m
                for m in CATALOG.mistakes]
     as_device = Catalog(renamed, calls=CATALOG.calls, parts=CATALOG.parts,
@@ -110,7 +111,10 @@ def test_the_device_part_is_whichever_part_the_catalog_says():
     assert diagnose.matching(case, probe, got, SOLUTION, catalog=as_device) == \
         ["gpu-arange-no-device"]
     assert diagnose.matching(case, probe, got, SOLUTION, catalog=as_cpu) == []
-    assert diagnose.matching(case, probe, got, SOLUTION) == ["gpu-arange-no-device"]
+    assert diagnose.matching(case, probe, got, SOLUTION, catalog=CATALOG) == \
+        ["gpu-arange-no-device"]
+    with pytest.raises(TypeError):  # no catalog is ever taken for granted
+        diagnose.matching(case, probe, got, SOLUTION)
 
 
 def test_validate_grades_the_assignments_own_alternatives_and_catalog(tmp_path):

@@ -37,7 +37,7 @@ def fails():
     for mistake_id in ("softmax-neg-inf", "softmax-repeat", "softmax-no-2d-case",
                        "softmax-2d-transposed", "softmax-mask-zero", "softmax-fill-positive",
                        "softmax-fill-small", "softmax-wrong-axis"):
-        implementation = MistakeImplementation(by_id(mistake_id), SOLUTION)
+        implementation = MistakeImplementation(by_id(mistake_id), SOLUTION, CATALOG.module)
         out[mistake_id] = {n for n in OWN + DOT if not grade_case(CASES[n], implementation)}
     return out
 
@@ -125,30 +125,33 @@ def test_matching_runs_the_plausible_mistakes_on_the_same_probe(fails):
     name = sorted(own(fails["softmax-neg-inf"]))[0]
     case = CASES[name]
     probe = case.probe(checks._state(case, REFERENCE))
-    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
-    found = diagnose.matching(case, probe, got, SOLUTION)
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION, CATALOG.module).raw(probe)
+    found = diagnose.matching(case, probe, got, SOLUTION, catalog=CATALOG)
     assert "softmax-neg-inf" in found
     assert "softmax-repeat" not in found or name in fails["softmax-repeat"]
-    assert diagnose.sentence(found) == ("Your result is exactly what you get if "
+    assert diagnose.sentence(found, catalog=CATALOG) == ("Your result is exactly what you get if "
                                         f"{by_id(found[0]).text('en')}.")
-    assert diagnose.sentence(found, "zh") == f"你的结果恰好等于这样做时得到的结果：{by_id(found[0]).text('zh')}。"
-    assert diagnose.sentence([]) == diagnose.sentence(["no-such-mistake"]) == ""
+    assert diagnose.sentence(found, "zh", catalog=CATALOG) == f"你的结果恰好等于这样做时得到的结果：{by_id(found[0]).text('zh')}。"
+    assert diagnose.sentence([], catalog=CATALOG) == \
+        diagnose.sentence(["no-such-mistake"], catalog=CATALOG) == ""
     right = REFERENCE.run(probe, case.call_text()).raw  # (asked in failing cases only)
-    assert "softmax-neg-inf" not in diagnose.matching(case, probe, right, SOLUTION)
+    assert "softmax-neg-inf" not in diagnose.matching(case, probe, right, SOLUTION, catalog=CATALOG)
 
 
 def test_a_called_functions_mistakes_are_searched_only_once_that_part_failed(fails):
     name = sorted(n for n in fails["softmax-neg-inf"] if n in DOT)[0]
     case = CASES[name]
     probe = case.probe(checks._state(case, REFERENCE))
-    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
-    assert "softmax-neg-inf" not in diagnose.matching(case, probe, got, SOLUTION, failed_parts=set())
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION, CATALOG.module).raw(probe)
+    assert "softmax-neg-inf" not in diagnose.matching(case, probe, got, SOLUTION,
+                                                      failed_parts=set(), catalog=CATALOG)
     assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION,
-                                                  failed_parts={"masked_softmax"})
-    assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION)
+                                                  failed_parts={"masked_softmax"}, catalog=CATALOG)
+    assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION, catalog=CATALOG)
     search = diagnose.Search()
     for _ in range(diagnose.Search.FULL):
-        assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION, search=search)
+        assert "softmax-neg-inf" in diagnose.matching(case, probe, got, SOLUTION, search=search,
+                                                      catalog=CATALOG)
     assert search.parts[case.part]["seen"] >= {"softmax-neg-inf"}
 
 
@@ -232,14 +235,14 @@ def test_a_part_recorded_before_its_first_search_still_gets_its_full_searches():
 def test_a_class_mistake_is_run_with_the_value_read_from_the_case():
     """softmax-fill-small stands for every fill from -1000 to 0: a submission that fills with
     -20 is matched by the instance for -20 (read from its weights), not by the default -1."""
-    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION)
+    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION, CATALOG.module)
     failing = [n for n in OWN if not grade_case(CASES[n], submission)]
     assert failing
     named = set()
     for name in failing:
         case = CASES[name]
         probe = case.probe(checks._state(case, REFERENCE))
-        named.update(diagnose.matching(case, probe, submission.raw(probe), SOLUTION))
+        named.update(diagnose.matching(case, probe, submission.raw(probe), SOLUTION, catalog=CATALOG))
     assert "softmax-fill-small@-20" in named and "softmax-fill-small" not in named
 
 
@@ -259,7 +262,7 @@ def test_two_mistakes_found_at_once_are_tried_first_in_the_later_cases():
     pair is found in one search and named in every later case that shows both, more cases
     than the part's searches for pairs (Search.COMBINED = 3) could find one by one."""
     both = "dot-masks-nothing&dot-no-scale"
-    submission = MistakeImplementation(by_id(both), SOLUTION)
+    submission = MistakeImplementation(by_id(both), SOLUTION, CATALOG.module)
     search = diagnose.Search()
     found = []
     for name in DOT:
@@ -268,7 +271,7 @@ def test_two_mistakes_found_at_once_are_tried_first_in_the_later_cases():
             continue
         probe = case.probe(checks._state(case, REFERENCE))
         found.append(diagnose.matching(case, probe, submission.raw(probe), SOLUTION,
-                                       failed_parts={"DotProductAttention"}, search=search))
+                                       failed_parts={"DotProductAttention"}, search=search, catalog=CATALOG))
     first = next(i for i, ids in enumerate(found) if ids)  # a mistake matched alone
     assert "&" not in "".join(found[first])
     later = found[first + 1:]
@@ -291,7 +294,7 @@ def test_a_single_mistake_is_named_before_a_pair_that_explains_as_much(fails):
 
     tests = entries({c1: [pair], c2: [pair], c3: ["softmax-neg-inf"], c4: ["softmax-neg-inf"]},
                     OWN[4:])
-    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION, catalog=CATALOG)
     assert [d["mistake"] for d in found] == ["softmax-neg-inf", "softmax-log", "softmax-repeat"]
     assert found[0]["text"] == (f"masked_softmax: in 2 of the 4 failing cases of this part the "
                                 f"results are exactly what you get if {by_id('softmax-neg-inf').en}.")
@@ -318,7 +321,7 @@ def test_a_fill_value_read_in_one_case_is_tried_where_it_cannot_be_read(fails):
     """DotProductAttention's results do not show masked_softmax's fill value, so its cases
     run softmax-fill-small with the values read in the session's earlier cases: a submission
     filling with -20 is matched there by the instance for -20."""
-    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION)
+    submission = MistakeImplementation(by_id("softmax-fill-small@-20"), SOLUTION, CATALOG.module)
     search = diagnose.Search()
 
     def found(names, failed_parts):
@@ -329,7 +332,7 @@ def test_a_fill_value_read_in_one_case_is_tried_where_it_cannot_be_read(fails):
                 continue
             probe = case.probe(checks._state(case, REFERENCE))
             out.append(diagnose.matching(case, probe, submission.raw(probe), SOLUTION,
-                                         failed_parts=failed_parts, search=search))
+                                         failed_parts=failed_parts, search=search, catalog=CATALOG))
         return out
 
     assert any("softmax-fill-small@-20" in ids for ids in found(OWN, {PART}))
@@ -350,7 +353,7 @@ def test_a_parts_own_mistake_is_named_before_a_called_functions_that_explains_as
 
     tests = entries({c2: ["softmax-neg-inf"], c1: ["dot-no-scale"]}, DOT[2:],
                     part="DotProductAttention")
-    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION, catalog=CATALOG)
     assert [d["mistake"] for d in found] == ["dot-no-scale", "softmax-neg-inf"]
     assert found[1]["text"].startswith("in masked_softmax, which DotProductAttention calls: in 1 "
                                        "of the 2 failing cases")
@@ -363,7 +366,7 @@ def test_a_device_mistake_is_never_one_of_a_pair_in_a_cpu_case(fails):
     name = sorted(own(fails["softmax-neg-inf"]))[0]
     case = CASES[name]
     probe = case.probe(checks._state(case, REFERENCE))
-    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION).raw(probe)
+    got = MistakeImplementation(by_id("softmax-neg-inf"), SOLUTION, CATALOG.module).raw(probe)
     plausible = CATALOG.suspects_for(case.target)
     assert "gpu-arange-no-device" in {m.id for m in plausible}
     search = diagnose.Search()
@@ -376,7 +379,7 @@ def test_a_pair_that_fails_with_its_own_error_is_named():
     error neither mistake raises alone (the mask's shape); the error is the evidence, so the
     pair is named in those cases once one of them has matched alone."""
     both = "mask-maxlen-from-batch&softmax-no-2d-case"
-    submission = MistakeImplementation(by_id(both), SOLUTION)
+    submission = MistakeImplementation(by_id(both), SOLUTION, CATALOG.module)
     search = diagnose.Search()
     errors = []
     for name in [c.id for c in ALL if c.part == "sequence_mask"] + OWN:
@@ -387,7 +390,7 @@ def test_a_pair_that_fails_with_its_own_error_is_named():
         probe = case.probe(checks._state(case, REFERENCE))
         got = submission.raw(probe)
         found = diagnose.matching(case, probe, got, SOLUTION,
-                                  failed_parts={"sequence_mask", PART}, search=search)
+                                  failed_parts={"sequence_mask", PART}, search=search, catalog=CATALOG)
         if got["ok"] is False and case.part == PART:
             errors.append((name, found))
     # every error is explained: by mask-maxlen-from-batch's own error where the lengths are
@@ -401,7 +404,7 @@ def test_a_cases_line_naming_a_mistake_stays_only_when_its_part_qualified_it(fai
     """The per-case "exactly what you get if" line (grader/suite/checks.py) is the student's
     to read: kept for a mistake the part's diagnosis names, dropped for one it rejected, and
     a failing case that named no mistake keeps its message as it was."""
-    line = "\n  " + diagnose.sentence(["softmax-neg-inf"])
+    line = "\n  " + diagnose.sentence(["softmax-neg-inf"], catalog=CATALOG)
     failing = sorted(own(fails["softmax-neg-inf"]))
     other = next(n for n in OWN if n not in fails["softmax-neg-inf"])
 
@@ -441,7 +444,7 @@ def test_the_six_mistakes_matched_most_often_are_the_candidates():
 
     tests = entries({c1: three, c2: three, c3: three, c4: ["softmax-no-2d-case"],
                      c5: ["softmax-no-2d-case"], c6: ["softmax-2d-transposed"]}, OWN[6:])
-    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION)
+    found = diagnose.diagnose_parts(tests, CASES, graded_by_table, SOLUTION, catalog=CATALOG)
     assert [d["mistake"] for d in found] == ["softmax-repeat", "softmax-no-2d-case", None]
     assert found[2]["text"].startswith("masked_softmax: no catalog mistake explains the other 1 ")
 
@@ -461,7 +464,7 @@ def test_a_mistake_the_checks_cannot_grade_on_a_case_counts_as_failing_it(fails)
     def tests():  # (diagnose_parts edits the entries in place)
         return entries({n: ["softmax-neg-inf"] for n in failing}, passed)
 
-    found = diagnose.diagnose_parts(tests(), CASES, crashes_on_one, SOLUTION)
+    found = diagnose.diagnose_parts(tests(), CASES, crashes_on_one, SOLUTION, catalog=CATALOG)
     assert [d["mistake"] for d in found] == [None]
     assert diagnose_parts(tests())[0]["mistake"] == "softmax-neg-inf"  # graded, it is named
 
@@ -474,8 +477,8 @@ def test_under_the_device_guard_the_device_verdict_is_compared():
     case = SUITE.table.cases("device")[0]
     sample = SUITE.table.same_target(case)[0]
     probe = sample.probe(checks._state(sample, REFERENCE), guard=True)
-    got = MistakeImplementation(by_id("gpu-arange-no-device"), SOLUTION).raw(probe)
-    assert diagnose.matching(case, probe, got, SOLUTION) == ["gpu-arange-no-device"]
+    got = MistakeImplementation(by_id("gpu-arange-no-device"), SOLUTION, CATALOG.module).raw(probe)
+    assert diagnose.matching(case, probe, got, SOLUTION, catalog=CATALOG) == ["gpu-arange-no-device"]
     right = REFERENCE.run(probe, sample.call_text()).raw
     assert not diagnose.same_results(got, right, probe)
     assert diagnose.same_results(got, dict(got), probe)
@@ -500,11 +503,11 @@ def test_one_instance_of_a_class_mistake_is_named_when_two_give_the_same_results
     case = cases_table.Case(part=PART, name="one example", points=1, target="masked_softmax",
                             args=(torch.randn(1, 3, 4), torch.tensor([2])))
     probe = case.probe()
-    axis_1 = MistakeImplementation(by_id("softmax-wrong-axis"), SOLUTION)
-    rows = MistakeImplementation(by_id("softmax-wrong-axis@rows"), SOLUTION)
+    axis_1 = MistakeImplementation(by_id("softmax-wrong-axis"), SOLUTION, CATALOG.module)
+    rows = MistakeImplementation(by_id("softmax-wrong-axis@rows"), SOLUTION, CATALOG.module)
     # independently of matching(): the two instances really are alike here, and wrong
     assert same(axis_1.raw(probe)["calls"][0]["output"]["tensor"],
                 rows.raw(probe)["calls"][0]["output"]["tensor"])
     assert not grade_case(case, axis_1)
-    found = diagnose.matching(case, probe, axis_1.raw(probe), SOLUTION)
+    found = diagnose.matching(case, probe, axis_1.raw(probe), SOLUTION, catalog=CATALOG)
     assert [diagnose.base_id(i) for i in found].count("softmax-wrong-axis") == 1

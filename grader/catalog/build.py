@@ -14,13 +14,9 @@ from ..sandbox.runtime.probes import run_probe
 _MODULES = {}  # (solution path, module, mistake id) -> module: built once per process
 
 
-def mistake_module(mistake, solution_path, module=None):
+def mistake_module(mistake, solution_path, module):
     """The solution at `solution_path` with `mistake` made, as the module
-    `<module>_mistake_<id>` (`module`: the assignment's module name, Catalog.module; None:
-    the default assignment's, during the transition)."""
-    if module is None:
-        from .mistakes import default
-        module = default().module
+    `<module>_mistake_<id>` (`module`: the assignment's module name, Catalog.module)."""
     key = (solution_path, module, mistake.id)
     if key not in _MODULES:
         with open(solution_path, encoding="utf-8") as handle:
@@ -36,11 +32,11 @@ def mistake_module(mistake, solution_path, module=None):
 
 class MistakeImplementation:
     """`mistake` in the solution at `solution_path`, graded like a submission; `module`: the
-    assignment's module name (Catalog.module; pass it: None means the default assignment's)."""
+    assignment's module name (Catalog.module)."""
 
     diagnosable = False  # the checks never diagnose a mistake with the catalog itself
 
-    def __init__(self, mistake, solution_path, module=None):
+    def __init__(self, mistake, solution_path, module):
         self.mistake = mistake
         self.solution_path = solution_path
         self.module = mistake_module(mistake, solution_path, module)

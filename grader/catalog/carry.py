@@ -22,8 +22,8 @@ as before. The degenerate rule and the GPU share use the same judgement (the che
 the case keeps its failure and a note of which called function failed its own cases.
 `grader grade --carry-forward off` skips all of this.
 
-Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog: pass
-`Catalog.of(assignment)`, built once per session); None means the default assignment's.
+Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog:
+`Catalog.of(assignment)`, built once per session); none falls back on another one.
 """
 import collections
 
@@ -32,7 +32,7 @@ from ..harness.failures import StudentFailure
 from ..harness.results import ProbeResult
 from .build import MistakeImplementation
 from .diagnose import same_results
-from .mistakes import base_id, resolve
+from .mistakes import base_id
 
 SETTINGS = ("on", "off")
 DEFAULT = "on"
@@ -59,9 +59,9 @@ class Alike:
 class CarriedReference:
     """The solution with mistake(s) `mistake`, in the place of the reference in a check.
     The student's module still loads the solution's weights (`fresh_state`). `module`: the
-    assignment's module name (Catalog.module; None: the default assignment's)."""
+    assignment's module name (Catalog.module)."""
 
-    def __init__(self, reference, mistake, module=None):
+    def __init__(self, reference, mistake, module):
         self.reference, self.mistake = reference, mistake
         self.path = reference.path
         self.implementation = MistakeImplementation(mistake, reference.path, module)
@@ -131,16 +131,10 @@ class Undiagnosed:
         return getattr(self._student, name)
 
 
-def part_of(target, catalog=None):
-    """The CPU part that grades `target` (its own name when no part lists it)."""
-    return resolve(catalog).part_of(target)
-
-
-def named(diagnoses, tests, before, catalog=None):
+def named(diagnoses, tests, before, catalog):
     """{catalog id: the id to apply} for every mistake named by its own part's diagnosis;
     a class mistake's instance is the one its own part's cases matched most (`before`:
     nodeid -> the ids each case matched, taken before the diagnosis trimmed them)."""
-    catalog = resolve(catalog)
     out = {}
     for entry in diagnoses or []:
         mistake = catalog.by_id(entry.get("mistake"))
@@ -154,21 +148,19 @@ def named(diagnoses, tests, before, catalog=None):
     return out
 
 
-def carried_mistakes(target, named_ids, catalog=None):
+def carried_mistakes(target, named_ids, catalog):
     """The named mistakes in the functions `target` calls, in the catalog's order."""
-    catalog = resolve(catalog)
     calls = catalog.calls.get(target, ())
     found = [i for base, i in named_ids.items() if catalog.by_id(base).target in calls]
     return sorted(found, key=catalog.order)
 
 
-def as_mistake(ids, catalog=None):
-    catalog = resolve(catalog)
+def as_mistake(ids, catalog):
     return catalog.by_id(ids[0]) if len(ids) == 1 else catalog.combined(ids)
 
 
 def carry_forward(tests, cases, diagnoses, before, reference, student, grade, works, state,
-                  others=(), catalog=None):
+                  others=(), *, catalog):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many were carried.
 
@@ -176,8 +168,7 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, wo
     works(target, student, reference) -> bool: checks.shows_it_works; state(case,
     reference): the module weights a case loads (checks._state); others: the entries of
     parts this session did not grade (--parts), run only for their diagnosis; catalog: the
-    assignment's Catalog (None: the default assignment's)."""
-    catalog = resolve(catalog)
+    assignment's Catalog."""
     named_ids = named(diagnoses, list(tests) + list(others), before, catalog)
     failed_parts = {t.get("part") for t in list(tests) + list(others)
                     if t.get("outcome") == "failed" and t.get("blame") == "student"}

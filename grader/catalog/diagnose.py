@@ -10,8 +10,8 @@ checks it fails nothing the submission passed. Failing cases no named mistake ex
 an observation (what the first of them saw), never a cause; so does a part where no
 mistake qualifies.
 
-Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog: pass
-`Catalog.of(assignment)`, built once per session); None means the default assignment's.
+Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog:
+`Catalog.of(assignment)`, built once per session); none falls back on another one.
 """
 import collections
 import itertools
@@ -20,7 +20,7 @@ from ..harness.compare import same
 from ..harness.devices import device_failure
 from ..i18n import case_words
 from .build import MistakeImplementation
-from .mistakes import base_id, members, resolve
+from .mistakes import base_id, members
 
 MAX_CANDIDATES = 6  # per part: the mistakes that matched most often are checked further
 MAX_NAMED = 3       # per part: the most mistakes one diagnosis names
@@ -185,14 +185,13 @@ class Search:
         self.matched += [i for i in found if "&" not in i and i not in self.matched]
 
 
-def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None, catalog=None):
+def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None, *, catalog):
     """Ids of the catalog mistakes whose result for `probe` equals the submission's.
 
     Only plausible mistakes are run: those of the case's own part, and those of a part in
     which the submission has already failed a case (`failed_parts`; every catalog mistake
     fails some case of its own part, `grader validate` checks it), so a submission whose
     callee passes is not searched for that callee's mistakes in its callers' cases."""
-    catalog = resolve(catalog)
     found = []
     plausible = [m for m in catalog.suspects_for(case.target)
                  if not (probe.get("guard") and not catalog.is_device(m.part))  # a guarded
@@ -218,11 +217,10 @@ def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None
     return found
 
 
-def _two_at_once(case, probe, got_raw, solution_path, plausible, search, catalog=None):
+def _two_at_once(case, probe, got_raw, solution_path, plausible, search, catalog):
     """A case no single mistake matches may be two at once: a mistake already matched in
     this session (one a case of this target can show) combined with each plausible one.
     A few such searches per part; a combination found is tried first in later cases."""
-    catalog = resolve(catalog)
     state = search.combined(case.part)
 
     def same_as(mistake):
@@ -283,9 +281,9 @@ def _instances(mistake, probe, got_raw, search, catalog):
     return [mistake] + [m for m in seen if m is not None and m.id != mistake.id]
 
 
-def sentence(mistake_ids, lang="en", catalog=None):
+def sentence(mistake_ids, lang="en", *, catalog):
     """The line a failing case's message gains when its result equals a mistake's."""
-    lang, catalog = _lang(lang), resolve(catalog)
+    lang = _lang(lang)
     mistakes = [catalog.by_id(i) for i in mistake_ids if catalog.by_id(i)]
     if not mistakes:
         return ""
@@ -347,7 +345,7 @@ def _smallest_cover(candidates, covers, failing):
     return best
 
 
-def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", catalog=None):
+def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalog):
     """The diagnoses of each part that lost points: the smallest set of catalog mistakes
     (at most MAX_NAMED, from the part and the functions it calls) that explains its failing
     cases, each with its own sentence and experiment, and an observation for the failing
@@ -363,10 +361,10 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", catalog=N
     tests:      the recorder's entries (name, part, outcome, blame, mistakes, message)
     cases:      {name: Case} of the hidden suite
     grade_case: (case, implementation) -> True when the implementation passes the case
-    catalog:    the assignment's Catalog (None: the default assignment's)
+    catalog:    the assignment's Catalog
     Returns [{"part", "mistake" (id or None), "text", "experiment"}], a part's entries together.
     """
-    lang, catalog = _lang(lang), resolve(catalog)
+    lang = _lang(lang)
     ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
     failed = {n for n, t in ran.items() if t.get("outcome") == "failed"}
     passed = set(ran) - failed
@@ -473,9 +471,9 @@ def _keep_qualified_lines(ran, student_failed, qualified, lang, catalog):
             continue
         kept = [i for i in found if i in qualified.get(entry.get("part"), ())]
         message = str(entry.get("message") or "")
-        line = "\n  " + sentence(found, lang, catalog)
+        line = "\n  " + sentence(found, lang, catalog=catalog)
         if line in message:
-            message = message.replace(line, "\n  " + sentence(kept, lang, catalog) if kept
+            message = message.replace(line, "\n  " + sentence(kept, lang, catalog=catalog) if kept
                                       else "")
         entry["message"] = message
         entry["mistakes"] = list(dict.fromkeys(m for i in kept for m in members(i)))

@@ -213,19 +213,14 @@ class Catalog:
 
 @functools.lru_cache(maxsize=1)
 def default():
-    """The default assignment's catalog (grader/assignment.py `load()`), for callers not yet
-    given one; pass `Catalog.of(assignment)` instead."""
+    """The default assignment's catalog (grader/assignment.py `load()`), behind the old
+    module-level names below only: diagnose, carry, build and validate take a Catalog."""
     from .. import assignment
     return Catalog.of(assignment.load())
 
 
-def resolve(catalog):
-    """`catalog`, or the default assignment's when None (the transition)."""
-    return default() if catalog is None else catalog
-
-
 # the names this module had when it held the one catalog, read from the default assignment's
-# during the transition (grader/report/html.py, grader/grade/outcome.py, tools/golden.py);
+# during the transition (grader/report/html.py, tools/golden.py, some tests);
 # new code takes a Catalog
 _LEGACY = {"MISTAKES": lambda c: list(c.mistakes), "CALLS": lambda c: dict(c.calls),
            "EXPERIMENTS": lambda c: dict(c.experiments), "by_id": lambda c: c.by_id,
