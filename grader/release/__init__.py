@@ -7,8 +7,9 @@ assignment's declaration. One module per concern, in the order they build on eac
     generated.py  the per-assignment files the declaration says all of: the Classroom
                   workflow and the READMEs' points tables; the public self-checks' per-part
                   selection, checked
-    folder.py     the whole student folder in a language: the kit's folder, the skeleton
-                  and the generated files written fresh
+    folder.py     the whole student folder in a language: the kit's folder, the skeleton,
+                  the generated files and the earlier assignments' solutions it provides as
+                  given code (core.given), written fresh
     command.py    `grader release` and `grader release --check` (the notebook too, through
                   nbgrader_bridge/notebook.py)
 
