@@ -15,14 +15,6 @@ from .failures import GraderError, StudentFailure
 from .results import ProbeResult, format_error
 
 
-def __getattr__(name):
-    """API_NAMES: the default assignment's api (grader/assignment.py), for callers not yet
-    given their assignment; new code reads `assignment.api`."""
-    if name == "API_NAMES":
-        return assignments.load().api
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def load_module_from(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -37,7 +29,7 @@ _ABSENT = object()
 def earlier_solutions(assignment, _within=()):
     """builds_on in this trusted process. While open, the solution of each assignment that
     `assignment` builds on is importable by its module name, so that the later solution (or
-    a catalog mistake made in it) can say `from attention import MultiHeadAttention`: the
+    a catalog mistake made in it) can import from the earlier module by its name: the
     reference always builds on the earlier reference, whatever the declaration lets reach the
     worker. On leaving, sys.modules is as it was: no other reference, mistake or check
     finds them by that name."""
