@@ -150,3 +150,18 @@ def test_a_wrong_case_costs_its_points_with_the_declarations_words(graded):
     failed = [t for t in results["tests"] if t.get("status") == "failed"]
     assert [t["name"] for t in failed] == ["doubling: a float64 matrix"]
     assert "double(values (2, 3) float64)" in failed[0]["output"]
+
+
+def test_the_result_types_are_a_leaf_the_reports_read_without_the_batch():
+    """report/ -> grade/outcome.py -> report/ was a cycle: the types now live in
+    grader/outcomes.py, which imports nothing of the grader, and no report module imports
+    grader.grade."""
+    code = ("import sys, grader.outcomes\n"
+            "before = sorted(k for k in sys.modules if k.startswith('grader.') and k != 'grader.outcomes')\n"
+            "import grader.report.gradescope, grader.report.feedback, grader.report.gradebook, "
+            "grader.report.html, grader.report.console, grader.report.summary\n"
+            "print(before, sorted(k for k in sys.modules if k.startswith('grader.grade')))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=KIT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": KIT})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[] []"
