@@ -145,6 +145,23 @@ def test_validate_grades_the_assignments_own_alternatives_and_catalog(tmp_path):
         "alternative") == 0
 
 
+def test_validate_grades_with_the_assignments_suite_and_solution():
+    """validate(options, assignment=X) grades X's hidden suite against X's solution even
+    when the options were made for another assignment (SuiteOptions() is the default's),
+    keeping their other settings."""
+    from grader.grade import SuiteOptions
+    from grader.validate import _options_for
+    second = assignment.load("transformer")
+    options, chosen = _options_for(SuiteOptions(lang="zh", carry_forward="off"), second)
+    assert chosen is second and options.assignment is second
+    assert options.hidden_tests == os.path.join(KIT, "tests_hidden", "transformer")
+    assert options.solution == os.path.join(KIT, "solutions", "transformer.py")
+    assert (options.lang, options.carry_forward) == ("zh", "off")
+    same = SuiteOptions(solution=SOLUTION, lang="zh")
+    assert _options_for(same, ATTENTION) == (same, ATTENTION)
+    assert _options_for(same, None)[1].name == "attention"
+
+
 class _Result:
     def __init__(self, part, score, top, total, named):
         self._parts, self.score = {part: (score, top)}, total

@@ -3,8 +3,9 @@
 Every catalog mistake loses points in its part and is diagnosed as itself; the solution,
 the book's own code and correct alternatives in other styles (loops, einsum, torch.where,
 masked_fill with the dtype's minimum, LazyLinear) get full marks and no diagnosis; the
-released skeleton gets 0. The checks that grade nothing run for every assignment the kit
-declares (its catalog teaches in both languages, its docs/mistakes*.md names every entry)."""
+released skeleton gets 0. Every assignment the kit declares is validated (attention: 68
+entries, 141 s at --jobs 2; transformer: 27, about 2 min) and its catalog teaches in both
+languages and is named entry by entry in its docs/mistakes*.md."""
 import os
 
 import pytest
@@ -15,31 +16,39 @@ from grader.catalog import Catalog
 from grader.grade import SuiteOptions
 from grader.validate import docs_path, validate
 
-ATTENTION = assignment.load("attention")
-CATALOG = Catalog.of(ATTENTION)
-MISTAKES = CATALOG.mistakes
 DECLARED = assignment.names()
 
 
-@pytest.fixture(scope="module")
-def validation():
-    return validate(SuiteOptions(), jobs=2, assignment=ATTENTION)
+@pytest.fixture(scope="module", params=DECLARED)
+def validation(request):
+    declared = assignment.load(request.param)
+    return declared, validate(SuiteOptions(), jobs=2, assignment=declared)
 
 
 def test_validate_holds(validation):
-    ok, rows = validation
+    _, (ok, rows) = validation
     bad = [f"{item.kind} {item.name}: {detail}" for item, good, detail in rows if not good]
     assert ok and not bad, "\n".join(bad)
 
 
 def test_catalog_is_big_enough_and_covers_every_part(validation):
-    _, rows = validation
-    assert len(MISTAKES) >= 50
-    parts = {m.part for m in MISTAKES}
-    assert parts == {"sequence_mask", "masked_softmax", "AdditiveAttention",
-                     "DotProductAttention", "transpose", "MultiHeadAttention", "GPU"}
-    alternatives = [item for item, _, _ in rows if item.kind == "alternative"]
-    assert len(alternatives) >= 5 and len(os.listdir(ATTENTION.alternatives)) >= 5
+    declared, (_, rows) = validation
+    catalog = Catalog.of(declared)
+    kinds = [item.kind for item, _, _ in rows]
+    assert kinds.count("mistake") == len(catalog) and kinds.count("solution") == 1 and \
+        kinds.count("skeleton") == 1
+    alternatives = kinds.count("alternative")
+    assert alternatives == len([n for n in os.listdir(declared.alternatives)
+                                if n.endswith(".py")])
+    # every part but the device part has mistakes of its own
+    assert {m.part for m in catalog} >= {p.name for p in declared.parts if not p.gpu}
+    if declared.name == "attention":
+        assert len(catalog) >= 50 and alternatives >= 5
+        assert {m.part for m in catalog} == {"sequence_mask", "masked_softmax",
+                                             "AdditiveAttention", "DotProductAttention",
+                                             "transpose", "MultiHeadAttention", "GPU"}
+    else:
+        assert len(catalog) >= 15 and alternatives >= 4  # issue 16: the transformer's
 
 
 def test_the_kit_declares_both_assignments():

@@ -72,6 +72,18 @@ class Expectation:
                 and t.status not in ("passed", "skipped")]
 
 
+def _options_for(options, assignment):
+    """(options, assignment): options that grade with `assignment`'s hidden suite and
+    solution (SuiteOptions fills them from its assignment) when they were another's."""
+    declared = getattr(options, "assignment", None)
+    if assignment is None:
+        return options, _assignment(None, options)
+    if declared is None or os.path.realpath(declared.folder) != os.path.realpath(assignment.folder):
+        options = dataclasses.replace(options, assignment=assignment, hidden_tests=None,
+                                      solution=None)
+    return options, assignment
+
+
 def expectations(workdir, solution=None, assignment=None):
     """What validate grades, written under `workdir`: the solution (`solution`, else the
     assignment's), its skeleton, the assignment's alternatives and its catalog's mistakes."""
@@ -112,9 +124,9 @@ def alternatives(assignment):
 
 
 def validate(options, jobs=1, out_dir=None, stream=None, assignment=None):
-    """Grade the whole zoo of `assignment` (else the options', else the default one);
-    returns (all ok, [(Expectation, ok, detail)])."""
-    assignment = _assignment(assignment, options)
+    """Grade the whole zoo of `assignment` (else the options', else the default one) with
+    that assignment's suite and solution; returns (all ok, [(Expectation, ok, detail)])."""
+    options, assignment = _options_for(options, assignment)
     workdir = tempfile.mkdtemp(prefix="attnkit-validate-")
     try:
         items = expectations(workdir, options.solution, assignment)
