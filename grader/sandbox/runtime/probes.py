@@ -1,14 +1,15 @@
-"""Run one probe: call a function or a module of an attention implementation and record what came back.
+"""Run one probe: call a function or a module of an implementation and record what came back.
 
-A probe is plain data (it crosses the process boundary as a frame), for example:
+A probe is plain data (it crosses the process boundary as a frame), for example (the names
+are the assignment's: its declared api, and `weights` for what a module stores):
 
-    {"target": "MultiHeadAttention",
-     "init": {"key_size": 6, ..., "num_heads": 2, "dropout": 0.0},   # absent for functions
+    {"target": "SomeModule",                                           # a name of the api
+     "init": {"num_hiddens": 6, ..., "dropout": 0.0},                  # absent for functions
      "state": {"W_q.weight": tensor, ...},                             # loaded with load_state_dict
-     "args": [queries, keys, values, valid_lens], "kwargs": {},
+     "args": [X, Y, valid_lens], "kwargs": {},
      "mode": "eval", "calls": 1, "device": "cpu", "module_dtype": None,
-     "capture": ["attention.attention_weights"],
-     "grad_args": [0, 1, 2], "grad_params": True, "seed": 0, "guard": False}
+     "capture": ["inner.stored_weights"],                              # attributes read after
+     "grad_args": [0, 1], "grad_params": True, "seed": 0, "guard": False}
 
 The same `run_probe` runs the instructor's solution in the trusted process and the
 student's module in the worker, so both sides are treated alike: inputs are cloned before
@@ -124,7 +125,7 @@ def _grad_output(shape, dtype, device, seed):
 
 
 def run_probe(namespace, probe):
-    """Run `probe` against the attention implementation `namespace` (a module object)."""
+    """Run `probe` against the implementation `namespace` (a module object)."""
     started = time.perf_counter()
     result = {"ok": True, "calls": [], "grads": {}, "state_keys": None,
               "device_violations": [], "stage": None, "error": None}
