@@ -399,3 +399,22 @@ def test_a_submission_named_as_the_given_module_is_never_replaced_by_the_solutio
     assert failed.value.reason == (
         "the grader could not start a worker: the submission's file is named first.py, as the "
         "given earlier module is: it must be staged as second.py")
+
+
+def test_a_classroom_repo_holding_both_files_is_staged_by_intake_and_imports_its_own(tmp_path):
+    """provide = student end to end: a repository holding the earlier file beside the later
+    one (as GitHub Classroom hands it in) goes through intake, which stages the student's
+    other .py files beside <module>.py, and the worker imports the student's own first."""
+    from grader import intake
+    kit = _kit(tmp_path / "kit", "student")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "second.py").write_text(SPY)
+    (repo / "first.py").write_text(STUDENT_FIRST)
+    (repo / "README.md").write_text("my work\n")
+    staged = intake.stage(str(repo), str(tmp_path / "staged"), "alice", module="second")
+    assert staged.error is None and os.path.basename(staged.file) == "second.py"
+    files, reply, facts, err = _run(LEVELS[0], kit, staged.file)
+    assert reply["ok"] is True, (reply, err)
+    assert sorted(files) == ["first.py", "second.py"]
+    assert facts["double"] == 63 and facts["marker_seen"] is False
