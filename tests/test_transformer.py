@@ -290,3 +290,39 @@ def test_each_part_has_its_own_self_checks(kit):
         assert len(mine) >= 1, part.name
     assert sum(1 for part in kit["assignment"].parts if not part.gpu
                for n in names if part.selfcheck in n) == len(names) == 11
+
+
+# -- the grader, end to end -----------------------------------------------------------------
+def test_grader_grade_gives_the_solution_100_and_the_skeleton_0(tmp_path):
+    """`grader grade --assignment transformer`: real workers (the given attention.py staged
+    beside each submission), real trusted processes, grades.csv read back."""
+    import csv
+    import subprocess
+    out = tmp_path / "grades"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
+         os.path.join(SOLUTIONS, "transformer.py"),
+         os.path.join(KIT, "assignments", "transformer", "transformer.py"),
+         "--out", str(out), "--jobs", "1"],
+        cwd=KIT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 2
+    solution, = [r for r in rows if r["source"].endswith("solutions/transformer.py")]
+    skeleton, = [r for r in rows if r["source"].endswith("assignments/transformer/transformer.py")]
+    assert (solution["status"], solution["total"], solution["max"]) == ("graded", "100", "100")
+    assert [solution[f"{p} (/{n})"] for p, n in (("PositionalEncoding", 24), ("PositionWiseFFN", 10),
+            ("AddNorm", 18), ("TransformerEncoderBlock", 36), ("GPU", 12))] == \
+        ["24", "10", "18", "36", "12"]
+    assert (skeleton["status"], skeleton["total"]) == ("graded", "0")
+    assert "PositionalEncoding.__init__ is not written yet" in skeleton["reason"]
+
+
+def test_the_catalogs_docs_name_every_mistake_as_validate_diagnosed_it(kit):
+    """docs/mistakes-transformer.md (written by `grader validate --assignment transformer
+    --docs`) has a row for every mistake, each diagnosed as itself."""
+    with open(os.path.join(KIT, "docs", "mistakes-transformer.md"), encoding="utf-8") as handle:
+        rows = [line.split(" | ") for line in handle if line.startswith("| `")]
+    assert {row[0].strip("| `") for row in rows} == {m.id for m in kit["catalog"]}
+    assert all(row[-1].strip(" |\n") == row[0].strip("| `") for row in rows)
