@@ -81,7 +81,7 @@ def double(values):
 '''
 
 
-def _kit(tmp_path):
+def _kit(tmp_path, cases=CASES):
     """A copy of the kit's grader with only the tiny assignment declared."""
     kit = tmp_path / "kit"
     shutil.copytree(os.path.join(KIT, "grader"), kit / "grader",
@@ -89,7 +89,7 @@ def _kit(tmp_path):
     suite = kit / "tests_hidden" / "tiny"
     suite.mkdir(parents=True)
     (suite / "assignment.toml").write_text(DECLARATION, encoding="utf-8")
-    (suite / "cases.py").write_text(CASES, encoding="utf-8")
+    (suite / "cases.py").write_text(cases, encoding="utf-8")
     (suite / "mistakes.py").write_text("MISTAKES = []  # no mistake catalogued yet\n",
                                        encoding="utf-8")
     (suite / "conftest.py").write_text('pytest_plugins = ["grader.suite.plugin"]\n',
@@ -165,3 +165,27 @@ def test_the_result_types_are_a_leaf_the_reports_read_without_the_batch():
                           timeout=300, env={**os.environ, "PYTHONPATH": KIT})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[] []"
+
+
+def test_a_table_that_does_not_fit_its_declaration_stops_the_batch_naming_each_case(tmp_path):
+    """A case twice, a target the api does not name and points the part does not have: the
+    library refuses the table before grading anything, each problem named."""
+    wrong = CASES.replace(
+        'Case("doubling", "a vector", 30, "double", (r.randn(5),)),',
+        'Case("doubling", "a vector", 30, "double", (r.randn(5),)),\n'
+        '    Case("doubling", "a vector", 10, "double", (r.randn(5),)),\n'
+        '    Case("doubling", "a typo", 5, "dubble", (r.randn(5),)),')
+    assert wrong != CASES
+    kit = _kit(tmp_path, wrong)
+    (tmp_path / "right.py").write_text(SOLUTION, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "grade", str(tmp_path / "right.py"), "--assignment",
+         "tiny", "--out", str(tmp_path / "out"), "--jobs", "1"],
+        cwd=kit, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(kit)})
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "the case 'doubling: a vector' is in the table twice" in done.stderr
+    assert "the case 'doubling: a typo' calls 'dubble', which the declaration's api" in done.stderr
+    assert ("part 'doubling': its cases' points add up to 115, not the 100 the declaration "
+            "gives it") in done.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()

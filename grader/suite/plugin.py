@@ -186,9 +186,9 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The points of the tests that run here must add up to what the declaration gives each
-    part and the whole (the CUDA and the device-discipline tests stand in for each other),
-    or nothing is graded."""
+    """The table must be sound (Table.problems) and the points of the tests that run here
+    must add up to what the declaration gives each part and the whole (the CUDA and the
+    device-discipline tests stand in for each other), or nothing is graded."""
     suite = _session(config)
     config.attnkit_suite_errors = []
     for item in items:
@@ -206,7 +206,8 @@ def pytest_collection_modifyitems(session, config, items):
             part = suite.parts.get(item.nodeid, "other")
             totals[part] = totals.get(part, 0) + marker.args[0]
     # reported by the grader's plugin: `grader grade` and `grader validate` stop with it
-    config.attnkit_suite_errors = points_problems(suite.assignment, totals)
+    config.attnkit_suite_errors = suite.table.problems() + points_problems(suite.assignment,
+                                                                           totals)
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,31 @@ class Table:
         return [c for c in self.all if c.check == "match" and c.target == target
                 and not c.degenerate]
 
+    def problems(self):
+        """What is wrong with the table itself, as messages naming the case: an id (part and
+        name) used twice, a part the declaration does not have, a target its api and given
+        do not name, a kind of check the library does not know."""
+        from .case import CHECK_KINDS
+        declared = self.assignment
+        where = f"{declared.folder}/cases.py"
+        known = set(declared.api) | set(declared.given)
+        found, seen = [], set()
+        for case in self.all:
+            if case.id in seen:
+                found.append(f"{where}: the case {case.id!r} is in the table twice (a case is "
+                             "known by its part and name)")
+            seen.add(case.id)
+            if case.part not in declared.part_names:
+                found.append(f"{where}: the case {case.id!r} grades part {case.part!r}, which "
+                             "the declaration does not have")
+            if case.target not in known:
+                found.append(f"{where}: the case {case.id!r} calls {case.target!r}, which the "
+                             "declaration's api and given do not name")
+            if case.check not in CHECK_KINDS:
+                found.append(f"{where}: the case {case.id!r} has check {case.check!r} (known: "
+                             f"{', '.join(CHECK_KINDS)})")
+        return found
+
     def max_points(self):
         """Points per part on any machine (the device and cuda variants count once)."""
         totals = dict.fromkeys(self.assignment.part_names, 0)
