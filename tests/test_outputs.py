@@ -254,7 +254,12 @@ def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
     out.mkdir()
     (out / "blocked").write_text("a file where the folder should go")
     paths = [str(tmp_path / f"{n}.py") for n in ("alice", "crash", "blocked", "grades.csv")]
-    results = grade.grade_batch(paths, str(out), stream=io.StringIO())
+    # the batch's parts are its declaration's (issue 16): one that declares the fake part p
+    from grader import assignment
+    declared = dataclasses.replace(assignment.load(), parts=(
+        assignment.Part("p", 10.0, ("sequence_mask",), "p"),))
+    results = grade.grade_batch(paths, str(out), grade.SuiteOptions(assignment=declared),
+                                stream=io.StringIO())
     with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {"alice", "crash", "blocked", "grades.csv"}

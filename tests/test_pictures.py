@@ -249,6 +249,22 @@ def test_strings_from_a_submission_are_escaped():
     assert "The scores are not divided by sqrt(d)." in " ".join(page.text)
 
 
+@needs_matplotlib
+def test_pictures_follow_the_assignments_heatmaps():
+    import dataclasses
+    from grader import assignment
+    attention = assignment.load("attention")
+    # DotProductAttention's failing case has weights: drawn when the declaration says so
+    assert len(check_page(pages.feedback_html(_made_up(), assignment=attention)).images) == 1
+    none = dataclasses.replace(attention, heatmaps=("masked_softmax",))
+    assert check_page(pages.feedback_html(_made_up(), assignment=none)).images == []
+    # a heatmap of given code (no part grades it) draws nothing and breaks nothing
+    given = dataclasses.replace(attention, given=("helper",),
+                                heatmaps=("helper", "DotProductAttention"))
+    page = check_page(pages.feedback_html(_made_up(), assignment=given))
+    assert len(page.images) == 1 and "Feedback:" in " ".join(page.text)
+
+
 def test_pictures_that_cannot_be_drawn_leave_a_note(monkeypatch, tmp_path):
     def missing():
         raise pictures.PicturesUnavailable("no matplotlib")
