@@ -326,3 +326,16 @@ def test_the_catalogs_docs_name_every_mistake_as_validate_diagnosed_it(kit):
         rows = [line.split(" | ") for line in handle if line.startswith("| `")]
     assert {row[0].strip("| `") for row in rows} == {m.id for m in kit["catalog"]}
     assert all(row[-1].strip(" |\n") == row[0].strip("| `") for row in rows)
+
+
+def test_the_gpu_part_reruns_no_training_mode_case(kit):
+    """On CUDA dropout draws other masks than on the CPU from the same seed, so the GPU part
+    re-runs a target's eval-mode cases only (grader/suite/table.py same_target); the seeded
+    training-mode cases are graded on the CPU."""
+    table = kit["session"].table
+    for case in table.cases("cuda", "device"):
+        again = table.same_target(case)
+        assert again and all(c.mode == "eval" for c in again), case.id
+    train = [c for c in table.cases("match") if c.mode == "train"]
+    assert sorted(c.target for c in train) == ["AddNorm", "PositionalEncoding",
+                                               "TransformerEncoderBlock"]

@@ -16,8 +16,11 @@ class Table:
         return [c for c in self.all if c.check in checks]
 
     def same_target(self, case):
-        """The `match` cases of the same function or module as `case`."""
-        return [c for c in self.all if c.check == "match" and c.target == case.target]
+        """The `match` cases of the same function or module as `case` that another device
+        can re-run: not those in training mode, whose dropout masks come from the device's
+        own generator (CUDA draws other masks than the CPU from the same seed)."""
+        return [c for c in self.all if c.check == "match" and c.target == case.target
+                and c.mode != "train"]
 
     def evidence(self, target):
         """The non-degenerate `match` cases of `target`: passing one shows the function works."""
