@@ -125,7 +125,7 @@ def stage_class(dest, names=None):
             shutil.copytree(source, target)
         else:
             shutil.copyfile(source, target)
-        for root, dirs, files in os.walk(target) if os.path.isdir(target) else [("", [], [])]:
+        for root, dirs, files in os.walk(target):  # a folder's files (nothing for a file)
             for entry in dirs + files:
                 os.utime(os.path.join(root, entry), (MTIME, MTIME))
         os.utime(target, (MTIME, MTIME))
@@ -285,8 +285,15 @@ def notebook(source):
 
 def build_class(tree):
     """Rewrite class/: the examples of `tree` and BUILT, from `tree`'s solution and catalog."""
-    code = ("import json, sys\nfrom grader.catalog import MISTAKES\n"
-            "from grader import paths\n"
+    # the catalog as each era of the tree offers it: the declared assignment's (issue 16),
+    # or the one module-level table of 04d18a4
+    code = ("import json, sys\nfrom grader import paths\n"
+            "try:\n"
+            "    from grader import assignment\n"
+            "    from grader.catalog import Catalog\n"
+            "    MISTAKES = Catalog.of(assignment.load()).mistakes\n"
+            "except ImportError:\n"
+            "    from grader.catalog import MISTAKES\n"
             "source = open(paths.SOLUTION, encoding='utf-8').read()\n"
             "by_id = {m.id: m for m in MISTAKES}\nout = {}\n"
             "for name, ids in json.loads(sys.argv[1]):\n"
