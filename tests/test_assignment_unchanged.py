@@ -32,7 +32,8 @@ batch, default settings). `python tools/golden.py --check` compares every entry 
 full run, the table's wording too.
 
 The slow tests took 56 s (en), 60 s (zh) and 83 s (the sample), 3.4 min in all, on this
-2-core machine while others' runs held its load at 6 to 8.
+2-core machine while others' runs held its load at 6 to 8, and 8.3 min at load 14 (about
+85 s of CPU in all, so under 2 minutes on an idle machine).
 
 An intentional change (a new case, a reworded sentence) is one command that rewrites the
 goldens from the current tree, to be reviewed in the diff and committed:
