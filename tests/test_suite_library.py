@@ -94,8 +94,10 @@ def _kit(tmp_path, cases=CASES):
                                        encoding="utf-8")
     (suite / "conftest.py").write_text('pytest_plugins = ["grader.suite.plugin"]\n',
                                        encoding="utf-8")
+    # every kind of check, though the table has only `match` cases: the others collect nothing
     (suite / "test_tiny.py").write_text(
-        "from grader.suite.tests import test_matches_reference  # noqa: F401\n",
+        "from grader.suite.tests import (test_device_discipline, test_dropout_acts_on_the_weights,"
+        "  # noqa: F401\n    test_eval_mode_is_deterministic, test_matches_reference, test_on_cuda)\n",
         encoding="utf-8")
     shutil.copy(os.path.join(KIT, "tests_hidden", "attention", "pytest.ini"), suite)
     (kit / "solutions").mkdir()
@@ -125,12 +127,15 @@ def graded(tmp_path_factory):
 
 
 def test_the_solution_gets_100_and_an_empty_stub_0(graded):
-    done, rows, _ = graded
+    done, rows, out = graded
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert set(rows) == {"right", "stub", "half"}
     assert (rows["right"]["status"], rows["right"]["total"], rows["right"]["max"]) == \
         ("graded", "100", "100")
     assert (rows["stub"]["status"], rows["stub"]["total"]) == ("graded", "0")
+    results = json.loads((out / "right" / "results.json").read_text(encoding="utf-8"))
+    assert sorted(t["name"] for t in results["tests"]) == [
+        "doubling: a float64 matrix", "doubling: a vector", "doubling: its gradient"]
 
 
 def test_the_parts_are_the_declarations(graded):
