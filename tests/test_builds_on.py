@@ -229,8 +229,10 @@ def test_a_given_solution_needing_an_undeclared_earlier_module_is_refused(tmp_pa
 
 
 @pytest.mark.parametrize("name, why", [
-    ("json", "taken by a module the worker needs"),
-    ("torch", "taken by a module the worker needs"),
+    ("json", "taken by a module the worker's Python has"),
+    ("torch", "taken by a module the worker's Python has"),
+    ("numpy", "taken by a module the worker's Python has"),
+    ("sympy", "taken by a module the worker's Python has"),    # installed with torch
     ("class", "is not a Python name"),
     ("first-part", "is not a Python name"),
     ("", "is not a Python name"),
@@ -249,6 +251,7 @@ def test_the_worker_itself_refuses_a_bad_module_name():
     that is taken or not a name, it exits 73 before it reads a request."""
     runtime = os.path.dirname(stage.RUNTIME_DIR)
     for name, said in (("json", "the module name 'json' is taken"),
+                       ("sympy", "the module name 'sympy' is taken"),
                        ("a.b", "'a.b' is not a module name"),
                        ("x" * 65, "is not a module name")):
         code = (f"import sys; sys.path.insert(0, {runtime!r}); from runtime import worker, "

@@ -108,16 +108,28 @@ class Imports:
 
 def check_module_name(name):
     """`name` if a worker may register a module under it: a Python name, not a keyword, at
-    most MAX_MODULE_NAME characters, not a module of the standard library or torch; else
-    ValueError saying why."""
+    most MAX_MODULE_NAME characters, not a module of the standard library or one installed
+    (torch, numpy, ...); else ValueError saying why."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"module name {name!r} is not a Python name")
     if len(name) > MAX_MODULE_NAME:
         raise ValueError(f"module name {name[:20]!r}... is longer than {MAX_MODULE_NAME} "
                          "characters")
-    if name in sys.stdlib_module_names or name in ("torch", "numpy", "runtime"):
-        raise ValueError(f"module name {name!r} is taken by a module the worker needs")
+    if name in sys.stdlib_module_names or name == "runtime" or _installed(name):
+        raise ValueError(f"module name {name!r} is taken by a module the worker's Python has "
+                         "(the submission's folder comes last on its sys.path)")
     return name
+
+
+def _installed(name):
+    """Is `name` a top-level module of the Python installation the worker runs (its standard
+    library and site-packages, as `python -I` sees them)?"""
+    import importlib.machinery
+    import sysconfig
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots |= {os.path.join(paths["platstdlib"], "lib-dynload")}
+    return importlib.machinery.PathFinder.find_spec(name, sorted(roots)) is not None
 
 
 def imports_of(assignment):

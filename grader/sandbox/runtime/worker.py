@@ -47,11 +47,14 @@ MAX_MODULE_NAME = 64
 def module_name(name):
     """`name` if the submission may be registered under it (grader/sandbox/stage.py checks
     the same on the trusted side): a Python name of at most MAX_MODULE_NAME characters, not
-    a keyword, a module of the standard library or one already imported; else ValueError."""
+    a keyword, a module of the standard library, one already imported or one installed (the
+    submission's folder comes last on sys.path: an installed module of that name would be
+    imported in its place); else ValueError."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
             or len(name) > MAX_MODULE_NAME:
         raise ValueError(f"{str(name)[:80]!r} is not a module name")
-    if name in sys.stdlib_module_names or name in sys.modules:
+    import importlib.util  # the submission's folder is not on sys.path yet: only what is installed
+    if name in sys.stdlib_module_names or name in sys.modules or importlib.util.find_spec(name):
         raise ValueError(f"the module name {name!r} is taken")
     return name
 
