@@ -1,6 +1,6 @@
 """Benchmark: seconds per graded submission, against a bare `python -c "import torch"`.
 
-    python -m grader.bench [--copies 12] [--class-size 200] [--isolation auto]
+    python -m grader.bench [--copies 12] [--class-size 200] [--isolation auto] [--assignment NAME]
 
 Measures, in one run and on one machine, each against the bare torch import (median of 5):
 
@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 
+from . import assignment as assignments
 from . import paths
 from .grade import SuiteOptions, grade_batch
 from .sandbox import isolation, template
@@ -102,6 +103,9 @@ def main(argv=None):
     parser.add_argument("--fresh", action="store_true",
                         help="also grade the copies with workers started fresh")
     parser.add_argument("--isolation", default="auto", choices=isolation.CHOICES)
+    parser.add_argument("--assignment", default=None, metavar="NAME",
+                        help="grade this assignment's solution (default: the kit's default); "
+                             "the class of examples/ is the default assignment's")
     parser.add_argument("--similarity-class", type=int, default=200, help="0 skips it")
     parser.add_argument("--only-similarity", action="store_true")
     parser.add_argument("--shards", type=int, default=3, help="0 skips the shard/merge path")
@@ -111,11 +115,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.only_similarity:
         return _similarity_class(args.similarity_class)
+    declared = assignments.load(args.assignment)
     if args.phases:
-        return _phases(args.isolation)
+        return _phases(args.isolation, declared)
 
     level = isolation.choose(args.isolation)
-    options = SuiteOptions(isolation=args.isolation)
+    options = SuiteOptions(isolation=args.isolation, assignment=declared)
     bare = bare_torch_import()
     print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
     print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5)", flush=True)
@@ -129,7 +134,7 @@ def main(argv=None):
     workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
     try:
         os.makedirs(os.path.join(workdir, "copies"))
-        copies = _copies(os.path.join(workdir, "copies"), args.copies, [paths.SOLUTION])
+        copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
         wall, results = _batch(copies, os.path.join(workdir, "out1"), options, 1)
         assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
         line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
@@ -142,7 +147,7 @@ def main(argv=None):
             with _worker_start("fresh"):
                 wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
             line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
-        if args.class_size:
+        if args.class_size and declared.name == assignments.DEFAULT:
             sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
                              if not n.startswith("."))
             os.makedirs(os.path.join(workdir, "class"))
@@ -202,7 +207,7 @@ def _shard_path(copies, workdir, options, count, line, bare):
               f"to merge; {per / bare:.2f} x the bare import)", flush=True)
 
 
-def _phases(level, runs=5):
+def _phases(level, declared, runs=5):
     """CPU seconds of one trusted pytest session grading the solution, by phase, in this
     process after two warm-up runs (as the fork server's children start: imports done, the
     reference's results memoized); the median of `runs`."""
@@ -210,7 +215,7 @@ def _phases(level, runs=5):
     from .grade import plugin  # noqa: F401 - registered by name in pytest_args
     from .sandbox.runtime import protocol
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    options = SuiteOptions(isolation=level)
+    options = SuiteOptions(isolation=level, assignment=declared)
     spent = {"protocol": 0.0}
 
     def timed(function):
@@ -251,7 +256,7 @@ def _phases(level, runs=5):
         read, write = os.pipe()
         phases = Phases()
         spent["protocol"] = 0.0
-        args = options.pytest_args() + ["--submission", paths.SOLUTION,
+        args = options.pytest_args() + ["--submission", declared.solution,
                                         "--attnkit-report-fd", str(write)]
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             pytest.main(args, plugins=[phases])
