@@ -421,3 +421,35 @@ def test_a_classroom_repo_holding_both_files_is_staged_by_intake_and_imports_its
     assert reply["ok"] is True, (reply, err)
     assert sorted(files) == ["first.py", "second.py"]
     assert facts["double"] == 63 and facts["marker_seen"] is False
+
+
+def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_path):
+    """The student's own earlier file does not parse: the message names it, not the later
+    file, which is fine; a syntax error in the later file itself still names that one."""
+    import torch
+    from grader.harness import StudentFailure, Submission
+    kit = _kit(tmp_path / "kit", "student")
+    said = {}
+    for broken in ("first", "second"):
+        folder = tmp_path / broken
+        folder.mkdir()
+        (folder / "second.py").write_text(SECOND_SOLUTION + ("def oops(:\n" if broken == "second"
+                                                             else ""))
+        (folder / "first.py").write_text(STUDENT_FIRST + ("def oops(:\n" if broken == "first"
+                                                           else ""))
+        stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+        os.chmod(stage_dir, 0o711)
+        student = Submission(str(folder / "second.py"), LEVELS[0], LIMITS, stage_dir,
+                             assignment=assignments.load("second", kit_root=kit))
+        try:
+            with pytest.raises(StudentFailure) as failed:
+                student.run({"target": "quadruple", "args": [torch.ones(2)], "kwargs": {}},
+                            "quadruple(X)")
+        finally:
+            student.stop()
+        said[broken] = str(failed.value)
+    assert said["first"].startswith(
+        "first.py, your module of the earlier assignment that second.py imports, is not valid "
+        "Python, so second.py could not be imported and nothing in it could be graded.")
+    assert said["second"].startswith("second.py is not valid Python, so nothing in it could "
+                                     "be graded.")

@@ -121,12 +121,20 @@ def explain_import_error(error, imports=None, module_file=None):
             return _("importing {module} failed: it imports `{missing}`, the module of an "
                      "earlier assignment this one builds on, and no {file} was handed in with "
                      "it. Hand in your {file} beside {module} (in the same folder or zip).").format(
-                         module=f"{imports.module}.py", missing=missing, file=needed) + "\n" + text
+                         module=module_file, missing=missing, file=needed) + "\n" + text
         return _("importing {module} failed: it imports `{missing}`, which the grading "
                  "machine does not have (it has Python's standard library and torch). Copy what "
                  "you need from it into {module} instead of importing it.").format(
                      missing=missing, module=module_file) + "\n" + text
     if kind == "SyntaxError" or kind == "IndentationError":
+        where = error.get("where") if isinstance(error, dict) else None
+        last = where[-1].get("file") if isinstance(where, list) and where and \
+            isinstance(where[-1], dict) else None
+        if imports is not None and isinstance(last, str) and last.endswith(".py") and \
+                imports.earlier_file(last[:-3]) == last:
+            return _("{file}, your module of the earlier assignment that {module} imports, is "
+                     "not valid Python, so {module} could not be imported and nothing in it "
+                     "could be graded.").format(file=last, module=module_file) + "\n" + text
         return _("{module} is not valid Python, so nothing in it could be graded.").format(
             module=module_file) + "\n" + text
     if kind == "SystemExit":
