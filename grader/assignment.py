@@ -138,12 +138,21 @@ class Assignment:
 
 @functools.lru_cache(maxsize=None)
 def _import(path, name):
+    """The module at `path`, imported once per process under `name` plus a digest of its
+    real path (a copied suite of the same name is its own module, never the first one's)."""
+    import hashlib
+    real = os.path.realpath(path)
+    name = f"{name}_{hashlib.sha256(real.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, real)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # a table that does not import is not kept half-made
+        raise
     return module
 
 

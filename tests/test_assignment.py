@@ -97,3 +97,22 @@ def test_an_unknown_assignment_is_a_one_line_usage_error(tmp_path):
     assert done.returncode == 2
     assert "no assignment 'rnn'" in done.stderr and "the kit declares: attention" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_copied_suite_of_the_same_name_is_its_own_table(tmp_path):
+    """tests_hidden/<name>/cases.py and mistakes.py are imported per folder: a copy (the
+    tests' edited suites, a second kit) never gets the first folder's module."""
+    import shutil
+    copy = tmp_path / "attention"
+    shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "mistakes.py", "a", encoding="utf-8") as handle:
+        handle.write("\nONLY_IN_THE_COPY = True\n")
+    original = assignment.load("attention")
+    copied = assignment.load_folder(str(copy), KIT)
+    assert copied.name == original.name == "attention"
+    assert original.catalog() is not copied.catalog()
+    assert getattr(copied.catalog(), "ONLY_IN_THE_COPY", False) is True
+    assert not hasattr(original.catalog(), "ONLY_IN_THE_COPY")
+    assert copied.cases() is not original.cases()
+    assert len(copied.cases().CASES) == len(original.cases().CASES)

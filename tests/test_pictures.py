@@ -436,6 +436,19 @@ def test_report_opens_with_the_class_table_and_explains_each_diagnosis():
     assert [m for m in re.findall(r'feedback.html">(\w+)</a>', table)] == ["ann", "Ben", "cy"]
 
 
+def test_the_class_page_explains_the_diagnoses_from_its_own_assignments_catalog():
+    """A transformer class's report links and explains the transformer's mistakes, and an
+    attention id means nothing there (the catalog is the assignment's, not the default's)."""
+    from grader import assignment
+    rows = _class_rows()
+    rows[0]["diagnoses"] = ["pos-sin-cos-swapped", "mha-repeat"]
+    text = pages.report_html(rows, charts=False, assignment=assignment.load("transformer"))
+    assert '<a href="#mistake-pos-sin-cos-swapped"><code>pos-sin-cos-swapped</code></a>' in text
+    assert re.search(r'<dt id="mistake-pos-sin-cos-swapped"><code>pos-sin-cos-swapped</code> '
+                     r'\(PositionalEncoding\)</dt><dd>', text)
+    assert "<code>mha-repeat</code>" in text and "#mistake-mha-repeat" not in text
+
+
 def _drawn(monkeypatch):
     """The matplotlib figures the next pictures make, instead of their PNGs."""
     figures = []

@@ -598,12 +598,12 @@ def _anchor(mistake):
     return "mistake-" + re.sub(r"[^A-Za-z0-9-]", "_", mistake)[:100]
 
 
-def _catalog():
-    """{id: Mistake} of the catalog (empty when it does not load: the page goes on)."""
+def _catalog(declared):
+    """{id: Mistake} of the assignment's catalog (empty when it does not load: the page goes on)."""
     try:
-        from ..catalog.mistakes import MISTAKES
-        return {m.id: m for m in MISTAKES}
-    except Exception:
+        from ..catalog.mistakes import Catalog
+        return {m.id: m for m in Catalog.of(declared).mistakes}
+    except Exception:  # noqa: BLE001 - the glossary is left out, the page stands
         return {}
 
 
@@ -734,7 +734,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
                                             "highest {high} (of {top})").format(
             mean=f"{mean:.1f}", median=f"{median:g}", low=f"{ordered[0]:g}",
             high=f"{ordered[-1]:g}", top=f"{top:g}") + "</p>")
-    known = _catalog()
+    known = _catalog(declared)
     body += _review(rows, errors, review)
     body += _class_table(rows, known)
     body.append("<h2>" + _("Score distribution") + "</h2>")
