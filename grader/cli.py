@@ -264,6 +264,9 @@ def resolve_assignment(args):
     name = getattr(args, "kit_assignment", None)
     if name is None and args.command == "nbgrader" and args.assignment in assignment.names():
         name = args.assignment
+    if name is None and args.command in ("gradebook", "override") and args.out:
+        from .report.gradebook import recorded_assignment
+        name = recorded_assignment(args.out)  # the one its rows were graded for
     try:
         args.kit_assignment = assignment.load(name)
     except assignment.AssignmentError as error:

@@ -116,3 +116,47 @@ def test_a_copied_suite_of_the_same_name_is_its_own_table(tmp_path):
     assert not hasattr(original.catalog(), "ONLY_IN_THE_COPY")
     assert copied.cases() is not original.cases()
     assert len(copied.cases().CASES) == len(original.cases().CASES)
+
+
+def _row(folder, name, **fields):
+    import json
+    (folder / name).mkdir(parents=True)
+    row = {"name": name, "folder": name, "status": "graded", "total": 100.0, "max": 100.0,
+           "parts": {"p": [100.0, 100.0]}, **fields}
+    (folder / name / "gradebook-row.json").write_text(json.dumps(row), encoding="utf-8")
+
+
+@pytest.mark.parametrize("fields, theirs", [({"assignment": "attention"}, "attention"),
+                                            ({}, "attention")])  # older rows: the default's
+def test_a_gradebook_holds_one_assignment(tmp_path, fields, theirs):
+    """Grading the transformer into a gradebook of attention rows (or rows from before
+    assignments were declared) would put their scores in its columns: refused, nothing graded."""
+    from grader.grade import MixedSettings, SuiteOptions, grade_batch
+    book = tmp_path / "book"
+    _row(book, "ann", **fields)
+    submission = tmp_path / "bo.py"
+    submission.write_text("x = 1\n", encoding="utf-8")
+    options = SuiteOptions(assignment=assignment.load("transformer"), isolation="none")
+    with pytest.raises(MixedSettings) as refused:
+        grade_batch([str(submission)], str(book), options)
+    assert (f"1 row(s) of this gradebook were graded for the assignment '{theirs}' (e.g. 'ann'), "
+            "and this batch grades 'transformer'") in str(refused.value)
+    assert sorted(p.name for p in book.iterdir()) == ["ann"]
+
+
+def test_gradebook_commands_follow_the_assignment_their_rows_name(tmp_path):
+    from grader.report.gradebook import recorded_assignment
+    book = tmp_path / "book"
+    _row(book, "ann", assignment="transformer")
+    _row(book, "bo", assignment="transformer")
+    assert recorded_assignment(str(book)) == "transformer"
+    done = subprocess.run([sys.executable, "-m", "grader", "gradebook", "--out", str(book)],
+                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    import html
+    title = html.escape(assignment.load("transformer").title)   # "add & norm": &amp;
+    assert f"<h1>{title}: the class</h1>" in (book / "report.html").read_text(encoding="utf-8")
+    _row(book, "cy", assignment="attention")
+    assert recorded_assignment(str(book)) is None      # two named: none is guessed
+    _row(tmp_path / "old", "dee")
+    assert recorded_assignment(str(tmp_path / "old")) is None

@@ -23,6 +23,7 @@ import tempfile
 import time
 import traceback
 
+from .. import assignment as assignments
 from .. import course as courses
 from .. import intake
 from .. import overrides as ledger
@@ -180,6 +181,20 @@ def _same_carry_forward(kept, names, setting):
             "grade into another --out")
 
 
+def _same_assignment(kept, name):
+    """A gradebook holds one assignment: rows graded for another (a row without the field
+    was graded before assignments were declared: the default one) stop the batch before
+    anything runs, since their scores would sit in this assignment's columns."""
+    other = sorted(n for n, row in kept.items()
+                   if row.get("assignment", assignments.DEFAULT) != name)
+    if other:
+        theirs = kept[other[0]].get("assignment", assignments.DEFAULT)
+        raise MixedSettings(
+            f"{len(other)} row(s) of this gradebook were graded for the assignment "
+            f"{safe_text(str(theirs), 100)!r} (e.g. {safe_text(other[0], 100)!r}), and this batch "
+            f"grades {name!r}: grade into another --out (one gradebook per assignment)")
+
+
 class BatchInterrupted(Exception):
     """Ctrl-C: the gradebook was written for the submissions graded so far."""
 
@@ -247,7 +262,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     identities = _identities(paths)
     paths, names = [s.path for s in identities], [s.name for s in identities]
     kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
-    _same_carry_forward(kept, names, options.carry_forward)  # MixedSettings: nothing graded
+    _same_assignment(kept, options.assignment.name)  # MixedSettings: nothing graded
+    _same_carry_forward(kept, names, options.carry_forward)
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
     if shard is not None:  # folders were settled over the whole class, as one run's are
         mine = [i for i, s in enumerate(identities) if shards.belongs(s, shard)]
@@ -291,6 +307,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                     results[index].folder = folder_names[index]
                     _identify(results[index], identities[index])
                     kept[names[index]] = gradebook.safe_record(results[index])
+                    kept[names[index]]["assignment"] = options.assignment.name
         _write_gradebook(out_dir, list(kept.values()), parts, policy, options.assignment)
         if (shard is not None or parts != all_parts) and not interrupted:
             settings = dict(disclosure, **shards.settings_of(options))
@@ -373,6 +390,7 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
     row = gradebook.safe_record(result, result.fingerprint)
     row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
     row["carry_forward"] = getattr(result, "carry_forward", None)  # the policy it was graded with
+    row["assignment"] = getattr(assignment, "name", assignments.DEFAULT)  # one gradebook, one assignment (_same_assignment)
     kept[names[index]] = row
     try:
         gradebook.save_record(row, out_dir)

@@ -138,6 +138,15 @@ def load_records(out_dir):
     return rows
 
 
+def recorded_assignment(out_dir):
+    """The assignment the rows kept in `out_dir` were graded for (grader grade records it
+    in each row), or None when they name none or several."""
+    named = {row.get("assignment") for row in load_records(out_dir).values()}
+    named.discard(None)
+    found = named.pop() if len(named) == 1 else None
+    return found if isinstance(found, str) and found.isidentifier() else None
+
+
 def _number(value):
     try:
         value = float(value)
