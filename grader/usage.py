@@ -11,7 +11,7 @@ message says which folder that is, since the kit's own files are elsewhere.
 """
 import os
 
-from . import paths
+
 from .textsafety import safe_text
 
 
@@ -41,7 +41,7 @@ def _hidden_tests(path):
         return f"--hidden-tests {_shown(path)}: no such folder{_where(path)}"
     if not os.path.isfile(os.path.join(path, "cases.py")):
         return (f"--hidden-tests {_shown(path)} holds no cases.py: it is not a hidden suite "
-                f"(the kit's is {_shown(paths.HIDDEN_TESTS)})")
+                "(the kit's are tests_hidden/<assignment>/)")
     if not os.path.isfile(os.path.join(path, "assignment.toml")):
         return (f"--hidden-tests {_shown(path)} holds no assignment.toml: a hidden suite "
                 "declares its assignment (see tests_hidden/<name>/assignment.toml)")
@@ -95,7 +95,9 @@ def problem(args):
     if getattr(args, "hidden_tests", None) is not None:
         checks.append(lambda: _hidden_tests(args.hidden_tests))
     if getattr(args, "readme", None) is not None:
-        kit = os.path.join(paths.ASSIGNMENT, "README.zh-CN.md")
+        declared = getattr(args, "kit_assignment", None)
+        folder = getattr(declared, "student_folder", None) or "assignments/<assignment>"
+        kit = os.path.join(folder, "README.zh-CN.md")
         checks.append(lambda: _input_file("--readme", args.readme,
                                           f"; the kit's Chinese README is {_shown(kit)}"))
     if getattr(args, "jobs", None) is not None and args.jobs < 1:

@@ -13,7 +13,7 @@ import os
 import pytest
 import torch
 
-from grader import assignment, i18n, paths
+from grader import assignment, i18n
 from grader.catalog import Catalog
 from grader.grade import MixedSettings, SuiteOptions, grade_batch
 from grader.grade.fingerprint import suite_fingerprint
@@ -47,7 +47,7 @@ UNCATALOGUED = ("mask = positions[None, :] < valid_len[:, None]",
 
 
 def _source(*ids, edit=None):
-    with open(paths.SOLUTION, encoding="utf-8") as handle:
+    with open(assignment.load("attention").solution, encoding="utf-8") as handle:
         source = handle.read()
     for mistake_id in ids:
         source = by_id(mistake_id).apply(source)
