@@ -9,8 +9,8 @@ total and targets the API does not name.
 
     assignment = load("attention")        # or load() when the kit has exactly one... or
                                           # the default, attention
-    assignment.module_file                # "attention.py"
-    assignment.part_of("transpose_qkv")   # "transpose"
+    assignment.module_file                # "<module>.py", the file students hand in
+    assignment.part_of(target)            # the part whose cases call `target`
 """
 import dataclasses
 import functools
@@ -106,7 +106,7 @@ class Assignment:
         raise KeyError(name)
 
     def part_of(self, target):
-        """The CPU part that grades `target` (transpose_qkv -> transpose)."""
+        """The CPU part that grades `target` (a part may grade several targets)."""
         for part in self.parts:
             if not part.gpu and target in part.targets:
                 return part.name

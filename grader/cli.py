@@ -105,9 +105,10 @@ def build_parser():
     export.add_argument("--out", required=True, metavar="FILE", help="the CSV to write")
     export.add_argument("--from", dest="source", default="grades", metavar="DIR",
                         help="the gradebook folder (default: grades)")
-    export.add_argument("--assignment", default="Attention",
+    export.add_argument("--assignment", default=None,
                         help='Canvas: the assignment column, as Canvas names it in its export, '
-                             'e.g. "Attention (12345)" (default: Attention, a new assignment)')
+                             'e.g. "Attention (12345)" (default: the name of the assignment the '
+                             'rows were graded for, capitalized: a new assignment)')
     export.add_argument("--export-missing-as-zero", action="store_true",
                         help="also export 'missing work' rows (nothing gradable was found) as 0; "
                              "by default they are left out with a note, for review")

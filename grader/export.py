@@ -159,6 +159,14 @@ def moodle_text(rows, now=None, missing_as_zero=False):
     return handle.getvalue(), notes
 
 
+def _new_column(source):
+    """Canvas's column for a new assignment: the graded assignment's name, capitalized
+    (rows from before assignments were declared: the default one's)."""
+    from .assignment import DEFAULT
+    from .report.gradebook import recorded_assignment
+    return (recorded_assignment(source) or DEFAULT).capitalize()
+
+
 def main(args):
     if not os.path.isdir(args.source):
         print(f"grader export: --from {safe_text(args.source, 200)} is not a gradebook folder "
@@ -182,7 +190,8 @@ def main(args):
     rows = final_rows(rows, policy, entries)
     missing = getattr(args, "export_missing_as_zero", False)
     if args.lms == "canvas":
-        text, notes = canvas_text(rows, args.assignment, missing)
+        column = args.assignment or _new_column(args.source)
+        text, notes = canvas_text(rows, column, missing)
     else:
         text, notes = moodle_text(rows, missing_as_zero=missing)
     for note in notes:

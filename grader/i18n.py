@@ -13,7 +13,7 @@ where it is defined (a module constant) and `_` translates it where it is used.
 
 Terms follow the Chinese edition of Dive into Deep Learning (动手学深度学习): 掩蔽softmax,
 有效长度, 加性注意力, 缩放点积注意力, 多头注意力, 注意力权重, 查询/键/值, 暂退法, 梯度, 形状;
-code names (sequence_mask, valid_lens, repeat_interleave) stay code.
+code names (the api's functions, valid_lens, repeat_interleave) stay code.
 
 To change a message: edit the English in the source, then (with Babel, the `test` extra)
     pybabel extract -F grader/locale/babel.cfg -k N_ -o grader/locale/grader.pot --no-location --sort-output grader tests_hidden

@@ -34,7 +34,7 @@ MAX_IMPORT_BYTES = 1024 * 1024
 MAX_IMPORT_ROWS = 10000
 MAX_POINTS = 1e6
 TOTAL = "total"
-HEADER_PART = re.compile(r"^(?P<part>.+?) \(/[0-9.]+\)$")  # grades.csv's "sequence_mask (/11)"
+HEADER_PART = re.compile(r"^(?P<part>.+?) \(/[0-9.]+\)$")  # grades.csv's "<part> (/11)"
 ACTIONS = ("set", "remove")
 FIELDS = {"time", "who", "action", "student", "submission", "part", "points", "reason"}
 

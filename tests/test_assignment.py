@@ -160,3 +160,17 @@ def test_gradebook_commands_follow_the_assignment_their_rows_name(tmp_path):
     assert recorded_assignment(str(book)) is None      # two named: none is guessed
     _row(tmp_path / "old", "dee")
     assert recorded_assignment(str(tmp_path / "old")) is None
+
+
+def test_a_canvas_export_names_a_new_column_after_the_graded_assignment(tmp_path):
+    from grader import export
+    _row(tmp_path / "t", "ann", assignment="transformer", student_id="10001")
+    assert export._new_column(str(tmp_path / "t")) == "Transformer"
+    _row(tmp_path / "old", "ann", student_id="10001")   # before assignments were declared
+    assert export._new_column(str(tmp_path / "old")) == "Attention"
+    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--from",
+                           str(tmp_path / "t"), "--out", str(tmp_path / "c.csv")],
+                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    header = (tmp_path / "c.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header.endswith(",Transformer")

@@ -65,7 +65,7 @@ def expect_close(got, expected, what, context=(), hints=(), suspects=(), scale=1
                  weights=False):
     """Fail with a teaching message unless `got` matches `expected`.
 
-    what:     'the output of masked_softmax(...)', used as the subject of the message
+    what:     'the output of f(...)', used as the subject of the message
     context:  what the case is about, in words
     hints:    extra lines to add whenever the values differ
     suspects: (description, tensor) pairs: results of known mistakes on the same inputs
