@@ -6,6 +6,8 @@
 
 The Chinese catalog is grader/locale/zh_CN/LC_MESSAGES/grader.po, compiled into grader.mo
 next to it (both are committed; the runtime needs only the standard library's gettext).
+An assignment's own words (its case names) may live with it instead, in
+tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po and .mo, consulted after grader.mo.
 Every msgid is a constant string: pieces that vary (names, numbers, a submission's own
 messages and tracebacks) are `{name}` fields filled in with .format() after translation,
 so what came from a submission is never translated. `N_` marks a string for extraction
@@ -27,6 +29,7 @@ import os
 
 LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 DOMAIN = "grader"
+ASSIGNMENT_DOMAIN = "assignment"   # tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po
 LANGUAGES = ("en", "zh")
 
 _current = "en"
@@ -48,12 +51,36 @@ def set_language(lang):
     global _current, _translation
     lang = normalize(lang)
     if lang == "zh":
-        with open(os.path.join(LOCALE_DIR, "zh_CN", "LC_MESSAGES", DOMAIN + ".mo"), "rb") as handle:
-            _translation = gettext.GNUTranslations(handle)
+        _translation = _chinese()
     else:
         _translation = gettext.NullTranslations()
     _current = lang
     return lang
+
+
+def _chinese():
+    """The grader's Chinese catalog, then each assignment's own (assignment_catalogs)."""
+    with open(os.path.join(LOCALE_DIR, "zh_CN", "LC_MESSAGES", DOMAIN + ".mo"), "rb") as handle:
+        translation = gettext.GNUTranslations(handle)
+    for path in assignment_catalogs():
+        with open(path, "rb") as handle:
+            translation.add_fallback(gettext.GNUTranslations(handle))
+    return translation
+
+
+def assignment_catalogs(kit_root=None):
+    """The compiled Chinese of each assignment's own messages (its case names, what each
+    case tries): tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.mo, consulted
+    after the grader's own catalog, so an assignment's words live with the assignment."""
+    from . import paths
+    root = os.path.join(kit_root or paths.KIT_ROOT, "tests_hidden")
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    found = [os.path.join(root, n, "locale", "zh_CN", "LC_MESSAGES", ASSIGNMENT_DOMAIN + ".mo")
+             for n in names]
+    return [path for path in found if os.path.isfile(path)]
 
 
 def language():
@@ -102,9 +129,7 @@ def _translator(lang):
     lang = normalize(lang)
     if lang not in _TRANSLATORS:
         if lang == "zh":
-            with open(os.path.join(LOCALE_DIR, "zh_CN", "LC_MESSAGES", DOMAIN + ".mo"),
-                      "rb") as handle:
-                _TRANSLATORS[lang] = gettext.GNUTranslations(handle).gettext
+            _TRANSLATORS[lang] = _chinese().gettext
         else:
             _TRANSLATORS[lang] = gettext.NullTranslations().gettext
     return _TRANSLATORS[lang]

@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from conftest import KIT
+from grader import assignment
 
 babel = pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
 from babel.messages.extract import extract_from_dir  # noqa: E402
@@ -33,9 +34,23 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 EXAMPLES = os.path.join(KIT, "examples")
 
 
+# each assignment's own words (grader/i18n.py assignment_catalogs): (its .po, its .mo)
+ASSIGNMENT_CATALOGS = [(path[:-3] + ".po", path) for path in
+                       __import__("grader.i18n", fromlist=["i18n"]).assignment_catalogs(KIT)]
+
+
 def _catalog():
+    """grader.po with every assignment's own catalog added: together they must translate
+    every message of the source, and hold nothing the source does not use."""
     with open(PO, "rb") as handle:
-        return read_po(handle, locale="zh_CN")
+        catalog = read_po(handle, locale="zh_CN")
+    for po, _mo in ASSIGNMENT_CATALOGS:
+        with open(po, "rb") as handle:
+            for message in read_po(handle, locale="zh_CN"):
+                if message.id:
+                    assert message.id not in catalog, f"{po}: {message.id!r} is in grader.po too"
+                    catalog[message.id] = message
+    return catalog
 
 
 def _extracted():
@@ -98,11 +113,15 @@ def test_placeholders_are_the_same_in_both_languages():
             assert CJK.search(text), (message.id, text)
 
 
-def test_the_mo_is_compiled_from_the_po():
+@pytest.mark.parametrize("po, mo", [(PO, MO)] + ASSIGNMENT_CATALOGS)
+def test_the_mo_is_compiled_from_the_po(po, mo):
     """The committed .mo holds exactly the .po's translations: after editing the .po run
-    `pybabel compile -d grader/locale -D grader -l zh_CN` (see grader/i18n.py)."""
+    `pybabel compile -d grader/locale -D grader -l zh_CN` (see grader/i18n.py; an
+    assignment's: -d tests_hidden/<name>/locale -D assignment)."""
     expected = {}
-    for message in _catalog():
+    with open(po, "rb") as handle:
+        messages = list(read_po(handle, locale="zh_CN"))
+    for message in messages:
         if not message.id or message.fuzzy:
             continue
         if isinstance(message.id, (list, tuple)):
@@ -110,7 +129,7 @@ def test_the_mo_is_compiled_from_the_po():
                 expected[(message.id[0], index)] = text
         else:
             expected[message.id] = message.string
-    with open(MO, "rb") as handle:
+    with open(mo, "rb") as handle:
         mo = gettext.GNUTranslations(handle)
     catalog = {k: v for k, v in mo._catalog.items() if k != ""}  # the stdlib's reader, as at runtime
     assert catalog == {k: v for k, v in expected.items() if k != ""}
@@ -406,8 +425,8 @@ def test_every_chinese_message_of_both_catalogs_reads_without_english_prose(po, 
 def _skeleton_prose(lang):
     """The docstrings and the comments of the skeleton `grader release --lang` writes."""
     import tokenize
-    from grader.harness.implementations import API_NAMES
     from grader.release import release
+    API_NAMES = assignment.load("attention").api
     text = release(os.path.join(KIT, "solutions", "attention.py"), API_NAMES, lang)
     said = [ast.get_docstring(n) for n in ast.walk(ast.parse(text))
             if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(n)]
@@ -539,8 +558,8 @@ def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
     """The folder of `grader release --lang zh`, with plain `pytest` (no --lang): the
     skeleton and catalog mistakes in every part fail in Chinese, with no English prose."""
     from grader.catalog.mistakes import MISTAKES
-    from grader.harness.implementations import API_NAMES
     from grader.release import student_folder
+    API_NAMES = assignment.load("attention").api
     solution = os.path.join(KIT, "solutions", "attention.py")
     files = student_folder(solution, API_NAMES, "zh")
     with open(solution, encoding="utf-8") as handle:
@@ -615,3 +634,25 @@ def test_the_class_language_is_the_one_most_students_were_graded_in(tmp_path):
     finally:
         i18n.set_language("en")
     assert class_language([rows[0], rows[2]], str(tmp_path)) == "en"
+
+
+def test_an_assignments_own_words_live_with_it():
+    """The transformer's case names are translated from its own catalog
+    (tests_hidden/transformer/locale/), which grader.po does not hold: a new assignment
+    adds its Chinese without touching grader/."""
+    from grader import i18n
+    with open(PO, "rb") as handle:
+        grader_ids = {m.id for m in read_po(handle, locale="zh_CN") if m.id}
+    own = [(po, mo) for po, mo in ASSIGNMENT_CATALOGS if f"{os.sep}transformer{os.sep}" in po]
+    assert own, "the transformer has its own catalog"
+    with open(own[0][0], "rb") as handle:
+        words = [m for m in read_po(handle, locale="zh_CN") if m.id]
+    assert len(words) >= 30 and not {m.id for m in words} & grader_ids
+    sample = words[-1]
+    assert i18n.case_words(sample.id, "zh") == sample.string and CJK.search(sample.string)
+    before = i18n.language()
+    try:
+        i18n.set_language("zh")
+        assert i18n._(sample.id) == sample.string
+    finally:
+        i18n.set_language(before)
