@@ -132,8 +132,15 @@ class Assignment:
         return _import(os.path.join(self.folder, "cases.py"), f"attnkit_cases_{self.name}")
 
     def catalog(self):
-        """The catalog of mistakes (tests_hidden/<name>/mistakes.py)."""
-        return _import(os.path.join(self.folder, "mistakes.py"), f"attnkit_mistakes_{self.name}")
+        """The catalog of mistakes (tests_hidden/<name>/mistakes.py); an assignment without
+        that file has an empty one (nothing is diagnosed, every grade stands)."""
+        path = os.path.join(self.folder, "mistakes.py")
+        if not os.path.isfile(path):
+            return _NO_CATALOG
+        return _import(path, f"attnkit_mistakes_{self.name}")
+
+
+_NO_CATALOG = type("NoCatalog", (), {"MISTAKES": (), "EXPERIMENTS": {}, "DOCS": {}})()
 
 
 @functools.lru_cache(maxsize=None)

@@ -174,3 +174,15 @@ def test_a_canvas_export_names_a_new_column_after_the_graded_assignment(tmp_path
     assert done.returncode == 0, done.stderr
     header = (tmp_path / "c.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header.endswith(",Transformer")
+
+
+def test_an_assignment_without_a_catalog_has_an_empty_one(tmp_path):
+    """mistakes.py is optional: without it nothing is diagnosed (no grader error)."""
+    import shutil
+    from grader.catalog import Catalog
+    copy = tmp_path / "attention"
+    shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), copy,
+                    ignore=shutil.ignore_patterns("__pycache__", "mistakes.py"))
+    catalog = Catalog.of(assignment.load_folder(str(copy), KIT))
+    assert list(catalog.mistakes) == []
+    assert len(Catalog.of(assignment.load("attention")).mistakes) >= 40
