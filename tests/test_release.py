@@ -24,10 +24,14 @@ def test_checked_in_skeleton_is_what_release_generates():
         assert handle.read() == release(SOLUTION, API_NAMES), "run `grader release`"
 
 
-def test_release_check_command_agrees():
-    done = subprocess.run([sys.executable, "-m", "grader", "release", "--check"], cwd=KIT,
-                          capture_output=True, text=True)
+@pytest.mark.parametrize("name", assignment.names())
+def test_release_check_command_agrees(name):
+    """Every assignment's student folder holds what release writes now (its skeleton, its
+    generated files and the given modules of what it builds on)."""
+    done = subprocess.run([sys.executable, "-m", "grader", "release", "--assignment", name,
+                           "--check"], cwd=KIT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "is up to date" in done.stdout
 
 
 def _load(path, name):
@@ -468,7 +472,13 @@ def test_an_assignment_that_builds_on_another_as_given_code_gets_its_module_whol
     text = given["attention.py"]
     with open(SOLUTION, encoding="utf-8") as handle:
         solution = handle.read().split("\n")
-    lines = text.split("\n")
+    docstring, code = text.split('"""', 2)[1], text.split('"""', 2)[2]
+    # the docstring says the file is given, under the solution's own title, and says nothing
+    # of stubs to replace (there are none)
+    assert docstring.split("\n")[0] == solution[0][3:]
+    assert "This file is given" in docstring and "`attention`" in docstring
+    assert "NotImplementedError" not in text and "Shapes use these names" in docstring
+    lines = code.split("\n")
     assert not [line for line in lines if line not in solution]
     kept = set(lines)
     inside = False
@@ -485,3 +495,4 @@ def test_an_assignment_that_builds_on_another_as_given_code_gets_its_module_whol
     assert weights[0, 0].tolist() == [0.5, 0.5, 0.0]
     chinese = given_modules(transformer, "zh")["attention.py"]
     assert "掩蔽" in chinese and "BEGIN ZH" not in chinese
+    assert "这个文件是给定的" in chinese and "NotImplementedError" not in chinese

@@ -1,8 +1,8 @@
 """Attention in PyTorch: masking, additive and scaled dot-product attention, multi-head attention.
 
-Replace every `raise NotImplementedError(...)` below with your code, keeping the names,
-signatures and parameter names as they are: the grader calls them exactly so. Run
-`pytest` in this folder to check yourself; README.md explains each part.
+This file is given: the reference solution of an earlier assignment, which this one builds on.
+Import from it by its module name, `attention`, and leave it as it is: the grader uses its
+own copy, not yours.
 
 Shapes use these names:
     B  batch size            Q  number of queries       K  number of key-value pairs

@@ -13,6 +13,8 @@ preprocessors:
     CheckNoLeak        refuse when a solution line survives outside its region, or when a
                        function of the student API keeps a body that no region covers
     CheckLanguage      refuse a skeleton with a docstring or comment not in its language
+    GivenPreface       (given code only) the module docstring says the file is given, and
+                       loses its paragraphs about stubs, which given code has none of
 
 The solution markers are nbgrader's, so the same source also works in an nbgrader course.
 """
@@ -300,12 +302,51 @@ def release(solution_path, api_names, lang="en"):
     return "\n".join(source.lines)
 
 
+# what the module docstring of given code says first, per language ({module}: its name)
+GIVEN_NOTE = {
+    "en": ("This file is given: the reference solution of an earlier assignment, which this "
+           "one builds on.\nImport from it by its module name, `{module}`, and leave it as it "
+           "is: the grader uses its\nown copy, not yours."),
+    "zh": ("这个文件是给定的：本作业所基于的前一个作业的参考答案。\n按模块名 `{module}` 从中导入，"
+           "不要修改它：评分时用的是评分程序自己的副本，不是你的。"),
+}
+
+
+class GivenPreface:
+    """The module docstring of given code: its first line, then GIVEN_NOTE, then its other
+    paragraphs except those about stubs (`NotImplementedError`), which would tell a
+    student to write code that is already there. Without a module docstring, one is added."""
+
+    def __init__(self, lang, module):
+        self.note = GIVEN_NOTE[lang].format(module=module)
+
+    def apply(self, source):
+        lines = source.lines
+        tree = ast.parse("\n".join(lines), filename=source.path)
+        first = tree.body[0] if tree.body else None
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):
+            source.lines = ['"""' + self.note + '\n"""'] + lines
+            return source
+        start, end = first.lineno - 1, first.end_lineno  # the docstring's lines
+        text = "\n".join(lines[start:end])
+        quote = text.lstrip()[:3]
+        body = text.strip()[3:-3]
+        title, _, rest = body.partition("\n")
+        paragraphs = [p for p in re.split(r"\n[ \t]*\n", rest.strip("\n")) if p.strip()]
+        kept = [p for p in paragraphs if "NotImplementedError" not in p]
+        docstring = quote + "\n\n".join([title, self.note, *kept]) + "\n" + quote
+        source.lines = lines[:start] + docstring.split("\n") + lines[end:]
+        return source
+
+
 def given(solution_path, lang="en"):
     """The solution as given code, what a later assignment's students get whole (`provide =
     "given"`): its instructor-only text dropped, the solution markers taken out with the code
-    between them kept, in `lang`."""
+    between them kept, in `lang`; its docstring says it is given (GivenPreface)."""
     with open(solution_path, encoding="utf-8") as handle:
         source = FindRegions().apply(Source(solution_path, handle.read().split("\n")))
     source.lines = [line for line in source.lines if line.strip() not in (BEGIN, END)]
     source = SelectLanguage(lang).apply(DropInstructorOnly().apply(source))
-    return "\n".join(source.lines)
+    module = re.sub(r"\.py$", "", solution_path.replace("\\", "/").rsplit("/", 1)[-1])
+    return "\n".join(GivenPreface(lang, module).apply(source).lines)
