@@ -64,7 +64,7 @@ def _solution_lines():
     return lines
 
 
-def _fill(released, source, target, mutate=None, collected=True):
+def _fill(released, source, target, mutate=None, collected=True, cells=6):
     """A student's notebook: the released one, every stub cell filled in with the source
     notebook's code of that cell (markers dropped), optionally with a mistake; `collected`:
     with the timestamp.txt and submission_secret.txt `nbgrader collect` leaves beside it."""
@@ -85,7 +85,7 @@ def _fill(released, source, target, mutate=None, collected=True):
             cell["source"] = code
             cell["outputs"], cell["execution_count"] = [], None
             filled += 1
-    assert filled == 6
+    assert filled == cells
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "w", encoding="utf-8") as handle:
         json.dump(notebook, handle, ensure_ascii=False, indent=1)
@@ -296,6 +296,64 @@ def test_nbgrader_round_trip(tmp_path):
     assert float(after["bob"]["score"]) == bob_raw - bob_mha + 20 - BOB_PENALTY
     assert {s: after[s]["score"] for s in ("alice", "chen")} == \
         {s: rows[s]["score"] for s in ("alice", "chen")}
+
+
+def test_nbgrader_round_trip_of_an_assignment_that_builds_on_another(tmp_path):
+    """The transformer (`from attention import MultiHeadAttention`, provide = "given"):
+    `grader release --notebook` puts the given attention.py beside the source notebook,
+    nbgrader releases it with the notebook, the released notebook's setup cell imports it
+    where a student opens it, and `grader nbgrader --assignment transformer` grades a
+    notebook handed in with that file and one handed in alone (the grader stages its own
+    copy) at 100, with the transformer's parts in nbgrader's gradebook."""
+    from grader import assignment
+    from grader.release.folder import given_modules
+    declared = assignment.load("transformer")
+    name = declared.name
+    env = _env(tmp_path)
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'transformer-course'\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
+    for student in ("alice", "bob"):
+        _nbgrader(["db", "student", "add", student], course, env)
+    source = course / "source" / name / "transformer.ipynb"
+    done = _run([sys.executable, "-m", "grader", "release", "--assignment", name, "--output",
+                 str(tmp_path / "skeleton.py"), "--notebook", str(source)], KIT, env)
+    given = given_modules(declared)["attention.py"]
+    assert (source.parent / "attention.py").read_text(encoding="utf-8") == given
+    assert "given code beside the notebook" in done.stdout
+
+    _nbgrader(["generate_assignment", name], course, env)
+    released = course / "release" / name
+    assert sorted(p.name for p in released.iterdir()) == ["attention.py", "transformer.ipynb"]
+    assert (released / "attention.py").read_text(encoding="utf-8") == given
+    cells = json.loads((released / "transformer.ipynb").read_text(encoding="utf-8"))["cells"]
+    setup = ["".join(c["source"]) for c in cells
+             if c["metadata"].get("nbgrader", {}).get("grade_id") == "setup"]
+    assert setup and "from attention import" in setup[0]
+    # where a student opens the released notebook, its setup cell runs
+    _run([sys.executable, "-c", setup[0]], released, env)
+    graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]["points"]
+              for c in cells if c["metadata"].get("nbgrader", {}).get("points") is not None}
+    assert graded == {"PositionalEncoding": 24, "PositionWiseFFN": 10, "AddNorm": 18,
+                      "TransformerEncoderBlock": 36, "GPU": 12}
+
+    submitted = course / "submitted"
+    _fill(released / "transformer.ipynb", source,
+          submitted / "alice" / name / "transformer.ipynb", cells=4)
+    shutil.copy(released / "attention.py", submitted / "alice" / name / "attention.py")
+    _fill(released / "transformer.ipynb", source,
+          submitted / "bob" / name / "transformer.ipynb", cells=4, collected=False)
+    done = _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), name,
+                 "--assignment", name, "--jobs", "2"], KIT, env)
+    assert "alice: 100/100" in done.stdout and "bob: 100/100" in done.stdout, done.stdout
+    rows = _export(course, env, "grades.csv")
+    assert {s: float(r["score"]) for s, r in rows.items()} == {"alice": 100.0, "bob": 100.0}
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "transformer-course") as book:
+        assert book.find_grade("AddNorm", "transformer", name, "bob").score == 18
 
 
 def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):

@@ -5,7 +5,8 @@
                                     generated files (Classroom workflow, README tables)
     grader release --output FILE    the skeleton only, to FILE
     grader release --out DIR        the whole student folder, in --lang
-    --notebook PATH                 also nbgrader's source notebook
+    --notebook PATH                 also nbgrader's source notebook, and beside it the
+                                    given modules of the assignments it builds on
     --check                         write nothing; exit 1 naming every file that is not
                                     what release would write now
 """
@@ -56,15 +57,21 @@ def _show_diff(path, data):
 
 
 def _notebook(args, assignment, lang):
-    """{PATH: bytes} of `--notebook PATH` (nbgrader's source notebook), or {}."""
+    """{PATH: bytes} of `--notebook PATH` (nbgrader's source notebook) and, beside it, the
+    given modules of the assignments it builds on (nbgrader's generate_assignment releases
+    every file of the source folder with the notebook); {} without --notebook."""
     if not getattr(args, "notebook", None):
         return {}
     from ..nbgrader_bridge import notebook, require_nbformat
     require_nbformat("grader release --notebook")
     readme = getattr(args, "readme", None) or os.path.join(
         assignment.student_folder, "README.zh-CN.md" if lang == "zh" else "README.md")
-    return {args.notebook: notebook.notebook_text(assignment, readme, args.solution)
-            .encode("utf-8")}
+    files = {args.notebook: notebook.notebook_text(assignment, readme, args.solution)
+             .encode("utf-8")}
+    beside = os.path.dirname(os.path.abspath(args.notebook))
+    for name, text in folders.given_modules(assignment, lang).items():
+        files[os.path.join(beside, name)] = text.encode("utf-8")
+    return files
 
 
 def _folder(args, assignment, lang, out):
@@ -98,10 +105,14 @@ def _folder(args, assignment, lang, out):
 
 
 def _write_notebook(notebook):
+    """Write what _notebook made: the notebook first, then the given modules beside it."""
     for path, data in notebook.items():
         _write(path, data)
-        print(f"wrote {path} (nbgrader's source notebook; release it with "
-              f"`nbgrader generate_assignment <assignment>`)")
+        if path.endswith(".ipynb"):
+            print(f"wrote {path} (nbgrader's source notebook; release it with "
+                  f"`nbgrader generate_assignment <assignment>`)")
+        else:
+            print(f"wrote {path} (given code beside the notebook: nbgrader releases it too)")
 
 
 def main(args):
@@ -122,13 +133,14 @@ def main(args):
     if in_kit:  # the kit's own student folder: the generated files live next to the skeleton
         expected.update({os.path.join(assignment.student_folder, name): data.encode("utf-8")
                          for name, data in folders.generated_files(assignment).items()})
-    expected.update(_notebook(args, assignment, lang))
+    notebook = _notebook(args, assignment, lang)
+    expected.update(notebook)
     if args.check:
         stale = _stale(expected)
         for path in stale:
             _show_diff(path, expected[path])
             print(f"{path} is out of date: run `grader release`"
-                  + (f" --notebook {path}" if path == getattr(args, "notebook", None) else ""))
+                  + (f" --notebook {args.notebook}" if path in notebook else ""))
         if stale:
             return 1
         print(f"{target} is up to date" + (f", and so are {len(expected) - 1} generated files"
@@ -139,7 +151,6 @@ def main(args):
                 print(f"the {other} skeleton releases too (every docstring and comment "
                       f"translated): `grader release --lang {other} --out DIR`")
         return 0
-    notebook = {p: d for p, d in expected.items() if p == getattr(args, "notebook", None)}
     for path, data in expected.items():
         if path not in notebook:
             _write(path, data)
