@@ -6,8 +6,10 @@
 
 The Chinese catalog is grader/locale/zh_CN/LC_MESSAGES/grader.po, compiled into grader.mo
 next to it (both are committed; the runtime needs only the standard library's gettext).
-An assignment's own words (its case names) may live with it instead, in
-tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po and .mo, consulted after grader.mo.
+It holds only the messages of grader/. An assignment's own words (its case names, what each
+case tries) live with it, in tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po and
+.mo, consulted after grader.mo: it holds every message of tests_hidden/<name>/ that grader/
+does not use (a message both use stays in grader.po only).
 Every msgid is a constant string: pieces that vary (names, numbers, a submission's own
 messages and tracebacks) are `{name}` fields filled in with .format() after translation,
 so what came from a submission is never translated. `N_` marks a string for extraction
@@ -18,11 +20,17 @@ Terms follow the Chinese edition of Dive into Deep Learning (动手学深度学�
 code names (the api's functions, valid_lens, repeat_interleave) stay code.
 
 To change a message: edit the English in the source, then (with Babel, the `test` extra)
-    pybabel extract -F grader/locale/babel.cfg -k N_ -o grader/locale/grader.pot --no-location --sort-output grader tests_hidden
+    pybabel extract -F grader/locale/babel.cfg -k N_ -o grader/locale/grader.pot --no-location --sort-output grader
     pybabel update -i grader/locale/grader.pot -d grader/locale -D grader -l zh_CN --no-fuzzy-matching
     (translate the new entries in grader.po)
     pybabel compile -d grader/locale -D grader -l zh_CN --statistics
-tests/test_i18n.py checks that every message has its Chinese and that the .mo is current.
+and for an assignment's own words, with <name> its folder under tests_hidden/:
+    pybabel extract -F grader/locale/babel.cfg -k N_ -o tests_hidden/<name>/locale/assignment.pot --no-location --sort-output tests_hidden/<name>
+    pybabel update -i tests_hidden/<name>/locale/assignment.pot -d tests_hidden/<name>/locale -D assignment -l zh_CN --no-fuzzy-matching
+    (translate the new entries in its assignment.po; delete any that grader.po holds)
+    pybabel compile -d tests_hidden/<name>/locale -D assignment -l zh_CN --statistics
+tests/test_i18n.py checks that every message has its Chinese, that each catalog holds exactly
+the messages of its own source, and that each .mo is current.
 """
 import gettext
 import os

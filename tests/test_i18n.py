@@ -1,10 +1,13 @@
 """The grader speaks English or Chinese (`grader grade --lang zh`): its message catalog.
 
 grader/i18n.py is Python's gettext over grader/locale/zh_CN/LC_MESSAGES/grader.po (compiled
-into grader.mo beside it). These tests check that every message the grader's source
-passes to _(), N_() or ngettext() has a Chinese translation with the same {name} fields,
-that the committed .mo holds exactly the .po, that no message is built so that extraction
-cannot see it, and that a real grading run in Chinese writes Chinese feedback.
+into grader.mo beside it), then each assignment's own catalog,
+tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po (and .mo). These tests check that
+every message the source passes to _(), N_() or ngettext() has a Chinese translation with the
+same {name} fields, that grader.po holds exactly the messages of grader/ and each
+assignment.po exactly those of its own tests_hidden/<name>/ that grader/ does not use, that
+each committed .mo holds exactly its .po, that no message is built so that extraction cannot
+see it, and that a real grading run in Chinese writes Chinese feedback.
 """
 import ast
 import gettext
@@ -28,7 +31,7 @@ from babel.messages.pofile import read_po  # noqa: E402
 LOCALE = os.path.join(KIT, "grader", "locale")
 PO = os.path.join(LOCALE, "zh_CN", "LC_MESSAGES", "grader.po")
 MO = os.path.join(LOCALE, "zh_CN", "LC_MESSAGES", "grader.mo")
-SOURCES = ("grader", "tests_hidden")  # what grader/i18n.py's pybabel extract reads
+SOURCES = ("grader", "tests_hidden")  # grader.pot reads grader; each assignment's, its own folder
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 EXAMPLES = os.path.join(KIT, "examples")
@@ -37,26 +40,50 @@ EXAMPLES = os.path.join(KIT, "examples")
 # each assignment's own words (grader/i18n.py assignment_catalogs): (its .po, its .mo)
 ASSIGNMENT_CATALOGS = [(path[:-3] + ".po", path) for path in
                        __import__("grader.i18n", fromlist=["i18n"]).assignment_catalogs(KIT)]
+# every assignment, read from the folder (not from the code under test)
+ASSIGNMENTS = sorted(name for name in os.listdir(os.path.join(KIT, "tests_hidden"))
+                     if os.path.isdir(os.path.join(KIT, "tests_hidden", name))
+                     and not name.startswith(("_", ".")))
+
+
+def _own_po(name):
+    return os.path.join(KIT, "tests_hidden", name, "locale", "zh_CN", "LC_MESSAGES",
+                        "assignment.po")
 
 
 def _catalog():
     """grader.po with every assignment's own catalog added: together they must translate
-    every message of the source, and hold nothing the source does not use."""
+    every message of the source, and hold nothing the source does not use. No assignment
+    repeats a msgid of grader.po; two assignments that use the same words both hold them,
+    with the same Chinese (the first catalog found answers for both at run time)."""
     with open(PO, "rb") as handle:
         catalog = read_po(handle, locale="zh_CN")
+    graders = {m.id for m in catalog if m.id}
     for po, _mo in ASSIGNMENT_CATALOGS:
         with open(po, "rb") as handle:
             for message in read_po(handle, locale="zh_CN"):
                 if message.id:
-                    assert message.id not in catalog, f"{po}: {message.id!r} is in grader.po too"
+                    assert message.id not in graders, f"{po}: {message.id!r} is in grader.po too"
+                    other = catalog.get(message.id)
+                    assert other is None or other.string == message.string, \
+                        f"{po}: {message.id!r} is said otherwise in another assignment's catalog"
                     catalog[message.id] = message
     return catalog
 
 
-def _extracted():
-    """{msgid or (singular, plural): [file:line, ...]} as pybabel extract sees the source."""
+def _msgids(po):
+    """The msgids of a .po (the singular of a plural message); none when there is no .po."""
+    if not os.path.isfile(po):
+        return set()
+    with open(po, "rb") as handle:
+        return {m.id[0] if isinstance(m.id, (list, tuple)) else m.id
+                for m in read_po(handle, locale="zh_CN") if m.id}
+
+
+def _extracted(folders=SOURCES):
+    """{msgid or (singular, plural): [file:line, ...]} as pybabel extract sees `folders`."""
     found = {}
-    for folder in SOURCES:
+    for folder in folders:
         root = os.path.join(KIT, folder)
         for filename, lineno, message, _comments, _context in extract_from_dir(
                 root, method_map=[("**.py", "python")], keywords=KEYWORDS,
@@ -408,11 +435,13 @@ SELFCHECK_PO = os.path.join(KIT, "assignments", "attention", "locale", "zh_CN", 
                             "selfcheck.po")
 
 
-@pytest.mark.parametrize("po, least", [(PO, 300), (SELFCHECK_PO, 100)],
-                         ids=["grader", "selfcheck"])
-def test_every_chinese_message_of_both_catalogs_reads_without_english_prose(po, least):
+@pytest.mark.parametrize("po, least", [(PO, 300), (SELFCHECK_PO, 100)]
+                         + [(_own_po(name), 30) for name in ("attention", "transformer")],
+                         ids=["grader", "selfcheck", "attention", "transformer"])
+def test_every_chinese_message_of_each_catalog_reads_without_english_prose(po, least):
     """Each msgstr as a student reads it ({fields} filled in): the grader's feedback, pages
-    and notes (grader.po) and the public self-checks (selfcheck.po)."""
+    and notes (grader.po), the public self-checks (selfcheck.po) and each assignment's case
+    names and what its cases try (its assignment.po)."""
     with open(po, "rb") as handle:
         catalog = read_po(handle, locale="zh_CN")
     said = [s for m in catalog if m.id
@@ -636,23 +665,51 @@ def test_the_class_language_is_the_one_most_students_were_graded_in(tmp_path):
     assert class_language([rows[0], rows[2]], str(tmp_path)) == "en"
 
 
-def test_an_assignments_own_words_live_with_it():
-    """The transformer's case names are translated from its own catalog
-    (tests_hidden/transformer/locale/), which grader.po does not hold: a new assignment
-    adds its Chinese without touching grader/."""
+def _singular(extracted):
+    return {key[0] if isinstance(key, tuple) else key for key in extracted}
+
+
+def test_the_graders_catalog_holds_exactly_the_graders_words():
+    """grader.po is extracted from grader/ alone (grader/i18n.py): it holds every message
+    of grader/ (one an assignment uses too stays here, consulted first) and nothing else,
+    so no assignment's words live under grader/."""
+    graders = _singular(_extracted(("grader",)))
+    assert len(graders) > 300, "extraction found too few messages: is grader/ marked?"
+    held = _msgids(PO)
+    assert sorted(held - graders) == [], "grader.po holds words grader/ does not use " \
+        "(an assignment's belong in tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po)"
+    assert sorted(graders - held) == [], "grader.po lacks words grader/ uses"
+
+
+def test_every_assignment_is_checked():
+    assert {"attention", "transformer"} <= set(ASSIGNMENTS), ASSIGNMENTS
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_an_assignments_own_words_live_with_it(name):
+    """tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po holds exactly the messages
+    of tests_hidden/<name>/ that grader/ does not use, grader.po none of them, and each is
+    said in Chinese from the catalogs at run time: a new assignment adds its Chinese without
+    touching grader/, and deleting one assignment takes no other's words with it."""
     from grader import i18n
-    with open(PO, "rb") as handle:
-        grader_ids = {m.id for m in read_po(handle, locale="zh_CN") if m.id}
-    own = [(po, mo) for po, mo in ASSIGNMENT_CATALOGS if f"{os.sep}transformer{os.sep}" in po]
-    assert own, "the transformer has its own catalog"
-    with open(own[0][0], "rb") as handle:
-        words = [m for m in read_po(handle, locale="zh_CN") if m.id]
-    assert len(words) >= 30 and not {m.id for m in words} & grader_ids
-    sample = words[-1]
-    assert i18n.case_words(sample.id, "zh") == sample.string and CJK.search(sample.string)
+    graders = _singular(_extracted(("grader",)))
+    own = _singular(_extracted((f"tests_hidden/{name}",))) - graders
+    assert len(own) >= 30, f"extraction found too few messages in tests_hidden/{name}"
+    assert sorted(own & _msgids(PO)) == [], \
+        f"grader.po holds words only tests_hidden/{name}/ uses: move them to its assignment.po"
+    held = _msgids(_own_po(name))
+    assert sorted(own - held) == [], f"tests_hidden/{name}/.../assignment.po lacks its own words"
+    assert sorted(held - own) == [], \
+        f"tests_hidden/{name}/.../assignment.po holds words that are not its own (or grader/'s)"
+    assert _own_po(name)[:-3] + ".mo" in i18n.assignment_catalogs(KIT)
+    with open(_own_po(name), "rb") as handle:
+        words = {m.id: m.string for m in read_po(handle, locale="zh_CN") if m.id}
     before = i18n.language()
     try:
         i18n.set_language("zh")
-        assert i18n._(sample.id) == sample.string
+        said = {msgid: i18n._(msgid) for msgid in words}
     finally:
         i18n.set_language(before)
+    assert said == words and all(CJK.search(text) for text in said.values())
+    sample = sorted(words)[-1]
+    assert i18n.case_words(sample, "zh") == words[sample]
