@@ -423,6 +423,124 @@ def test_a_classroom_repo_holding_both_files_is_staged_by_intake_and_imports_its
     assert facts["double"] == 63 and facts["marker_seen"] is False
 
 
+def _notebook(path, *cells):
+    """A minimal nbformat 4 notebook of code cells."""
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": cell, "outputs": [],
+         "execution_count": None} for cell in cells]}), encoding="utf-8")
+
+
+def test_an_earlier_module_handed_in_as_a_notebook_is_converted_and_imported(tmp_path):
+    """provide = student, as a notebook course hands both in: second.ipynb and first.ipynb
+    side by side. Intake converts first.ipynb to first.py as it converts the work, and the
+    worker imports the student's own first (3 x 21 x ... : 63), never the solution's. Only a
+    module the declaration names is converted; a .py beside it wins over its notebook."""
+    from grader import intake
+    kit = _kit(tmp_path / "kit", "student")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _notebook(repo / "second.ipynb", SPY)
+    _notebook(repo / "first.ipynb", "import math\n", STUDENT_FIRST)
+    _notebook(repo / "scratch.ipynb", "x = 1\n")
+    staged = intake.stage(str(repo), str(tmp_path / "staged"), "alice", module="second",
+                          earlier=("first",))
+    assert staged.error is None and os.path.basename(staged.file) == "second.py"
+    assert sorted(os.listdir(tmp_path / "staged")) == ["first.py", "second.py"]
+    assert any(note.startswith("first.ipynb was converted to a module: 2 code cells")
+               for note in staged.notes), staged.notes
+    files, reply, facts, err = _run(LEVELS[0], kit, staged.file)
+    assert reply["ok"] is True, (reply, err)
+    assert facts["double"] == 63 and facts["first_file"] == "first.py"
+    assert facts["marker_seen"] is False
+    # not declared: the notebook stays where it was, and nothing is guessed
+    alone = intake.stage(str(repo), str(tmp_path / "alone"), "alice", module="second")
+    assert sorted(os.listdir(tmp_path / "alone")) == ["second.py"]
+    # a first.py beside the notebook is the student's module, as it is without a notebook
+    (repo / "first.py").write_text("def double(x):\n    return x * 5\n")
+    both = intake.stage(str(repo), str(tmp_path / "both"), "alice", module="second",
+                        earlier=("first",))
+    assert (tmp_path / "both" / "first.py").read_text() == "def double(x):\n    return x * 5\n"
+    assert not any(note.startswith("first.ipynb") for note in both.notes)
+
+
+def test_an_earlier_notebook_that_cannot_be_converted_is_said_and_the_work_is_staged(tmp_path):
+    """A broken first.ipynb (no JSON) costs the student only what imports it: the work is
+    staged, and a note names the notebook, the module it should have become and why not."""
+    from grader import intake
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "second.py").write_text(SECOND_SOLUTION)
+    (repo / "first.ipynb").write_text("{not json", encoding="utf-8")
+    staged = intake.stage(str(repo), str(tmp_path / "staged"), "bob", module="second",
+                          earlier=("first",))
+    assert staged.error is None and sorted(os.listdir(tmp_path / "staged")) == ["second.py"]
+    assert staged.notes == [
+        "first.ipynb, your work of the earlier assignment that second.py imports, could not be "
+        "converted to first.py: first.ipynb is not a valid notebook: its JSON is broken at line "
+        "1, column 2 (Expecting property name enclosed in double quotes). Open it in Jupyter, "
+        "save it again, and re-upload; or upload the code as first.py."]
+    # a link in its place is never followed: said as the work's own links are
+    (repo / "first.ipynb").unlink()
+    (repo / "first.ipynb").symlink_to(tmp_path / "repo" / "second.py")
+    linked = intake.stage(str(repo), str(tmp_path / "linked"), "bob", module="second",
+                          earlier=("first",))
+    assert sorted(os.listdir(tmp_path / "linked")) == ["second.py"]
+    assert linked.notes[-1] == (
+        "first.ipynb, your work of the earlier assignment that second.py imports, could not be "
+        "converted to first.py: first.ipynb is a symbolic link; upload the file itself.")
+
+
+def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_for(tmp_path):
+    """grade_one hands intake the declaration's student-provided modules: the names come
+    from `builds_on`, not from the submission (given: none). End to end, in a copy of the
+    kit whose transformer says provide = "student": two students hand in transformer.ipynb
+    and attention.ipynb (both the solutions' code); dan's attention repeats valid_lens the
+    wrong way, which his own TransformerEncoderBlock calls, so he loses points there and
+    ann, whose attention is right, gets 100."""
+    import csv
+    import shutil
+    from conftest import KIT
+    kit = tmp_path / "kit"
+    for part in ("grader", "tests_hidden", "solutions"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert 'provide = "given"' in text
+    toml.write_text(text.replace('provide = "given"', 'provide = "student"'), encoding="utf-8")
+    attention = (kit / "solutions" / "attention.py").read_text(encoding="utf-8")
+    right = "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)"
+    assert right in attention
+    for student, code in (("ann", attention),
+                          ("dan", attention.replace(right, "valid_lens = valid_lens.repeat("
+                                                            "self.num_heads)"))):
+        folder = tmp_path / "class" / student
+        folder.mkdir(parents=True)
+        _notebook(folder / "transformer.ipynb",
+                  (kit / "solutions" / "transformer.py").read_text(encoding="utf-8"))
+        _notebook(folder / "attention.ipynb", code)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
+                           str(tmp_path / "class" / "ann"), str(tmp_path / "class" / "dan"),
+                           "--out", str(out), "--jobs", "1"], cwd=kit,
+                          env=dict(os.environ, PYTHONPATH=str(kit)), capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert float(rows["ann"]["total"]) == 100, rows["ann"]
+    assert float(rows["dan"]["TransformerEncoderBlock (/36)"]) < 36, rows["dan"]
+    assert float(rows["dan"]["PositionalEncoding (/24)"]) == 24
+    told = (out / "dan" / "feedback.txt").read_text(encoding="utf-8")
+    assert "attention.ipynb was converted to a module" in told
+    from grader.grade import _student_provided
+    assert _student_provided(assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))) \
+        == ("first",)
+    assert _student_provided(assignments.load("second", kit_root=_kit(tmp_path / "g", "given"))) == ()
+    assert _student_provided(assignments.load("transformer")) == ()
+    assert _student_provided(assignments.load("attention")) == ()
+
+
 def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_path):
     """The student's own earlier file does not parse: the message names it, not the later
     file, which is fine; a syntax error in the later file itself still names that one."""

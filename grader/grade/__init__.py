@@ -58,7 +58,8 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
     os.chmod(stage_root, 0o711)
     try:
         staged = intake.stage(path, os.path.join(stage_root, "staged"), name,
-                              module=options.assignment.module)
+                              module=options.assignment.module,
+                              earlier=_student_provided(options.assignment))
         code = kept_code.staged_code(staged)  # kept in the gradebook for `grader similarity`
         mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
         if mark is not None and mark == previous:
@@ -73,6 +74,17 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
         return result
     finally:
         shutil.rmtree(stage_root, ignore_errors=True)
+
+
+def _student_provided(assignment):
+    """The module names of the earlier assignments a student hands in with this one
+    (`builds_on` with provide = "student"); () when it builds on none (or they cannot be
+    loaded: the worker then says why, as it does for every submission)."""
+    try:
+        return tuple(earlier.module for dep, earlier in assignment.earlier()
+                     if dep.provide == "student")
+    except (ValueError, OSError):
+        return ()
 
 
 def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started):

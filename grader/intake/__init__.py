@@ -176,9 +176,12 @@ def _skipped_note(label, skipped):
                                                       more=more)
 
 
-def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None):
+def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=()):
     """Stage the submission at `path` into the new folder `dest` as `<module>.py` (module:
     the assignment's module name; None: the default assignment's); never raises.
+    `earlier`: the module names of the earlier assignments the student provides themselves
+    (`builds_on` with provide = "student"): such a module handed in as a notebook beside the
+    work (`<earlier>.ipynb`, no `<earlier>.py`) is converted as the work itself is.
 
     What cannot be staged sets `error` (the student's reason) and leaves `file` None.
     """
@@ -248,6 +251,8 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None):
                                        module_file)
                 staged.notes += notes
                 _copy_helpers(root, entries, chosen, dest, staged.notes, deadline, module_file)
+                _convert_earlier(root, entries, chosen, dest, staged.notes, deadline,
+                                 earlier, module_file)
             file = os.path.join(dest, module_file)
             with open(file, "w", encoding="utf-8") as handle:
                 handle.write(text)
@@ -285,6 +290,37 @@ def _only_zip(entries):
     `作业.zip`), or None when there is none or more than one."""
     zips = [e for e in entries if e.kind is None and e.name.lower().endswith(".zip")]
     return zips[0] if len(zips) == 1 else None
+
+
+def _convert_earlier(root, entries, chosen, dest, notes, deadline, earlier, module_file):
+    """Each earlier module of `earlier` handed in beside the work as a notebook only
+    (`<earlier>.ipynb`, no `<earlier>.py` there) becomes `<earlier>.py` in `dest`, converted
+    and bounded as the work itself is; one that cannot be converted is said in a note (the
+    import of it then fails with its own explanation) and never stops the work's grading."""
+    beside = {e.name: e for e in entries if e.parts[:-1] == chosen.parts[:-1] and e is not chosen}
+    for name in earlier:
+        source, notebook = file_names(name)
+        entry = beside.get(notebook)
+        if (entry is None or source in beside or source == module_file
+                or os.path.exists(os.path.join(dest, source))):
+            continue
+        try:
+            if entry.kind:
+                raise IntakeError(refusal(entry.shown, entry.kind))
+            limit, what = _limit(entry.name)
+            data = read_entry(root, entry, limit, entry.shown, deadline, what)
+            text, converted = notebook_to_module(data, entry.shown, source)
+        except IntakeTimeout:
+            raise
+        except IntakeError as error:
+            notes.append(_("{notebook}, your work of the earlier assignment that {module} "
+                           "imports, could not be converted to {earlier}: {reason}").format(
+                               notebook=entry.shown, module=module_file, earlier=source,
+                               reason=str(error)))
+            continue
+        notes += converted
+        with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def _copy_helpers(root, entries, chosen, dest, notes, deadline, module_file):
