@@ -164,6 +164,11 @@ def build_parser():
                           help="the course file: due date, extensions, late policy (default: "
                                "course.toml in the kit's results folder, --out, when there is "
                                "one); the penalty goes to nbgrader's late_submission_penalty")
+    nbgrader.add_argument("--earlier", action="append", metavar="KIT=COURSE",
+                          help="for an assignment that builds on another whose module students "
+                               "provide: the course's name for that earlier assignment (default: "
+                               "the kit's), whose submission holds a student's module when they "
+                               "did not hand it in again")
     _suite_arguments(nbgrader)
 
     merge = commands.add_parser(

@@ -397,3 +397,114 @@ def test_scores_record_writes_the_time_and_penalty_and_keeps_a_manual_score(tmp_
         submission = book.find_submission(ASSIGNMENT, "bob")
         assert submission.score == 31.0 and submission.late_submission_penalty == 0.0
         assert str(submission.timestamp) == "2026-03-02 09:30:00"  # no timestamp.txt: kept
+
+
+def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submission(tmp_path):
+    """provide = "student" (a copy of the kit whose transformer says so): each student's
+    transformer notebook imports their own attention. alice handed it in for the earlier
+    assignment only (submitted/alice/attn-week/attention.ipynb, named by --earlier
+    attention=attn-week), bob beside the transformer notebook as attention.py, with a
+    mistake in his MultiHeadAttention that his encoder block pays for; carol handed it in
+    nowhere, and her feedback says where it was looked for."""
+    from grader import assignment
+    kit = tmp_path / "kit"
+    for part in ("grader", "tests_hidden", "solutions", "assignments"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('provide = "given"',
+                                                             'provide = "student"'),
+                    encoding="utf-8")
+    name = assignment.load("transformer").name
+    env = _env(tmp_path)
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'transformer-course'\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
+    for student in ("alice", "bob", "carol"):
+        _nbgrader(["db", "student", "add", student], course, env)
+    source = course / "source" / name / "transformer.ipynb"
+    _run([sys.executable, "-m", "grader", "release", "--assignment", name, "--output",
+          str(tmp_path / "skeleton.py"), "--notebook", str(source)], kit, env)
+    assert sorted(p.name for p in source.parent.iterdir()) == ["transformer.ipynb"]  # nothing given
+    _nbgrader(["generate_assignment", name], course, env)
+    released = course / "release" / name / "transformer.ipynb"
+    submitted = course / "submitted"
+    for student in ("alice", "bob", "carol"):
+        _fill(released, source, submitted / student / name / "transformer.ipynb", cells=4)
+    attention = (kit / "solutions" / "attention.py").read_text(encoding="utf-8")
+    right = "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)"
+    assert right in attention
+    (submitted / "alice" / "attn-week").mkdir()
+    (submitted / "alice" / "attn-week" / "attention.ipynb").write_text(json.dumps(
+        {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+            {"cell_type": "code", "metadata": {}, "source": attention, "outputs": [],
+             "execution_count": None}]}), encoding="utf-8")
+    (submitted / "bob" / name / "attention.py").write_text(
+        attention.replace(right, "valid_lens = valid_lens.repeat(self.num_heads)"),
+        encoding="utf-8")
+    done = _run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course), name,
+                 "--assignment", name, "--earlier", "attention=attn-week", "--jobs", "2"],
+                kit, env)
+    rows = _export(course, env, "grades.csv")
+    assert float(rows["alice"]["score"]) == 100.0, done.stdout
+    assert 0 < float(rows["bob"]["score"]) < 100.0, done.stdout
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "transformer-course") as book:
+        assert book.find_grade("PositionalEncoding", "transformer", name, "bob").score == 24
+        assert book.find_grade("TransformerEncoderBlock", "transformer", name, "bob").score < 36
+        # carol's parts that need no attention stand; the block that imports it cannot run
+        assert book.find_grade("AddNorm", "transformer", name, "carol").score == 18
+        assert book.find_grade("TransformerEncoderBlock", "transformer", name, "carol").score == 0
+    told = {s: (course / "feedback" / s / name / "feedback.txt").read_text(encoding="utf-8")
+            for s in ("alice", "bob", "carol")}
+    assert "taken from your submission" not in told["bob"]
+    assert ("attention.ipynb was taken from your submission of the earlier assignment "
+            "(attn-week), because it was not handed in with this one") in told["alice"]
+    assert ("attention.py, your module of the earlier assignment, was found neither beside "
+            "this notebook nor in your submission of the earlier assignment (attn-week)") \
+        in told["carol"]
+    # a name that is no earlier assignment of this one is refused before anything is graded
+    refused = subprocess.run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course),
+                              name, "--assignment", name, "--earlier", "attn=x"], cwd=kit,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert ("--earlier attn=x: expected KIT=COURSE, KIT one of the earlier assignments whose "
+            "module students provide (attention)") in refused.stderr
+
+
+def test_stage_copies_the_earlier_module_from_beside_else_from_the_earlier_submission(tmp_path):
+    """course.stage with an earlier module: beside the notebook wins (the .py over the
+    .ipynb), else the same student's earlier submission; a link is never followed, and is
+    said; an earlier notebook in the folder is not taken for the renamed work."""
+    from grader.nbgrader_bridge import course
+    work = tmp_path / "submitted" / "ann" / "week2"
+    earlier = tmp_path / "submitted" / "ann" / "week1"
+    work.mkdir(parents=True)
+    earlier.mkdir()
+    (work / "transformer.ipynb").write_text("{}")
+    (earlier / "attention.ipynb").write_text("[1]")
+    entry = course.Submitted("ann", str(work))
+    notes = course.stage(entry, "transformer", str(tmp_path / "a"), [("attention", str(earlier))])
+    assert sorted(os.listdir(tmp_path / "a")) == ["attention.ipynb", "transformer.ipynb"]
+    assert notes == ["attention.ipynb was taken from your submission of the earlier assignment "
+                     "(week1), because it was not handed in with this one"]
+    (work / "attention.ipynb").write_text("[2]")
+    (work / "attention.py").write_text("x = 3\n")
+    assert course.stage(entry, "transformer", str(tmp_path / "b"),
+                        [("attention", str(earlier))]) == []
+    assert sorted(os.listdir(tmp_path / "b")) == ["attention.py", "transformer.ipynb"]
+    (work / "attention.py").unlink()
+    (work / "attention.py").symlink_to(earlier / "attention.ipynb")
+    assert course.stage(entry, "transformer", str(tmp_path / "c"),
+                        [("attention", str(earlier))]) == [
+        "attention.py is not a regular file of at most 20 MB; it was not used"]
+    assert sorted(os.listdir(tmp_path / "c")) == ["transformer.ipynb"]
+    # the work renamed: every notebook but the earlier one goes to intake
+    (work / "attention.py").unlink()
+    (work / "transformer.ipynb").rename(work / "mine.ipynb")
+    course.stage(entry, "transformer", str(tmp_path / "d"), [("attention", str(earlier))])
+    assert sorted(os.listdir(tmp_path / "d")) == ["attention.ipynb", "mine.ipynb"]
+    assert (tmp_path / "d" / "attention.ipynb").read_text() == "[2]"

@@ -4,7 +4,9 @@ submissions with the kit, and put the scores in nbgrader's gradebook.
     1. the gradebook must hold ASSIGNMENT as released from the kit's source notebook (one
        graded cell per part, with the declaration's points): scores.assignment_cells
     2. each student's COURSE/submitted/<student>/ASSIGNMENT/<notebook>.ipynb is copied
-       (regular files only) into a folder named after the student: course.stage
+       (regular files only) into a folder named after the student: course.stage; for an
+       assignment that builds on one whose module students provide, their module too (from
+       beside the notebook, else from their submission of the earlier assignment)
     3. the kit grades them as one batch, sandboxed, never in nbgrader's kernel; its own
        results (results.json, feedback.txt, grades.csv) go to --out, by default
        COURSE/grader/ASSIGNMENT, which is a kit gradebook like any other: a submission
@@ -84,6 +86,11 @@ def main(args, options):
         return 2
     print(f"Grading {len(entries)} submission(s) of {args.assignment} ({notebook_name}.ipynb); "
           f"the kit's results in {out_dir}")
+    try:
+        earlier = _earlier(declared, getattr(args, "earlier", None) or [])
+    except ValueError as error:
+        _say(str(error))
+        return 2
     staging = tempfile.mkdtemp(prefix="attnkit-nbgrader-")
     os.chmod(staging, 0o711)
     try:
@@ -91,7 +98,9 @@ def main(args, options):
         for entry in entries:
             # stage/<student>/<student>: the kit names a submission after its folder
             target = os.path.join(staging, entry.student, entry.student)
-            stage_notes.append(course.stage(entry, notebook_name, target))
+            stage_notes.append(course.stage(entry, notebook_name, target, [
+                (module, coursedir.format_path(coursedir.submitted_directory, entry.student,
+                                               name)) for module, name in earlier]))
             submissions.append(_submission(entry, target, names.get(entry.student, ""),
                                            entry.student in names))
         results = grade_batch(submissions, out_dir, options, jobs=args.jobs, force=args.force,
@@ -176,6 +185,24 @@ def main(args, options):
         _say(f"the grader itself failed on: {', '.join(failed)}; run the same command again")
         return 2
     return 0
+
+
+def _earlier(declared, given):
+    """[(module, the course's assignment name), ...] for each earlier assignment whose module
+    the student provides (`builds_on` with provide = "student"): the course's name is the
+    kit's unless `--earlier KIT=COURSE` says otherwise. ValueError names a bad --earlier."""
+    provided = {earlier.name: earlier.module for dep, earlier in declared.earlier()
+                if dep.provide == "student"}
+    named = {}
+    for pair in given:
+        kit, _, name = pair.partition("=")
+        if kit not in provided or not name or name in (".", "..") or "/" in name:
+            raise ValueError(f"--earlier {pair}: expected KIT=COURSE, KIT one of the earlier "
+                             f"assignments whose module students provide "
+                             f"({', '.join(sorted(provided)) or 'none'}) and COURSE the "
+                             f"course's name for it")
+        named[kit] = name
+    return [(module, named.get(kit, kit)) for kit, module in provided.items()]
 
 
 def _submission(entry, path, name, known=True):

@@ -104,18 +104,25 @@ def read_timestamp(folder):
     return text or None
 
 
-def stage(entry, notebook, dest):
+def stage(entry, notebook, dest, earlier=()):
     """Copy what the kit grades of one submission into the new folder `dest`: the
     assignment's notebook `<notebook>.ipynb`, or, when the student renamed it, every
     notebook in their folder (intake then takes the only one, or says why not). Returns
-    notes for the student's feedback."""
+    notes for the student's feedback.
+
+    earlier: (module, folder) for each earlier assignment whose module the student provides
+    (`builds_on` with provide = "student"); folder: the same student's submission of it
+    (COURSE/submitted/<student>/<earlier>). Their `<module>.py` or `<module>.ipynb` is copied
+    from beside the notebook, else from that folder (intake converts a notebook)."""
     os.makedirs(dest)
     wanted = f"{notebook}.ipynb"
     try:
         names = sorted(os.listdir(entry.folder))
     except OSError:
         names = []
-    notebooks = [n for n in names if n.endswith(".ipynb") and not n.startswith(".")]
+    theirs = {f"{module}{suffix}" for module, _ in earlier for suffix in (".py", ".ipynb")}
+    notebooks = [n for n in names if n.endswith(".ipynb") and not n.startswith(".")
+                 and n not in theirs]
     chosen = [wanted] if wanted in notebooks else notebooks
     notes = [] if wanted in notebooks else [
         f"{wanted} was not found in the submission (it holds: {', '.join(names[:10]) or 'nothing'})"]
@@ -127,7 +134,39 @@ def stage(entry, notebook, dest):
             continue
         with open(os.path.join(dest, name), "wb") as handle:
             handle.write(data)
+    for module, folder in earlier:
+        notes += _stage_earlier(entry, module, folder, names, dest)
     return notes
+
+
+def _stage_earlier(entry, module, folder, names, dest):
+    """Copy the student's own `<module>.py` (or, without one, `<module>.ipynb`) into `dest`:
+    from beside the notebook, else from `folder`, their submission of the earlier assignment
+    (never through a link, at most a notebook's size). Notes say where it came from, or
+    that it was found nowhere (the import of it then fails with its own explanation)."""
+    candidates = [f"{module}.py", f"{module}.ipynb"]
+    places = [(entry.folder, names, None)]
+    try:
+        if stat.S_ISDIR(os.lstat(folder).st_mode):
+            places.append((folder, sorted(os.listdir(folder)), folder))
+    except OSError:
+        pass
+    for where, present, other in places:
+        for name in candidates:
+            if name not in present:
+                continue
+            data = read_regular(os.path.join(where, name), MAX_NOTEBOOK_BYTES)
+            if data is None:
+                return [f"{name} is not a regular file of at most "
+                        f"{MAX_NOTEBOOK_BYTES // 2**20} MB; it was not used"]
+            with open(os.path.join(dest, name), "wb") as handle:
+                handle.write(data)
+            return [] if other is None else [
+                f"{name} was taken from your submission of the earlier assignment "
+                f"({os.path.basename(other)}), because it was not handed in with this one"]
+    return [f"{module}.py, your module of the earlier assignment, was found neither beside "
+            f"this notebook nor in your submission of the earlier assignment "
+            f"({os.path.basename(folder)})"]
 
 
 
