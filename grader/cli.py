@@ -380,8 +380,10 @@ def _grade(args):
     except shards.ShardError as error:
         print(f"grader grade: {error}", file=sys.stderr)
         return 2
+    from .grade import student_provided
     from .intake import layouts
-    batch = layouts.resolve(args.submissions, args.layout, module=args.kit_assignment.module)
+    batch = layouts.resolve(args.submissions, args.layout, module=args.kit_assignment.module,
+                            earlier=student_provided(args.kit_assignment))
     for note in batch.notes[:200]:
         print(f"  {note}")
     if len(batch.notes) > 200:

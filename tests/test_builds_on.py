@@ -533,12 +533,92 @@ def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_
     assert float(rows["dan"]["PositionalEncoding (/24)"]) == 24
     told = (out / "dan" / "feedback.txt").read_text(encoding="utf-8")
     assert "attention.ipynb was converted to a module" in told
-    from grader.grade import _student_provided
-    assert _student_provided(assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))) \
+    from grader.grade import student_provided
+    assert student_provided(assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))) \
         == ("first",)
-    assert _student_provided(assignments.load("second", kit_root=_kit(tmp_path / "g", "given"))) == ()
-    assert _student_provided(assignments.load("transformer")) == ()
-    assert _student_provided(assignments.load("attention")) == ()
+    assert student_provided(assignments.load("second", kit_root=_kit(tmp_path / "g", "given"))) == ()
+    assert student_provided(assignments.load("transformer")) == ()
+    assert student_provided(assignments.load("attention")) == ()
+
+
+def test_an_earlier_module_uploaded_on_its_own_is_staged_beside_the_work(tmp_path):
+    """intake.stage's companions (a Canvas upload of first.py apart from second.py): read
+    and decoded as the work is (GBK, as a Chinese Windows editor saves it), a notebook
+    converted; a link is never followed and is said; a first.py in the work's own folder
+    wins over the companion."""
+    from grader import intake
+    work = tmp_path / "u_1_9_second.py"
+    work.write_text(SPY, encoding="utf-8")
+    own = tmp_path / "u_1_8_first.py"
+    own.write_bytes(("# 注意力\n" + STUDENT_FIRST).encode("gbk"))
+    staged = intake.stage(str(work), str(tmp_path / "a"), "u", module="second",
+                          earlier=("first",), companions=(("first", str(own)),))
+    assert staged.error is None and sorted(os.listdir(tmp_path / "a")) == ["first.py", "second.py"]
+    assert (tmp_path / "a" / "first.py").read_text(encoding="utf-8") == "# 注意力\n" + STUDENT_FIRST
+    files, reply, facts, err = _run(LEVELS[0], _kit(tmp_path / "kit", "student"), staged.file)
+    assert reply["ok"] is True and facts["double"] == 63, (reply, err)
+    notebook = tmp_path / "u_1_7_first.ipynb"
+    _notebook(notebook, "import math\n", STUDENT_FIRST)
+    staged = intake.stage(str(work), str(tmp_path / "b"), "u", module="second",
+                          companions=(("first", str(notebook)),))
+    assert any(n.startswith("u_1_7_first.ipynb was converted to a module: 2 code cells")
+               for n in staged.notes), staged.notes
+    assert "return x * 3" in (tmp_path / "b" / "first.py").read_text(encoding="utf-8")
+    link = tmp_path / "u_1_6_first.py"
+    link.symlink_to(own)
+    staged = intake.stage(str(work), str(tmp_path / "c"), "u", module="second",
+                          companions=(("first", str(link)),))
+    assert staged.error is None and sorted(os.listdir(tmp_path / "c")) == ["second.py"]
+    assert staged.notes[-1].startswith(
+        "u_1_6_first.py, your work of the earlier assignment that second.py imports, could "
+        "not be converted to first.py: u_1_6_first.py is a symbolic link"), staged.notes
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "second.py").write_text(SPY, encoding="utf-8")
+    (folder / "first.py").write_text("def double(x):\n    return x * 5\n", encoding="utf-8")
+    staged = intake.stage(str(folder), str(tmp_path / "d"), "u", module="second",
+                          companions=(("first", str(own)),))
+    assert (tmp_path / "d" / "first.py").read_text() == "def double(x):\n    return x * 5\n"
+
+
+def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp_path):
+    """End to end, `grader grade --layout canvas` in a copy of the kit whose transformer says
+    provide = "student": wangli uploaded transformer.py and attention.py as two files (100),
+    zhaomin only transformer.py (it cannot be imported without attention: 0, and her
+    feedback asks for the file; nothing of wangli's reaches her), and the row of each keeps
+    its Canvas user id."""
+    import csv
+    import shutil
+    from conftest import KIT
+    kit = tmp_path / "kit"
+    for part in ("grader", "tests_hidden", "solutions"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('provide = "given"',
+                                                             'provide = "student"'),
+                    encoding="utf-8")
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    transformer = (kit / "solutions" / "transformer.py").read_text(encoding="utf-8")
+    (canvas / "wangli_10000_90000_transformer.py").write_text(transformer, encoding="utf-8")
+    shutil.copy(kit / "solutions" / "attention.py", canvas / "wangli_10000_90001_attention.py")
+    (canvas / "zhaomin_10002_90002_transformer.py").write_text(transformer, encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
+                           "--layout", "canvas", str(canvas), "--out", str(out), "--jobs", "2"],
+                          cwd=kit, env=dict(os.environ, PYTHONPATH=str(kit)),
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert ("wangli_10000: wangli_10000_90001_attention.py is used as this student's "
+            "attention.py") in done.stdout
+    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert {n: (r["student_id"], float(r["total"])) for n, r in rows.items()} == {
+        "wangli_10000": ("10000", 100.0), "zhaomin_10002": ("10002", 0.0)}
+    told = (out / "zhaomin_10002" / "feedback.txt").read_text(encoding="utf-8")
+    assert ("it imports `attention`, the module of an earlier assignment this one builds on, "
+            "and no attention.py was handed in with it") in told
 
 
 def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_path):

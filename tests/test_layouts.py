@@ -741,3 +741,61 @@ def test_export_usage_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     done = _export(tmp_path / "empty", "moodle", tmp_path / "x.csv")
     assert done.returncode == 2 and "no graded rows" in done.stderr
+
+
+# --- an earlier assignment's module uploaded as a file of its own (builds_on, "student") -------
+
+def _class(folder, names):
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / name).write_text(f"# {name}\n", encoding="utf-8")
+    return folder
+
+
+def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_student(tmp_path):
+    """Canvas keeps each uploaded file apart: with earlier=("attention",), a student's
+    attention.py is no candidate for the work but its companion (the newest upload of it);
+    another student's file never is, whatever it is named; a student who uploaded only
+    attention.py has it graded as the work, as without `earlier`."""
+    canvas = _class(tmp_path / "canvas", [
+        "wangli_10000_90000_transformer.py", "wangli_10000_90001_attention.py",
+        "wangli_10000_90004_Attention-1.py",              # the newer upload of it
+        "wangli_10000_90005_attention.txt",               # not code: no companion
+        "zhaomin_10002_90002_transformer.ipynb",
+        "liuyang_10001_90003_attention.ipynb",             # no transformer at all
+        "mallory_10005_90005__10000_90006_attention.py"])  # claims wangli's id
+    batch = layouts.resolve([str(canvas)], module="transformer", earlier=("attention",))
+    rows = {s.name: s for s in batch.submissions}
+    assert sorted(rows) == ["liuyang_10001", "mallory_10005", "wangli_10000", "zhaomin_10002"]
+    assert os.path.basename(rows["wangli_10000"].path) == "wangli_10000_90000_transformer.py"
+    assert [(m, os.path.basename(p)) for m, p in rows["wangli_10000"].companions] == [
+        ("attention", "wangli_10000_90004_Attention-1.py")]
+    assert rows["wangli_10000"].notes == [
+        "wangli_10000_90005_attention.txt was not graded: wangli_10000_90000_transformer.py is "
+        "this student's latest or main file",
+        "wangli_10000_90001_attention.py was not graded: wangli_10000_90000_transformer.py is "
+        "this student's latest or main file",
+        "wangli_10000_90004_Attention-1.py is used as this student's attention.py, the module "
+        "of the earlier assignment that the work imports"]
+    assert rows["zhaomin_10002"].companions == ()
+    assert os.path.basename(rows["liuyang_10001"].path) == "liuyang_10001_90003_attention.ipynb"
+    assert rows["liuyang_10001"].companions == ()
+    assert rows["mallory_10005"].companions == () and rows["mallory_10005"].flags
+    # without `earlier` (provide = "given", or no builds_on): one file, the others noted
+    plain = {s.name: s for s in layouts.resolve([str(canvas)], module="transformer").submissions}
+    assert plain["wangli_10000"].companions == ()
+    assert len(plain["wangli_10000"].notes) == 3
+
+
+def test_moodle_files_without_folders_carry_the_earlier_module_too(tmp_path):
+    moodle = _class(tmp_path / "moodle", [
+        "Fang Wu_10006_assignsubmission_file_transformer.py",
+        "Fang Wu_10006_assignsubmission_file_attention.ipynb",
+        "Li Lei_10007_assignsubmission_file_transformer.py"])
+    batch = layouts.resolve([str(moodle)], "moodle", module="transformer", earlier=("attention",))
+    rows = {s.name: s for s in batch.submissions}
+    assert [(m, os.path.basename(p)) for m, p in rows["Fang Wu_10006"].companions] == [
+        ("attention", "Fang Wu_10006_assignsubmission_file_attention.ipynb")]
+    assert os.path.basename(rows["Fang Wu_10006"].path) == \
+        "Fang Wu_10006_assignsubmission_file_transformer.py"
+    assert rows["Li Lei_10007"].companions == ()

@@ -47,7 +47,8 @@ DEFAULT_DISCLOSURE = {"feedback": "full", "visibility": "visible"}
 __all__ = ["BatchInterrupted", "SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 
 
-def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, previous=None):
+def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, previous=None,
+              companions=()):
     """Stage and grade one submission; always returns a SubmissionResult.
 
     suite: the suite's fingerprint; previous: the fingerprint of this submission's row in
@@ -59,7 +60,8 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
     try:
         staged = intake.stage(path, os.path.join(stage_root, "staged"), name,
                               module=options.assignment.module,
-                              earlier=_student_provided(options.assignment))
+                              earlier=student_provided(options.assignment),
+                              companions=companions)
         code = kept_code.staged_code(staged)  # kept in the gradebook for `grader similarity`
         mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
         if mark is not None and mark == previous:
@@ -76,7 +78,7 @@ def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, pr
         shutil.rmtree(stage_root, ignore_errors=True)
 
 
-def _student_provided(assignment):
+def student_provided(assignment):
     """The module names of the earlier assignments a student hands in with this one
     (`builds_on` with provide = "student"); () when it builds on none (or they cannot be
     loaded: the worker then says why, as it does for every submission)."""
@@ -298,7 +300,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                 same = row.get("disclosure", DEFAULT_DISCLOSURE) == disclosure
                 previous = None if force or not same else row.get("fingerprint")
                 futures[pool.submit(grade_one, path, name, catalog, options, workdir, zygote,
-                                    suite, previous)] = i
+                                    suite, previous,
+                                    getattr(identities[i], "companions", ()))] = i
             try:
                 for future in concurrent.futures.as_completed(futures):
                     _finish(future, futures[future], results, names, paths, folder_names,

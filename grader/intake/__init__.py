@@ -176,12 +176,15 @@ def _skipped_note(label, skipped):
                                                       more=more)
 
 
-def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=()):
+def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), companions=()):
     """Stage the submission at `path` into the new folder `dest` as `<module>.py` (module:
     the assignment's module name; None: the default assignment's); never raises.
     `earlier`: the module names of the earlier assignments the student provides themselves
     (`builds_on` with provide = "student"): such a module handed in as a notebook beside the
     work (`<earlier>.ipynb`, no `<earlier>.py`) is converted as the work itself is.
+    `companions`: ((earlier module, path), ...), such a module uploaded as a file of its own
+    (layouts.resolve): read, bounded and converted the same way, unless the work's folder
+    or zip already held it.
 
     What cannot be staged sets `error` (the student's reason) and leaves `file` None.
     """
@@ -257,6 +260,9 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=()):
             with open(file, "w", encoding="utf-8") as handle:
                 handle.write(text)
             staged.file = file
+            for earlier_module, companion in companions:
+                _stage_companion(companion, earlier_module, dest, staged.notes, deadline,
+                                 module_file)
         except IntakeError:
             raise
         except OSError as error:
@@ -313,14 +319,56 @@ def _convert_earlier(root, entries, chosen, dest, notes, deadline, earlier, modu
         except IntakeTimeout:
             raise
         except IntakeError as error:
-            notes.append(_("{notebook}, your work of the earlier assignment that {module} "
-                           "imports, could not be converted to {earlier}: {reason}").format(
-                               notebook=entry.shown, module=module_file, earlier=source,
-                               reason=str(error)))
+            _earlier_failed(notes, entry.shown, module_file, source, error)
             continue
         notes += converted
         with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
             handle.write(text)
+
+
+def _earlier_failed(notes, shown_name, module_file, source, error):
+    notes.append(_("{notebook}, your work of the earlier assignment that {module} "
+                   "imports, could not be converted to {earlier}: {reason}").format(
+                       notebook=shown_name, module=module_file, earlier=source,
+                       reason=str(error)))
+
+
+def _stage_companion(path, earlier, dest, notes, deadline, module_file):
+    """The earlier module `earlier` uploaded as a file of its own (`path`: a .py or a
+    notebook, never a link or a folder) becomes `<earlier>.py` in `dest`, read and converted
+    as the work is; a file there already (from the work's own folder) wins. What cannot be
+    read is said in a note, and never stops the work's grading."""
+    source = file_names(earlier)[0]
+    if source == module_file or os.path.exists(os.path.join(dest, source)):
+        return
+    norm = os.path.normpath(os.fsdecode(path))
+    label = shown(os.path.basename(norm))
+    notebook = norm.lower().endswith(".ipynb")
+    try:
+        fd, is_folder = open_submitted(norm, label)
+        try:
+            if is_folder or not norm.lower().endswith((".py", ".ipynb")):
+                raise IntakeError(_("{label} is not a .py file or a notebook.").format(
+                    label=label))
+            limit, what = _limit(norm)
+            data = read_fd(fd, limit, label, deadline, what)
+        finally:
+            os.close(fd)
+        if notebook:
+            text, converted = notebook_to_module(data, label, source)
+        else:
+            text, converted = decode_source(data, label)
+    except IntakeTimeout:
+        raise
+    except IntakeError as error:
+        _earlier_failed(notes, label, module_file, source, error)
+        return
+    except (OSError, ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
+        _earlier_failed(notes, label, module_file, source, shown(type(error).__name__, 100))
+        return
+    notes += converted
+    with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _copy_helpers(root, entries, chosen, dest, notes, deadline, module_file):

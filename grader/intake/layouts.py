@@ -33,7 +33,9 @@ assignment's module name (its declaration's `module`: students hand in `<module>
   they have a file that reads one way, else keeps no id. One file per student is graded:
   the one most like the assignment's file (`<module>.py`, `<module>.ipynb`, either with
   a resubmission suffix: intake/naming.py), then the newest attachment (Canvas's id, rising
-  with each upload), then the resubmission number; the others are noted. Two downloads
+  with each upload), then the resubmission number; the others are noted. For an
+  assignment that builds on one whose module students provide (`resolve`'s `earlier`), a
+  file named as that module rides along with the work instead (Submission.companions). Two downloads
   given together keep no ids (_Resolver._one_download_each). The download zip itself
   (`submissions.zip`) is accepted as it is: unpacked (archive.py's checks) into a
   temporary folder that lives as long as the process.
@@ -148,6 +150,8 @@ class Submission:
     time_source: str = ""         # gradescope-metadata | nbgrader-timestamp | moodle-file-time | file-mtime | ""
     late_flag: object = None      # True/False when the LMS itself said (Canvas's LATE), else None
     flags: list = dataclasses.field(default_factory=list)  # identity warnings, for the instructor
+    companions: tuple = ()        # ((earlier module, path), ...): the student's own earlier
+                                  # module, uploaded as a file of its own (resolve's `earlier`)
 
 
 @dataclasses.dataclass
@@ -685,6 +689,7 @@ class _Found:
     row_prefix: str = ""          # set when its identity is withheld for where it came from
     ambiguous: bool = False       # a Canvas name that splits two ways (see _cross_check)
     outranked: bool = False       # never graded while its student has another file
+    file: str = ""                # the student's own file name, as the LMS kept it (a file)
 
 
 def _module_rank(file_name, module):
@@ -714,7 +719,8 @@ def _canvas_anonymous(path, name, module):
     return _Found(path, "canvas", "canvas-anonymous:" + anon, "", "anon_" + anon, rank, name,
                   "anon", match["att"],
                   [f"Canvas anonymous grading: anon_{anon} is not a user id; no student id is "
-                   f"given (match it in Canvas)"], late_flag=bool(match["late"]))
+                   f"given (match it in Canvas)"], late_flag=bool(match["late"]),
+                  file=match["file"])
 
 
 def _canvas(path, name, module):
@@ -729,7 +735,7 @@ def _canvas(path, name, module):
     found = _Found(path, "canvas", "canvas:" + parts["user"], student_id(parts["user"]),
                    parts["name"], rank, name, parts["lms_name"], parts["attachment"],
                    _claim_flags(name, parts["claims"], "canvas", parts["user"]),
-                   late_flag=parts["late"])
+                   late_flag=parts["late"], file=parts["file"])
     found.ambiguous = parts["ambiguous"]
     return found
 
@@ -760,7 +766,8 @@ def _moodle(path, name, is_dir, notes, module):
              else _claim_flags(name, parts["claims"], "moodle", parts["id"]))
     # the newest file time Moodle kept (two downloads given together: the later one counts)
     return _Found(path, "moodle", "moodle:" + parts["id"], student_id(parts["id"]), parts["name"],
-                  rank + (times.file_time(path), 0, name), name, parts["lms_name"], flags=flags)
+                  rank + (times.file_time(path), 0, name), name, parts["lms_name"], flags=flags,
+                  file="" if is_dir else parts["file"])
 
 
 def nbgrader_students(path):
@@ -848,12 +855,49 @@ def _assignment_folder(path):
     return folder
 
 
+def _earlier_module(file_name, module, earlier):
+    """The earlier module of `earlier` that a student's uploaded file is named as
+    (`attention.py`, `Attention-1.ipynb`), or None (also for one named as the work)."""
+    stem, ext = _stem(file_name)
+    if ext not in GRADEABLE:
+        return None
+    again = RESUBMISSION.match(stem)
+    names = {stem, again["base"]} if again else {stem}
+    if any(like(module).match(n) for n in names):
+        return None
+    return next((e for e in earlier if any(like(e).match(n) for n in names)), None)
+
+
+def _companions(group, module, earlier):
+    """(the files that may be the work, ((earlier module, the _Found used as it), ...), the
+    others named as an earlier module) of one student's files. Each earlier module is the
+    student's highest-ranked file named as it (the newest upload); with no other file, the
+    group is all work candidates, as without `earlier`."""
+    named = {}
+    for found in group:
+        which = _earlier_module(found.file, module, earlier) if found.file else None
+        if which is not None:
+            named.setdefault(which, []).append(found)
+    taken = {id(f) for files in named.values() for f in files}
+    work = [f for f in group if id(f) not in taken]
+    if not work or not named:
+        return group, (), []
+    used, unused = [], []
+    for which in earlier:
+        files = sorted(named.get(which, []), key=lambda f: f.rank, reverse=True)
+        if files:
+            used.append((which, files[0]))
+            unused += files[1:]
+    return work, tuple(used), unused
+
+
 class _Resolver:
-    def __init__(self, layout, module):
+    def __init__(self, layout, module, earlier=()):
         if layout not in LAYOUTS:
             raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
         self.layout = layout
         self.module = module      # the assignment's module name: <module>.py is the work
+        self.earlier = tuple(earlier)  # earlier modules the student uploads beside the work
         self.notes = []
         self.found = []
         self.metadata = {}        # folder → (its metadata, or None when it has none)
@@ -1163,12 +1207,16 @@ class _Resolver:
         plain_paths = [chosen[k][0].path for k in order if chosen[k][0].layout == "plain"]
         plain_names = iter(submission_names(plain_paths, self.module)) if plain_paths else iter(())
         for key in order:
-            group = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
+            work, companions, unused = _companions(chosen[key], self.module, self.earlier)
+            group = sorted(work, key=lambda f: (not f.outranked, f.rank), reverse=True)
             best = group[0]
             notes = []
-            for other in group[1:]:
+            for other in group[1:] + unused:
                 notes.append(f"{_shown(other.label)} was not graded: {_shown(best.label)} "
                              f"is this student's latest or main file")
+            for which, found in companions:
+                notes.append(f"{_shown(found.label)} is used as this student's {which}.py, "
+                             f"the module of the earlier assignment that the work imports")
             if best.layout == "plain":
                 name = next(plain_names)
                 sub = Submission(best.path, name, student_id(name) if student_id(name) == name else "",
@@ -1191,8 +1239,10 @@ class _Resolver:
                 # one line: a folder name may hold a newline or a tab
                 name = " ".join(safe_text(name, 400).split()) or _shown(best.label) or "unnamed"
                 sub = Submission(best.path, name, ident, who, best.layout, notes)
-            flags = list(dict.fromkeys(f for found in group for f in found.flags))
+            ranked = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
+            flags = list(dict.fromkeys(f for found in ranked for f in found.flags))
             sub.flags = [safe_text(f, 400) for f in flags[:20]]
+            sub.companions = tuple((which, found.path) for which, found in companions)
             sub.late_flag = best.late_flag
             sub.submitted_at, sub.time_source, when_note = self._when(best)
             self.notes.extend(f"{sub.name}: {note}" for note in notes)
@@ -1213,10 +1263,14 @@ class _Resolver:
         return Batch(submissions, self.notes, counts)
 
 
-def resolve(paths, layout="auto", module=None):
+def resolve(paths, layout="auto", module=None, earlier=()):
     """The Batch for the paths given to `grader grade` (see the module's docstring);
-    module: the assignment's module name (None: the default assignment's)."""
-    resolver = _Resolver(layout, module_name(module))
+    module: the assignment's module name (None: the default assignment's); earlier: the
+    module names of the earlier assignments students upload beside their work (`builds_on`
+    with provide = "student"): where an LMS keeps each uploaded file apart (Canvas, Moodle
+    without folders), a student's file named as one of them is not a candidate for the work
+    but rides along with it (Submission.companions), the newest upload of it."""
+    resolver = _Resolver(layout, module_name(module), earlier)
     for path in paths:
         resolver.add(os.fsdecode(path))
     return resolver.batch()
