@@ -393,7 +393,7 @@ def test_a_row_written_with_another_disclosure_is_written_again(tmp_path, monkey
     seen = []
 
     def fake_grade_one(path, name, catalog, options, workdir, zygote=None, suite=None,
-                       previous=None):
+                       previous=None, companions=()):
         seen.append(previous)
         if previous == "mark":
             return outcome.SubmissionResult(name, path, [], unchanged=True, fingerprint="mark")
@@ -519,7 +519,9 @@ def test_feedback_page_shows_every_diagnosis_of_a_part():
 
 def _solution(*edits, mistake=None):
     from conftest import SOLUTION
-    from grader.catalog import by_id
+    from grader import assignment
+    from grader.catalog import Catalog
+    by_id = Catalog.of(assignment.load("attention")).by_id
     with open(SOLUTION, encoding="utf-8") as handle:
         text = handle.read()
     if mistake:
