@@ -126,6 +126,19 @@ class Assignment:
         """The targets whose solution calls `target`, directly or not."""
         return tuple(name for name, callees in self.calls.items() if target in callees)
 
+    @property
+    def catalog_file(self):
+        """Where its catalog of mistakes lives, as a path an instructor reads
+        (`tests_hidden/<name>/mistakes.py`, relative to the kit)."""
+        path = os.path.join(self.folder, "mistakes.py")
+        return os.path.relpath(path, self.kit_root) if self.kit_root else path
+
+    @property
+    def mistakes_docs(self):
+        """Where its catalog is written up (`grader validate --docs`): docs/mistakes.md for
+        the default assignment, docs/mistakes-<name>.md for any other."""
+        return "docs/mistakes.md" if self.name == DEFAULT else f"docs/mistakes-{self.name}.md"
+
     # -- tables --------------------------------------------------------------------------
     def cases(self):
         """The hidden suite's case table (tests_hidden/<name>/cases.py)."""

@@ -4,7 +4,7 @@ import dataclasses
 import os
 import sys
 
-from . import assignment, paths
+from . import assignment
 
 
 class _Parser(argparse.ArgumentParser):

@@ -453,7 +453,7 @@ def test_an_earlier_module_handed_in_as_a_notebook_is_converted_and_imported(tmp
     assert facts["double"] == 63 and facts["first_file"] == "first.py"
     assert facts["marker_seen"] is False
     # not declared: the notebook stays where it was, and nothing is guessed
-    alone = intake.stage(str(repo), str(tmp_path / "alone"), "alice", module="second")
+    intake.stage(str(repo), str(tmp_path / "alone"), "alice", module="second")
     assert sorted(os.listdir(tmp_path / "alone")) == ["second.py"]
     # a first.py beside the notebook is the student's module, as it is without a notebook
     (repo / "first.py").write_text("def double(x):\n    return x * 5\n")

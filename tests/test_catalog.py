@@ -216,10 +216,13 @@ def test_the_machinery_names_no_assignment():
     assert found == []
 
 
-def test_the_old_module_names_read_the_default_assignments_catalog():
-    """During the transition (grader/report/html.py, grader/grade/outcome.py)."""
-    from grader.catalog.mistakes import MISTAKES, by_id
-    assert [m.id for m in MISTAKES] == [m.id for m in CATALOG.mistakes]
-    assert by_id("softmax-fill-small@-20").id == "softmax-fill-small@-20"
+def test_a_catalog_is_passed_in_never_imported():
+    """The one-catalog module names (MISTAKES, by_id, ...) are gone: code that wants a
+    catalog takes the assignment's (Catalog.of), so no default one can stand in for it."""
+    for name in ("MISTAKES", "CALLS", "EXPERIMENTS", "by_id", "callers", "suspects_for"):
+        with pytest.raises(ImportError):
+            exec(f"from grader.catalog.mistakes import {name}", {})
+        with pytest.raises(ImportError):
+            exec(f"from grader.catalog import {name}", {})
     with pytest.raises(ImportError):
         from grader.catalog.mistakes import PART_TARGETS  # noqa: F401 - the declaration's now

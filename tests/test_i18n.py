@@ -238,7 +238,8 @@ MISTAKE_FILES = {"many": ("gpu-arange-no-device", "softmax-neg-inf", "dot-no-sca
 
 
 def _mistake_file(folder, name, ids):
-    from grader.catalog.mistakes import MISTAKES
+    from grader.catalog import Catalog
+    MISTAKES = Catalog.of(assignment.load("attention")).mistakes
     with open(os.path.join(KIT, "solutions", "attention.py"), encoding="utf-8") as handle:
         source = handle.read()
     for mistake in ids:
@@ -586,8 +587,9 @@ def _selfcheck_failures(output):
 def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
     """The folder of `grader release --lang zh`, with plain `pytest` (no --lang): the
     skeleton and catalog mistakes in every part fail in Chinese, with no English prose."""
-    from grader.catalog.mistakes import MISTAKES
+    from grader.catalog import Catalog
     from grader.release import student_folder
+    MISTAKES = Catalog.of(assignment.load("attention")).mistakes
     API_NAMES = assignment.load("attention").api
     solution = os.path.join(KIT, "solutions", "attention.py")
     files = student_folder(solution, API_NAMES, "zh")

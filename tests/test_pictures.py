@@ -411,7 +411,9 @@ def test_the_class_page_is_titled_with_the_assignments_title():
 
 
 def test_report_opens_with_the_class_table_and_explains_each_diagnosis():
-    from grader.catalog.mistakes import MISTAKES
+    from grader import assignment
+    from grader.catalog import Catalog
+    MISTAKES = Catalog.of(assignment.load("attention")).mistakes
     text = pages.report_html(_class_rows(), charts=False)
     check_page(text, 4 * pages.PAGE_BYTES)
     # the class first, then the charts and the per-case table
@@ -429,6 +431,8 @@ def test_report_opens_with_the_class_table_and_explains_each_diagnosis():
     # a catalog id links to its entry on this page, which says what the mistake is
     assert '<a href="#mistake-mha-repeat"><code>mha-repeat</code></a>' in table
     assert "<code>not-in-the-catalog</code>" in table and "#mistake-not-in" not in text
+    assert ("From the catalog (tests_hidden/attention/mistakes.py; docs/mistakes.md has every "
+            "mistake with its scores)") in text
     said = {m.id: m.en for m in MISTAKES}["mha-repeat"]
     assert re.search(r'<dt id="mistake-mha-repeat"><code>mha-repeat</code> \(MultiHeadAttention'
                      r'\)</dt><dd>' + re.escape(html.escape(said)) + "</dd>", text)
@@ -447,6 +451,8 @@ def test_the_class_page_explains_the_diagnoses_from_its_own_assignments_catalog(
     assert re.search(r'<dt id="mistake-pos-sin-cos-swapped"><code>pos-sin-cos-swapped</code> '
                      r'\(PositionalEncoding\)</dt><dd>', text)
     assert "<code>mha-repeat</code>" in text and "#mistake-mha-repeat" not in text
+    assert ("From the catalog (tests_hidden/transformer/mistakes.py; docs/mistakes-transformer.md "
+            "has every mistake with its scores)") in text
 
 
 def _drawn(monkeypatch):

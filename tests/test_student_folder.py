@@ -423,7 +423,9 @@ sys.dont_write_bytecode = True
 base, kit, folder_src, solution = sys.argv[1:5]
 sys.path.insert(0, kit)
 import pytest
-from grader.catalog.mistakes import MISTAKES
+from grader import assignment
+from grader.catalog import Catalog
+MISTAKES = Catalog.of(assignment.load("attention")).mistakes
 source = open(solution, encoding="utf-8").read()
 results = {}
 for mistake in MISTAKES:

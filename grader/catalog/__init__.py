@@ -10,14 +10,6 @@ those whose results equal the submission's; `carry.py` judges a caller's cases o
 callee's named mistake. `grader validate` grades every entry and checks that it loses points
 in its part and is diagnosed as itself.
 """
-from .mistakes import Catalog, CatalogError, Mistake, base_id, default, members, output_tensor
+from .mistakes import Catalog, CatalogError, Mistake, base_id, members, output_tensor
 
-__all__ = ["Catalog", "CatalogError", "Mistake", "base_id", "default", "members",
-           "output_tensor"]
-
-
-def __getattr__(name):
-    """The old module-level names (MISTAKES, CALLS, EXPERIMENTS, by_id, callers,
-    suspects_for), read from the default assignment's catalog during the transition."""
-    from . import mistakes
-    return getattr(mistakes, name)
+__all__ = ["Catalog", "CatalogError", "Mistake", "base_id", "members", "output_tensor"]

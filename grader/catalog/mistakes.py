@@ -9,7 +9,6 @@ per session, whose lookup tables (ids, instances of class mistakes, combinations
 own.
 """
 import dataclasses
-import functools
 
 
 class CatalogError(ValueError):
@@ -209,26 +208,3 @@ class Catalog:
         """The experiment shown with a part's observation: its first target's; none for a
         device part (its cases are its targets' own, on another device)."""
         return "" if self.is_device(part) else self.experiment(self.targets_of(part)[0], lang)
-
-
-@functools.lru_cache(maxsize=1)
-def default():
-    """The default assignment's catalog (grader/assignment.py `load()`), behind the old
-    module-level names below only: diagnose, carry, build and validate take a Catalog."""
-    from .. import assignment
-    return Catalog.of(assignment.load())
-
-
-# the names this module had when it held the one catalog, read from the default assignment's
-# during the transition (grader/report/html.py, tools/golden.py, some tests);
-# new code takes a Catalog
-_LEGACY = {"MISTAKES": lambda c: list(c.mistakes), "CALLS": lambda c: dict(c.calls),
-           "EXPERIMENTS": lambda c: dict(c.experiments), "by_id": lambda c: c.by_id,
-           "combined": lambda c: c.combined, "instance": lambda c: c.instance,
-           "callers": lambda c: c.callers, "suspects_for": lambda c: c.suspects_for}
-
-
-def __getattr__(name):
-    if name in _LEGACY:
-        return _LEGACY[name](default())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

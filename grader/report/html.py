@@ -682,15 +682,16 @@ def _mistake_link(mistake, known):
     return f'<a href="#{_anchor(mistake)}">{code}</a>' if mistake in known else code
 
 
-def _glossary(diagnoses, known):
-    """The diagnosed mistakes of the class, each with what the catalog says it is."""
+def _glossary(diagnoses, known, declared):
+    """The diagnosed mistakes of the class, each with what the catalog says it is (the
+    assignment's catalog, `declared`'s)."""
     listed = [m for m in sorted(diagnoses) if m in known]
     if not listed:
         return []
     lines = ["<h2>" + _("The diagnosed mistakes") + "</h2><p class=\"small\">"
              + _("From the catalog ({source}; {docs} has every mistake with its scores). Each "
                  "reads: the result is exactly what you get if ...").format(
-                     source="grader/catalog/mistakes.py", docs="docs/mistakes.md")
+                     source=esc(declared.catalog_file, 300), docs=esc(declared.mistakes_docs, 300))
              + "</p><dl>"]
     for mistake in listed:
         entry = known[mistake]
@@ -789,7 +790,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
         body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
                  f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
         body.append("</ul>")
-    body += _glossary(diagnoses, known)
+    body += _glossary(diagnoses, known, declared)
     body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     page = _page(title, "\n".join(b for b in body if b), sortable=True)
     if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:

@@ -159,11 +159,8 @@ def print_table(rows, stream=None):
 
 
 def docs_path(assignment):
-    """Where an assignment's catalog is written up: docs/mistakes.md for the default
-    assignment, docs/mistakes-<name>.md for any other."""
-    from .. import assignment as declared
-    return ("docs/mistakes.md" if assignment.name == declared.DEFAULT
-            else f"docs/mistakes-{assignment.name}.md")
+    """Where an assignment's catalog is written up (Assignment.mistakes_docs)."""
+    return assignment.mistakes_docs
 
 
 def _wrap(words, width=85):
