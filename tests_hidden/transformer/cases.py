@@ -38,7 +38,6 @@ import torch
 from grader.assignment import load_folder
 from grader.i18n import N_  # `about` and names are translated where shown
 from grader.suite.case import Inputs, case_class, device_cases, lens
-from grader.suite.table import Table
 
 ASSIGNMENT = load_folder(os.path.dirname(os.path.abspath(__file__)))  # assignment.toml here
 Case = case_class(ASSIGNMENT)
@@ -196,12 +195,3 @@ def block_cases():
 CASES = [*positional_cases(), *ffn_cases(), *addnorm_cases(), *block_cases(),
          # the GPU part: each of its targets' cases again on CUDA, or under the device guard
          *device_cases(ASSIGNMENT, points=3, case=Case)]
-
-# for readers of the table alone: the declaration's
-PARTS = ASSIGNMENT.part_names
-TOTAL_POINTS = ASSIGNMENT.total_points
-
-
-def max_points():
-    """Points per part on any machine (grader/suite/table.py)."""
-    return Table(ASSIGNMENT, CASES).max_points()
