@@ -455,6 +455,13 @@ def test_an_earlier_module_handed_in_as_a_notebook_is_converted_and_imported(tmp
     # not declared: the notebook stays where it was, and nothing is guessed
     intake.stage(str(repo), str(tmp_path / "alone"), "alice", module="second")
     assert sorted(os.listdir(tmp_path / "alone")) == ["second.py"]
+    # a first.ipynb elsewhere in the upload is not beside the work: not converted
+    (repo / "old").mkdir()
+    (repo / "first.ipynb").rename(repo / "old" / "first.ipynb")
+    elsewhere = intake.stage(str(repo), str(tmp_path / "elsewhere"), "alice", module="second",
+                             earlier=("first",))
+    assert sorted(os.listdir(tmp_path / "elsewhere")) == ["second.py"]
+    (repo / "old" / "first.ipynb").rename(repo / "first.ipynb")
     # a first.py beside the notebook is the student's module, as it is without a notebook
     (repo / "first.py").write_text("def double(x):\n    return x * 5\n")
     both = intake.stage(str(repo), str(tmp_path / "both"), "alice", module="second",

@@ -761,6 +761,7 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
         "wangli_10000_90000_transformer.py", "wangli_10000_90001_attention.py",
         "wangli_10000_90004_Attention-1.py",              # the newer upload of it
         "wangli_10000_90005_attention.txt",               # not code: no companion
+        "wangli_10000_90003_attention",                   # nor is a file without a suffix
         "zhaomin_10002_90002_transformer.ipynb",
         "liuyang_10001_90003_attention.ipynb",             # no transformer at all
         "mallory_10005_90005__10000_90006_attention.py"])  # claims wangli's id
@@ -773,6 +774,8 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
     assert rows["wangli_10000"].notes == [
         "wangli_10000_90005_attention.txt was not graded: wangli_10000_90000_transformer.py is "
         "this student's latest or main file",
+        "wangli_10000_90003_attention was not graded: wangli_10000_90000_transformer.py is "
+        "this student's latest or main file",
         "wangli_10000_90001_attention.py was not graded: wangli_10000_90000_transformer.py is "
         "this student's latest or main file",
         "wangli_10000_90004_Attention-1.py is used as this student's attention.py, the module "
@@ -784,7 +787,7 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
     # without `earlier` (provide = "given", or no builds_on): one file, the others noted
     plain = {s.name: s for s in layouts.resolve([str(canvas)], module="transformer").submissions}
     assert plain["wangli_10000"].companions == ()
-    assert len(plain["wangli_10000"].notes) == 3
+    assert len(plain["wangli_10000"].notes) == 4
 
 
 def test_moodle_files_without_folders_carry_the_earlier_module_too(tmp_path):
@@ -799,3 +802,15 @@ def test_moodle_files_without_folders_carry_the_earlier_module_too(tmp_path):
     assert os.path.basename(rows["Fang Wu_10006"].path) == \
         "Fang Wu_10006_assignsubmission_file_transformer.py"
     assert rows["Li Lei_10007"].companions == ()
+
+
+def test_a_work_named_like_the_earlier_module_stays_the_work(tmp_path):
+    """A course's `attention2` builds on `attention`: attention2.py also reads as a re-upload
+    of attention.py (`-2`, `2`), but what is named as the work is the work."""
+    canvas = _class(tmp_path / "canvas", ["wangli_10000_90000_attention2.py",
+                                          "wangli_10000_90001_attention.py"])
+    [sub] = layouts.resolve([str(canvas)], "canvas", module="attention2",
+                            earlier=("attention",)).submissions
+    assert os.path.basename(sub.path) == "wangli_10000_90000_attention2.py"
+    assert [(m, os.path.basename(p)) for m, p in sub.companions] == [
+        ("attention", "wangli_10000_90001_attention.py")]

@@ -508,3 +508,23 @@ def test_stage_copies_the_earlier_module_from_beside_else_from_the_earlier_submi
     course.stage(entry, "transformer", str(tmp_path / "d"), [("attention", str(earlier))])
     assert sorted(os.listdir(tmp_path / "d")) == ["attention.ipynb", "mine.ipynb"]
     assert (tmp_path / "d" / "attention.ipynb").read_text() == "[2]"
+    # ... and an earlier notebook that cannot be read is said once, as the earlier module
+    (work / "attention.ipynb").unlink()
+    (work / "attention.ipynb").symlink_to(earlier / "attention.ipynb")
+    assert course.stage(entry, "transformer", str(tmp_path / "e"),
+                        [("attention", str(earlier))]) == [
+        "transformer.ipynb was not found in the submission (it holds: attention.ipynb, mine.ipynb)",
+        "attention.ipynb is not a regular file of at most 20 MB; it was not used"]
+    # an earlier submission folder that is a link (to a classmate's) is never followed
+    (work / "attention.ipynb").unlink()
+    other = tmp_path / "submitted" / "ben" / "week1"
+    other.mkdir(parents=True)
+    (other / "attention.ipynb").write_text("[3]")
+    earlier.rename(tmp_path / "moved")
+    earlier.symlink_to(other)
+    assert course.stage(entry, "transformer", str(tmp_path / "f"),
+                        [("attention", str(earlier))]) == [
+        "transformer.ipynb was not found in the submission (it holds: mine.ipynb)",
+        "attention.py, your module of the earlier assignment, was found neither beside this "
+        "notebook nor in your submission of the earlier assignment (week1)"]
+    assert sorted(os.listdir(tmp_path / "f")) == ["mine.ipynb"]

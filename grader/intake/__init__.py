@@ -307,12 +307,9 @@ def _convert_earlier(root, entries, chosen, dest, notes, deadline, earlier, modu
     for name in earlier:
         source, notebook = file_names(name)
         entry = beside.get(notebook)
-        if (entry is None or source in beside or source == module_file
-                or os.path.exists(os.path.join(dest, source))):
-            continue
+        if entry is None or source == module_file or os.path.exists(os.path.join(dest, source)):
+            continue   # none, or the student's own <earlier>.py came with the helpers
         try:
-            if entry.kind:
-                raise IntakeError(refusal(entry.shown, entry.kind))
             limit, what = _limit(entry.name)
             data = read_entry(root, entry, limit, entry.shown, deadline, what)
             text, converted = notebook_to_module(data, entry.shown, source)

@@ -859,13 +859,9 @@ def _earlier_module(file_name, module, earlier):
     """The earlier module of `earlier` that a student's uploaded file is named as
     (`attention.py`, `Attention-1.ipynb`), or None (also for one named as the work)."""
     stem, ext = _stem(file_name)
-    if ext not in GRADEABLE:
+    if ext not in GRADEABLE or like(module).match(stem):  # like(): re-upload suffixes too
         return None
-    again = RESUBMISSION.match(stem)
-    names = {stem, again["base"]} if again else {stem}
-    if any(like(module).match(n) for n in names):
-        return None
-    return next((e for e in earlier if any(like(e).match(n) for n in names)), None)
+    return next((e for e in earlier if like(e).match(stem)), None)
 
 
 def _companions(group, module, earlier):
