@@ -658,3 +658,21 @@ def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_
         "Python, so second.py could not be imported and nothing in it could be graded.")
     assert said["second"].startswith("second.py is not valid Python, so nothing in it could "
                                      "be graded.")
+
+
+def test_nbgrader_earlier_names_come_from_the_declaration_and_are_checked(tmp_path):
+    """`grader nbgrader --earlier KIT=COURSE`: only an earlier assignment whose module the
+    student provides can be named, and the course's name is a folder name, nothing more."""
+    from grader.nbgrader_bridge.command import _earlier
+    student = assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))
+    assert _earlier(student, []) == [("first", "first")]
+    assert _earlier(student, ["first=week-1"]) == [("first", "week-1")]
+    for bad in ("first=", "first=..", "first=.", "first=../alice", "first=a/b", "first",
+                "second=x", "=x", "first=a\x00b", "first=a\nb"):
+        with pytest.raises(ValueError, match="expected KIT=COURSE, KIT one of the earlier "
+                                             r"assignments whose module students provide \(first\)"):
+            _earlier(student, [bad])
+    given = assignments.load("second", kit_root=_kit(tmp_path / "g", "given"))
+    assert _earlier(given, []) == []
+    with pytest.raises(ValueError, match=r"\(none\)"):
+        _earlier(given, ["first=x"])

@@ -196,7 +196,8 @@ def _earlier(declared, given):
     named = {}
     for pair in given:
         kit, _, name = pair.partition("=")
-        if kit not in provided or not name or name in (".", "..") or "/" in name:
+        if (kit not in provided or not name or name in (".", "..") or "/" in name
+                or not name.isprintable()):
             raise ValueError(f"--earlier {pair}: expected KIT=COURSE, KIT one of the earlier "
                              f"assignments whose module students provide "
                              f"({', '.join(sorted(provided)) or 'none'}) and COURSE the "
