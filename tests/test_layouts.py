@@ -814,3 +814,24 @@ def test_a_work_named_like_the_earlier_module_stays_the_work(tmp_path):
     assert os.path.basename(sub.path) == "wangli_10000_90000_attention2.py"
     assert [(m, os.path.basename(p)) for m, p in sub.companions] == [
         ("attention", "wangli_10000_90001_attention.py")]
+
+
+def test_what_a_student_is_told_of_their_files_is_in_their_language(tmp_path):
+    """The notes that reach a student's feedback (which file was graded, which one is their
+    earlier module) in a `--lang zh` run are Chinese."""
+    from grader import i18n
+    canvas = _class(tmp_path / "canvas", ["wangli_10000_90000_transformer.py",
+                                          "wangli_10000_90001_attention.py",
+                                          "wangli_10000_90002_notes.py"])
+    before = i18n.language()
+    try:
+        i18n.set_language("zh")
+        [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+                                earlier=("attention",)).submissions
+    finally:
+        i18n.set_language(before)
+    assert sub.notes == [
+        "wangli_10000_90002_notes.py 没有评分：wangli_10000_90000_transformer.py 才是该学生最新的"
+        "或主要的文件",
+        "wangli_10000_90001_attention.py 被用作该学生的 attention.py，即本次作业所导入的前一次"
+        "作业的模块"]

@@ -103,6 +103,7 @@ import stat
 import tempfile
 import unicodedata
 
+from ..i18n import _
 from ..textsafety import safe_text
 from . import times
 from .errors import IntakeError
@@ -1208,11 +1209,13 @@ class _Resolver:
             best = group[0]
             notes = []
             for other in group[1:] + unused:
-                notes.append(f"{_shown(other.label)} was not graded: {_shown(best.label)} "
-                             f"is this student's latest or main file")
+                notes.append(_("{file} was not graded: {chosen} is this student's latest or "
+                               "main file").format(file=_shown(other.label),
+                                                   chosen=_shown(best.label)))
             for which, found in companions:
-                notes.append(f"{_shown(found.label)} is used as this student's {which}.py, "
-                             f"the module of the earlier assignment that the work imports")
+                notes.append(_("{file} is used as this student's {module}, the module of the "
+                               "earlier assignment that the work imports").format(
+                                   file=_shown(found.label), module=file_names(which)[0]))
             if best.layout == "plain":
                 name = next(plain_names)
                 sub = Submission(best.path, name, student_id(name) if student_id(name) == name else "",

@@ -13,6 +13,7 @@ import os
 import secrets
 import stat
 
+from ..i18n import _
 from ..intake.notebook import MAX_NOTEBOOK_BYTES
 
 
@@ -125,12 +126,13 @@ def stage(entry, notebook, dest, earlier=()):
                  and n not in theirs]
     chosen = [wanted] if wanted in notebooks else notebooks
     notes = [] if wanted in notebooks else [
-        f"{wanted} was not found in the submission (it holds: {', '.join(names[:10]) or 'nothing'})"]
+        _("{notebook} was not found in the submission (it holds: {names})").format(
+            notebook=wanted, names=", ".join(names[:10]) or _("nothing"))]
     for name in chosen:
         data = read_regular(os.path.join(entry.folder, name), MAX_NOTEBOOK_BYTES)
         if data is None:
-            notes.append(f"{name} is not a regular file of at most "
-                         f"{MAX_NOTEBOOK_BYTES // 2**20} MB; it was not graded")
+            notes.append(_("{file} is not a regular file of at most {size} MB; it was not "
+                           "graded").format(file=name, size=MAX_NOTEBOOK_BYTES // 2**20))
             continue
         with open(os.path.join(dest, name), "wb") as handle:
             handle.write(data)
@@ -157,16 +159,17 @@ def _stage_earlier(entry, module, folder, names, dest):
                 continue
             data = read_regular(os.path.join(where, name), MAX_NOTEBOOK_BYTES)
             if data is None:
-                return [f"{name} is not a regular file of at most "
-                        f"{MAX_NOTEBOOK_BYTES // 2**20} MB; it was not used"]
+                return [_("{file} is not a regular file of at most {size} MB; it was not "
+                          "used").format(file=name, size=MAX_NOTEBOOK_BYTES // 2**20)]
             with open(os.path.join(dest, name), "wb") as handle:
                 handle.write(data)
             return [] if other is None else [
-                f"{name} was taken from your submission of the earlier assignment "
-                f"({os.path.basename(other)}), because it was not handed in with this one"]
-    return [f"{module}.py, your module of the earlier assignment, was found neither beside "
-            f"this notebook nor in your submission of the earlier assignment "
-            f"({os.path.basename(folder)})"]
+                _("{file} was taken from your submission of the earlier assignment "
+                  "({assignment}), because it was not handed in with this one").format(
+                      file=name, assignment=os.path.basename(other))]
+    return [_("{file}, your module of the earlier assignment, was found neither beside this "
+              "notebook nor in your submission of the earlier assignment ({assignment})").format(
+                  file=f"{module}.py", assignment=os.path.basename(folder))]
 
 
 
