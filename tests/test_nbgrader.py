@@ -528,3 +528,23 @@ def test_stage_copies_the_earlier_module_from_beside_else_from_the_earlier_submi
         "attention.py, your module of the earlier assignment, was found neither beside this "
         "notebook nor in your submission of the earlier assignment (week1)"]
     assert sorted(os.listdir(tmp_path / "f")) == ["mine.ipynb"]
+
+
+def test_the_notes_before_a_students_nbgrader_feedback_are_in_their_language(tmp_path):
+    from grader import i18n
+    from grader.nbgrader_bridge import course, feedback
+    work = tmp_path / "submitted" / "ann" / "week2"
+    work.mkdir(parents=True)
+    (work / "mine.ipynb").write_text("{}")
+    before = i18n.language()
+    try:
+        i18n.set_language("zh")
+        notes = course.stage(course.Submitted("ann", str(work)), "transformer",
+                             str(tmp_path / "staged"), [("attention", str(tmp_path / "none"))])
+        feedback.write(str(tmp_path / "no-results"), str(tmp_path / "out"), "transformer", notes)
+    finally:
+        i18n.set_language(before)
+    assert (tmp_path / "out" / "feedback.txt").read_text(encoding="utf-8") == (
+        "注意：提交中没有找到 transformer.ipynb（其中有：mine.ipynb）\n"
+        "注意：你前一次作业的模块 attention.py 既不在这个笔记本旁边，也不在你对前一次作业（none）的提交中\n"
+        "\n评分程序没有为这份提交写出反馈。\n")

@@ -17,6 +17,7 @@ import html
 import os
 import shutil
 
+from ..i18n import _
 from ..report import files
 
 
@@ -33,9 +34,9 @@ def write(results_folder, target, notebook, notes=(), title="Feedback"):
         with open(os.path.join(results_folder, "feedback.txt"), encoding="utf-8") as handle:
             text = handle.read()
     except OSError:
-        text = "The grader wrote no feedback for this submission.\n"
+        text = _("The grader wrote no feedback for this submission.") + "\n"
     if notes:
-        text = "".join(f"Note: {n}\n" for n in notes) + "\n" + text
+        text = "".join(_("Note: {note}").format(note=n) + "\n" for n in notes) + "\n" + text
     files.write_text(os.path.join(target, "feedback.txt"), text, files.FEEDBACK_BYTES)
     rich = os.path.join(results_folder, "feedback.html")
     if os.path.isfile(rich):
