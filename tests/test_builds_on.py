@@ -562,6 +562,11 @@ def test_an_earlier_module_uploaded_on_its_own_is_staged_beside_the_work(tmp_pat
                           earlier=("first",), companions=(("first", str(own)),))
     assert staged.error is None and sorted(os.listdir(tmp_path / "a")) == ["first.py", "second.py"]
     assert (tmp_path / "a" / "first.py").read_text(encoding="utf-8") == "# 注意力\n" + STUDENT_FIRST
+    assert staged.notes == [
+        "u_1_8_first.py is not UTF-8; the grader read it as GB18030 (the encoding of Chinese "
+        "Windows editors). Save as UTF-8 to be sure.",
+        "u_1_8_first.py was used as your first.py, the module of the earlier assignment that "
+        "second.py imports."]
     files, reply, facts, err = _run(LEVELS[0], _kit(tmp_path / "kit", "student"), staged.file)
     assert reply["ok"] is True and facts["double"] == 63, (reply, err)
     notebook = tmp_path / "u_1_7_first.ipynb"
@@ -586,6 +591,59 @@ def test_an_earlier_module_uploaded_on_its_own_is_staged_beside_the_work(tmp_pat
     staged = intake.stage(str(folder), str(tmp_path / "d"), "u", module="second",
                           companions=(("first", str(own)),))
     assert (tmp_path / "d" / "first.py").read_text() == "def double(x):\n    return x * 5\n"
+    assert staged.notes == ["u_1_8_first.py was not used as your first.py: the work was handed "
+                            "in with its own first.py, which was used."]
+
+
+@pytest.mark.parametrize("broken, reason", [
+    ("[" * 100000 + "]" * 100000, "RecursionError"),                      # deep JSON
+    ('{"cells": [' + "1" * 10000 + "]}", "ValueError: Exceeds the limit")])  # a huge number
+def test_an_earlier_notebook_that_breaks_the_reader_costs_only_itself(tmp_path, broken, reason):
+    """What reading a notebook may raise besides the grader's own refusals (Python's JSON
+    parser on deep nesting or a 10000-digit number) is the earlier notebook's note, beside
+    a folder's work and uploaded apart alike; the work is staged either way."""
+    from grader import intake
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "second.py").write_text(SECOND_SOLUTION)
+    (folder / "first.ipynb").write_text(broken)
+    beside = intake.stage(str(folder), str(tmp_path / "a"), "u", module="second",
+                          earlier=("first",))
+    apart = intake.stage(str(folder / "second.py"), str(tmp_path / "b"), "u", module="second",
+                         companions=(("first", str(folder / "first.ipynb")),))
+    for staged in (beside, apart):
+        assert staged.error is None and os.path.basename(staged.file) == "second.py"
+        assert staged.notes[-1].startswith(
+            "first.ipynb, your work of the earlier assignment that second.py imports, could "
+            f"not be converted to first.py: {reason}"), staged.notes
+    assert sorted(os.listdir(tmp_path / "a")) == sorted(os.listdir(tmp_path / "b")) == ["second.py"]
+
+
+def test_an_earlier_module_handed_in_as_asked_is_never_taken_for_the_work(tmp_path):
+    """The work renamed (hw.py, hw.ipynb) with attention's module beside it as asked: the
+    renamed file is the work, the earlier module is staged as itself; the earlier module
+    alone is no work at all (without `earlier`, as before, the only file is the work)."""
+    from grader import intake
+    for work, mine in (("hw.py", SECOND_SOLUTION), ("hw.ipynb", None)):
+        folder = tmp_path / work
+        folder.mkdir()
+        if mine is None:
+            _notebook(folder / work, SECOND_SOLUTION)
+        else:
+            (folder / work).write_text(mine)
+        (folder / "first.py").write_text(STUDENT_FIRST)
+        staged = intake.stage(str(folder), str(tmp_path / f"s-{work}"), "u", module="second",
+                              earlier=("first",))
+        assert staged.error is None, staged.error
+        assert "def quadruple" in (tmp_path / f"s-{work}" / "second.py").read_text()
+        assert (tmp_path / f"s-{work}" / "first.py").read_text() == STUDENT_FIRST
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "first.py").write_text(STUDENT_FIRST)
+    staged = intake.stage(str(alone), str(tmp_path / "s-alone"), "u", module="second",
+                          earlier=("first",))
+    assert staged.file is None and staged.error.startswith("alone has no second.py")
+    assert intake.stage(str(alone), str(tmp_path / "s-old"), "u", module="second").error is None
 
 
 def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp_path):
@@ -617,12 +675,13 @@ def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp
                           cwd=kit, env=dict(os.environ, PYTHONPATH=str(kit)),
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert ("wangli_10000: wangli_10000_90001_attention.py is used as this student's "
-            "attention.py") in done.stdout
     with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {row["submission"]: row for row in csv.DictReader(handle)}
     assert {n: (r["student_id"], float(r["total"])) for n, r in rows.items()} == {
         "wangli_10000": ("10000", 100.0), "zhaomin_10002": ("10002", 0.0)}
+    assert ("wangli_10000_90001_attention.py was used as your attention.py, the module of the "
+            "earlier assignment that transformer.py imports.") in \
+        (out / "wangli_10000" / "feedback.txt").read_text(encoding="utf-8")
     told = (out / "zhaomin_10002" / "feedback.txt").read_text(encoding="utf-8")
     assert ("it imports `attention`, the module of an earlier assignment this one builds on, "
             "and no attention.py was handed in with it") in told

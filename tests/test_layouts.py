@@ -777,9 +777,7 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
         "wangli_10000_90003_attention was not graded: wangli_10000_90000_transformer.py is "
         "this student's latest or main file",
         "wangli_10000_90001_attention.py was not graded: wangli_10000_90000_transformer.py is "
-        "this student's latest or main file",
-        "wangli_10000_90004_Attention-1.py is used as this student's attention.py, the module "
-        "of the earlier assignment that the work imports"]
+        "this student's latest or main file"]   # intake says whether the companion was used
     assert rows["zhaomin_10002"].companions == ()
     assert os.path.basename(rows["liuyang_10001"].path) == "liuyang_10001_90003_attention.ipynb"
     assert rows["liuyang_10001"].companions == ()
@@ -832,6 +830,31 @@ def test_what_a_student_is_told_of_their_files_is_in_their_language(tmp_path):
         i18n.set_language(before)
     assert sub.notes == [
         "wangli_10000_90002_notes.py 没有评分：wangli_10000_90000_transformer.py 才是该学生最新的"
-        "或主要的文件",
-        "wangli_10000_90001_attention.py 被用作该学生的 attention.py，即本次作业所导入的前一次"
-        "作业的模块"]
+        "或主要的文件"]
+
+
+def test_a_long_run_of_digits_in_an_upload_name_is_read_in_one_pass(tmp_path):
+    """`attention` + 60 digits + `x`: read as a re-upload suffix, a digit run once split
+    two ways each had 2^60 ways to fail (25 digits took 4 s); it is now no companion and
+    no work name, at once (a regression hangs until pytest-timeout)."""
+    canvas = _class(tmp_path / "canvas", ["wangli_10000_90000_transformer.py",
+                                          "wangli_10000_90001_attention" + "1" * 60 + "x.py",
+                                          "wangli_10000_90002_transformer" + "2" * 60 + "x.py"])
+    [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+                            earlier=("attention",)).submissions
+    assert os.path.basename(sub.path) == "wangli_10000_90000_transformer.py"
+    assert sub.companions == ()
+    from grader.intake.naming import like
+    assert like("attention").match("attention" + "1" * 5000 + "-2 (3)_v4 final copy")
+    assert not like("attention").match("attention" + "1" * 5000 + "x")
+
+
+def test_a_zip_named_as_the_earlier_module_is_the_work_not_its_companion(tmp_path):
+    """Intake stages an earlier module from a .py or a notebook only, so an upload
+    `attention.zip` (which may hold everything) stays a candidate for the work."""
+    canvas = _class(tmp_path / "canvas", ["bobli_10001_90002_attention.zip",
+                                          "bobli_10001_90003_README.md"])
+    [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+                            earlier=("attention",)).submissions
+    assert os.path.basename(sub.path) == "bobli_10001_90002_attention.zip"
+    assert sub.companions == ()

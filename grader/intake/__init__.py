@@ -109,13 +109,16 @@ def _listing(entries):
     return ", ".join(one(e) for e in entries[:10]) or _("nothing")
 
 
-def locate(entries, label, module=None):
+def locate(entries, label, module=None, earlier=()):
     """The entry (from safeio.walk) that holds the student's code (`<module>.py`, then
     `<module>.ipynb`, then either with an LMS's resubmission suffix, then the only code
     file); it may be a link or another non-regular file, which the caller then refuses
-    with its reason."""
+    with its reason. A file named as an earlier module of `earlier` (`<earlier>.py` or
+    `.ipynb`, handed in beside the work as asked) is never the work."""
     module = module_name(module)
     source, notebook = file_names(module)
+    theirs = {name for e in earlier for name in file_names(e)}
+    entries = [e for e in entries if e.name not in theirs]
     suffixed = like(module)
     def pick(test):
         matches = [e for e in entries if test(e.name)]
@@ -222,7 +225,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
                 entries, notes = walk(root, label, deadline, _skip_dir)
                 staged.notes += notes
                 try:
-                    chosen = locate(entries, label, module)
+                    chosen = locate(entries, label, module, earlier)
                 except NothingFound:
                     inner = _only_zip(entries) if is_folder else None
                     if inner is None:
@@ -240,7 +243,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
                     opened.append(root)
                     entries, notes = walk(root, inner.shown, deadline, _skip_dir)
                     staged.notes += notes
-                    chosen = locate(entries, inner.shown, module)
+                    chosen = locate(entries, inner.shown, module, earlier)
                 if not chosen.name.lower().endswith((".py", ".ipynb")):
                     raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
                                         "folder.").format(label=label))
@@ -309,63 +312,78 @@ def _convert_earlier(root, entries, chosen, dest, notes, deadline, earlier, modu
         entry = beside.get(notebook)
         if entry is None or source == module_file or os.path.exists(os.path.join(dest, source)):
             continue   # none, or the student's own <earlier>.py came with the helpers
-        try:
-            limit, what = _limit(entry.name)
-            data = read_entry(root, entry, limit, entry.shown, deadline, what)
-            text, converted = notebook_to_module(data, entry.shown, source)
-        except IntakeTimeout:
-            raise
-        except IntakeError as error:
-            _earlier_failed(notes, entry.shown, module_file, source, error)
-            continue
-        notes += converted
-        with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
-            handle.write(text)
+        limit, what = _limit(entry.name)
+        _write_earlier(lambda: read_entry(root, entry, limit, entry.shown, deadline, what),
+                       entry.shown, True, source, dest, notes, module_file)
 
 
-def _earlier_failed(notes, shown_name, module_file, source, error):
+# what converting a student's file may raise besides IntakeError (deep or huge JSON, a
+# number past int's digit limit, an odd encoding): the earlier module's failure, said
+_UNCONVERTIBLE = (OSError, ValueError, UnicodeError, RecursionError, MemoryError, LookupError)
+
+
+def _write_earlier(read, label, notebook, source, dest, notes, module_file):
+    """The one way an earlier module is staged (beside the work, or uploaded apart):
+    `read()` gives its bytes, bounded; a notebook is converted, a .py decoded, and the text
+    written as `source` in `dest`. What fails is said in a note and never stops the work's
+    grading (the import of it then fails with its own explanation). True when written."""
+    try:
+        data = read()
+        text, converted = (notebook_to_module(data, label, source) if notebook
+                           else decode_source(data, label))
+    except IntakeTimeout:
+        raise
+    except IntakeError as error:
+        _earlier_failed(notes, label, module_file, source, str(error))
+        return False
+    except _UNCONVERTIBLE as error:
+        _earlier_failed(notes, label, module_file, source,
+                        f"{type(error).__name__}: {shown(str(error), 300)}")
+        return False
+    notes += converted
+    with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return True
+
+
+def _earlier_failed(notes, shown_name, module_file, source, reason):
     notes.append(_("{notebook}, your work of the earlier assignment that {module} "
                    "imports, could not be converted to {earlier}: {reason}").format(
                        notebook=shown_name, module=module_file, earlier=source,
-                       reason=str(error)))
+                       reason=reason))
 
 
 def _stage_companion(path, earlier, dest, notes, deadline, module_file):
     """The earlier module `earlier` uploaded as a file of its own (`path`: a .py or a
     notebook, never a link or a folder) becomes `<earlier>.py` in `dest`, read and converted
-    as the work is; a file there already (from the work's own folder) wins. What cannot be
-    read is said in a note, and never stops the work's grading."""
+    as the work is (_write_earlier); a file there already (from the work's own folder or
+    zip) wins, and both cases are said."""
     source = file_names(earlier)[0]
-    if source == module_file or os.path.exists(os.path.join(dest, source)):
-        return
     norm = os.path.normpath(os.fsdecode(path))
     label = shown(os.path.basename(norm))
-    notebook = norm.lower().endswith(".ipynb")
-    try:
+    if source == module_file:
+        return
+    if os.path.exists(os.path.join(dest, source)):
+        notes.append(_("{file} was not used as your {earlier}: the work was handed in with "
+                       "its own {earlier}, which was used.").format(file=label, earlier=source))
+        return
+
+    def read():
         fd, is_folder = open_submitted(norm, label)
         try:
             if is_folder or not norm.lower().endswith((".py", ".ipynb")):
                 raise IntakeError(_("{label} is not a .py file or a notebook.").format(
                     label=label))
             limit, what = _limit(norm)
-            data = read_fd(fd, limit, label, deadline, what)
+            return read_fd(fd, limit, label, deadline, what)
         finally:
             os.close(fd)
-        if notebook:
-            text, converted = notebook_to_module(data, label, source)
-        else:
-            text, converted = decode_source(data, label)
-    except IntakeTimeout:
-        raise
-    except IntakeError as error:
-        _earlier_failed(notes, label, module_file, source, error)
-        return
-    except (OSError, ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
-        _earlier_failed(notes, label, module_file, source, shown(type(error).__name__, 100))
-        return
-    notes += converted
-    with open(os.path.join(dest, source), "w", encoding="utf-8") as handle:
-        handle.write(text)
+
+    if _write_earlier(read, label, norm.lower().endswith(".ipynb"), source, dest, notes,
+                      module_file):
+        notes.append(_("{file} was used as your {earlier}, the module of the earlier "
+                       "assignment that {module} imports.").format(
+                           file=label, earlier=source, module=module_file))
 
 
 def _copy_helpers(root, entries, chosen, dest, notes, deadline, module_file):

@@ -188,7 +188,8 @@ def _base(path):
 
 
 def _shown(name):
-    return safe_text(name, 120)
+    """A name for one line of a note (a file name may hold a newline)."""
+    return " ".join(safe_text(name, 120).split())
 
 
 def _lstat(path):
@@ -860,9 +861,12 @@ def _earlier_module(file_name, module, earlier):
     """The earlier module of `earlier` that a student's uploaded file is named as
     (`attention.py`, `Attention-1.ipynb`), or None (also for one named as the work)."""
     stem, ext = _stem(file_name)
-    if ext not in GRADEABLE or like(module).match(stem):  # like(): re-upload suffixes too
+    if ext not in EARLIER_FILES or like(module).match(stem):  # like(): re-upload suffixes too
         return None
     return next((e for e in earlier if like(e).match(stem)), None)
+
+
+EARLIER_FILES = (".py", ".ipynb")   # what intake stages as an earlier module (never a zip)
 
 
 def _companions(group, module, earlier):
@@ -1212,10 +1216,6 @@ class _Resolver:
                 notes.append(_("{file} was not graded: {chosen} is this student's latest or "
                                "main file").format(file=_shown(other.label),
                                                    chosen=_shown(best.label)))
-            for which, found in companions:
-                notes.append(_("{file} is used as this student's {module}, the module of the "
-                               "earlier assignment that the work imports").format(
-                                   file=_shown(found.label), module=file_names(which)[0]))
             if best.layout == "plain":
                 name = next(plain_names)
                 sub = Submission(best.path, name, student_id(name) if student_id(name) == name else "",
