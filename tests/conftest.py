@@ -29,3 +29,18 @@ def isolation_levels():
         except isolation.IsolationUnavailable:
             pass
     return found
+
+
+def student_provided_kit(dest, parts=("grader", "tests_hidden", "solutions")):
+    """A copy of the kit at `dest` (a pathlib.Path) whose transformer declares its
+    `builds_on` attention with provide = "student": each student's own attention module is
+    graded with their transformer. Grade in it with cwd=dest (PYTHONPATH=dest)."""
+    import shutil
+    for part in parts:
+        shutil.copytree(os.path.join(KIT, part), dest / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    toml = dest / "tests_hidden" / "transformer" / "assignment.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert text.count('provide = "given"') == 1
+    toml.write_text(text.replace('provide = "given"', 'provide = "student"'), encoding="utf-8")
+    return dest

@@ -458,8 +458,8 @@ def test_an_earlier_module_handed_in_as_a_notebook_is_converted_and_imported(tmp
     # a first.ipynb elsewhere in the upload is not beside the work: not converted
     (repo / "old").mkdir()
     (repo / "first.ipynb").rename(repo / "old" / "first.ipynb")
-    elsewhere = intake.stage(str(repo), str(tmp_path / "elsewhere"), "alice", module="second",
-                             earlier=("first",))
+    intake.stage(str(repo), str(tmp_path / "elsewhere"), "alice", module="second",
+                 earlier=("first",))
     assert sorted(os.listdir(tmp_path / "elsewhere")) == ["second.py"]
     (repo / "old" / "first.ipynb").rename(repo / "first.ipynb")
     # a first.py beside the notebook is the student's module, as it is without a notebook
@@ -505,16 +505,8 @@ def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_
     wrong way, which his own TransformerEncoderBlock calls, so he loses points there and
     ann, whose attention is right, gets 100."""
     import csv
-    import shutil
-    from conftest import KIT
-    kit = tmp_path / "kit"
-    for part in ("grader", "tests_hidden", "solutions"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
-    text = toml.read_text(encoding="utf-8")
-    assert 'provide = "given"' in text
-    toml.write_text(text.replace('provide = "given"', 'provide = "student"'), encoding="utf-8")
+    from conftest import student_provided_kit
+    kit = student_provided_kit(tmp_path / "kit")
     attention = (kit / "solutions" / "attention.py").read_text(encoding="utf-8")
     right = "valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)"
     assert right in attention
@@ -654,15 +646,8 @@ def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp
     its Canvas user id."""
     import csv
     import shutil
-    from conftest import KIT
-    kit = tmp_path / "kit"
-    for part in ("grader", "tests_hidden", "solutions"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
-    toml.write_text(toml.read_text(encoding="utf-8").replace('provide = "given"',
-                                                             'provide = "student"'),
-                    encoding="utf-8")
+    from conftest import student_provided_kit
+    kit = student_provided_kit(tmp_path / "kit")
     canvas = tmp_path / "canvas"
     canvas.mkdir()
     transformer = (kit / "solutions" / "transformer.py").read_text(encoding="utf-8")

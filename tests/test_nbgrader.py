@@ -298,6 +298,20 @@ def test_nbgrader_round_trip(tmp_path):
         {s: rows[s]["score"] for s in ("alice", "chen")}
 
 
+def _transformer_course(tmp_path, students):
+    """(env, course): an nbgrader course folder for the transformer with `students`."""
+    env = _env(tmp_path)
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.CourseDirectory.course_id = 'transformer-course'\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
+    for student in students:
+        _nbgrader(["db", "student", "add", student], course, env)
+    return env, course
+
+
 def test_nbgrader_round_trip_of_an_assignment_that_builds_on_another(tmp_path):
     """The transformer (`from attention import MultiHeadAttention`, provide = "given"):
     `grader release --notebook` puts the given attention.py beside the source notebook,
@@ -309,15 +323,7 @@ def test_nbgrader_round_trip_of_an_assignment_that_builds_on_another(tmp_path):
     from grader.release.folder import given_modules
     declared = assignment.load("transformer")
     name = declared.name
-    env = _env(tmp_path)
-    course = tmp_path / "course"
-    course.mkdir()
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        "c.CourseDirectory.course_id = 'transformer-course'\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
-    for student in ("alice", "bob"):
-        _nbgrader(["db", "student", "add", student], course, env)
+    env, course = _transformer_course(tmp_path, ("alice", "bob"))
     source = course / "source" / name / "transformer.ipynb"
     done = _run([sys.executable, "-m", "grader", "release", "--assignment", name, "--output",
                  str(tmp_path / "skeleton.py"), "--notebook", str(source)], KIT, env)
@@ -407,24 +413,11 @@ def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submiss
     mistake in his MultiHeadAttention that his encoder block pays for; carol handed it in
     nowhere, and her feedback says where it was looked for."""
     from grader import assignment
-    kit = tmp_path / "kit"
-    for part in ("grader", "tests_hidden", "solutions", "assignments"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    toml = kit / "tests_hidden" / "transformer" / "assignment.toml"
-    toml.write_text(toml.read_text(encoding="utf-8").replace('provide = "given"',
-                                                             'provide = "student"'),
-                    encoding="utf-8")
+    from conftest import student_provided_kit
+    kit = student_provided_kit(tmp_path / "kit",
+                               ("grader", "tests_hidden", "solutions", "assignments"))
     name = assignment.load("transformer").name
-    env = _env(tmp_path)
-    course = tmp_path / "course"
-    course.mkdir()
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        "c.CourseDirectory.course_id = 'transformer-course'\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n", encoding="utf-8")
-    for student in ("alice", "bob", "carol"):
-        _nbgrader(["db", "student", "add", student], course, env)
+    env, course = _transformer_course(tmp_path, ("alice", "bob", "carol"))
     source = course / "source" / name / "transformer.ipynb"
     _run([sys.executable, "-m", "grader", "release", "--assignment", name, "--output",
           str(tmp_path / "skeleton.py"), "--notebook", str(source)], kit, env)
