@@ -122,6 +122,12 @@ class Assignment:
         return tuple((dep, load(dep.assignment, self.kit_root or None))
                      for dep in self.builds_on)
 
+    def provided_by_student(self):
+        """{earlier assignment's name: its module} for each assignment this one builds on
+        whose module the student hands in (`builds_on` with provide = "student")."""
+        return {earlier.name: earlier.module for dep, earlier in self.earlier()
+                if dep.provide == "student"}
+
     def callers(self, target):
         """The targets whose solution calls `target`, directly or not."""
         return tuple(name for name, callees in self.calls.items() if target in callees)

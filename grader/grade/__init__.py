@@ -83,8 +83,7 @@ def student_provided(assignment):
     (`builds_on` with provide = "student"); () when it builds on none (or they cannot be
     loaded: the worker then says why, as it does for every submission)."""
     try:
-        return tuple(earlier.module for dep, earlier in assignment.earlier()
-                     if dep.provide == "student")
+        return tuple(assignment.provided_by_student().values())
     except (ValueError, OSError):
         return ()
 

@@ -870,10 +870,10 @@ EARLIER_FILES = (".py", ".ipynb")   # what intake stages as an earlier module (n
 
 
 def _companions(group, module, earlier):
-    """(the files that may be the work, ((earlier module, the _Found used as it), ...), the
-    others named as an earlier module) of one student's files. Each earlier module is the
-    student's highest-ranked file named as it (the newest upload); with no other file, the
-    group is all work candidates, as without `earlier`."""
+    """(the files that may be the work, in `group`'s order, ((earlier module, the _Found
+    used as it), ...), the others named as an earlier module) of one student's files. Each
+    earlier module is the student's highest-ranked file named as it (the newest upload);
+    with no other file, the group is all work candidates, as without `earlier`."""
     named = {}
     for found in group:
         which = _earlier_module(found.file, module, earlier) if found.file else None
@@ -1208,8 +1208,8 @@ class _Resolver:
         plain_paths = [chosen[k][0].path for k in order if chosen[k][0].layout == "plain"]
         plain_names = iter(submission_names(plain_paths, self.module)) if plain_paths else iter(())
         for key in order:
-            work, companions, unused = _companions(chosen[key], self.module, self.earlier)
-            group = sorted(work, key=lambda f: (not f.outranked, f.rank), reverse=True)
+            ranked = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
+            group, companions, unused = _companions(ranked, self.module, self.earlier)
             best = group[0]
             notes = []
             for other in group[1:] + unused:
@@ -1238,7 +1238,6 @@ class _Resolver:
                 # one line: a folder name may hold a newline or a tab
                 name = " ".join(safe_text(name, 400).split()) or _shown(best.label) or "unnamed"
                 sub = Submission(best.path, name, ident, who, best.layout, notes)
-            ranked = sorted(chosen[key], key=lambda f: (not f.outranked, f.rank), reverse=True)
             flags = list(dict.fromkeys(f for found in ranked for f in found.flags))
             sub.flags = [safe_text(f, 400) for f in flags[:20]]
             sub.companions = tuple((which, found.path) for which, found in companions)

@@ -191,8 +191,7 @@ def _earlier(declared, given):
     """[(module, the course's assignment name), ...] for each earlier assignment whose module
     the student provides (`builds_on` with provide = "student"): the course's name is the
     kit's unless `--earlier KIT=COURSE` says otherwise. ValueError names a bad --earlier."""
-    provided = {earlier.name: earlier.module for dep, earlier in declared.earlier()
-                if dep.provide == "student"}
+    provided = declared.provided_by_student()
     named = {}
     for pair in given:
         kit, _, name = pair.partition("=")
