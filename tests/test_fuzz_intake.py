@@ -118,12 +118,12 @@ def _outside(base):
     return outside
 
 
-def _stage_bounded(path, dest):
+def _stage_bounded(path, dest, **earlier):
     box = {}
 
     def run():
         try:
-            box["staged"] = stage(path, dest, "student")
+            box["staged"] = stage(path, dest, "student", **earlier)
         except BaseException as error:  # the property: nothing escapes stage()
             box["raised"] = error
 
@@ -204,5 +204,41 @@ def test_stage_survives_any_tree_and_never_reads_through_a_link(tree, plant, bes
             dest = _fresh(base, "staged")
             staged, elapsed = _stage_bounded(upload, dest)
             _check(staged, dest, elapsed)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# an assignment building on one whose module students provide (`builds_on`, "student"):
+# here the earlier module is `helpers`, which NAMES and PY_NAMES already plant as files,
+# links, pipes and folders
+EARLIER_NAMES = st.sampled_from(["helpers.py", "helpers.ipynb", "Helpers.py", "helpers (1).py"])
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=TREE, beside=st.lists(st.tuples(EARLIER_NAMES, st.sampled_from(KINDS)), max_size=3),
+       contents=CONTENTS, pick=st.integers(min_value=-1, max_value=30))
+def test_an_earlier_module_beside_or_apart_is_as_safe_as_the_work(tree, beside, contents, pick):
+    """The earlier module handed in beside the work (converted from a notebook) or as an
+    upload of its own (a companion: any entry of the tree, link, pipe or folder included):
+    the same properties as the work's, and the work is always staged."""
+    base = tempfile.mkdtemp(prefix="attnkit-fuzz-", dir=SCRATCH)
+    try:
+        outside = _outside(base)
+        root = os.path.join(base, "student")
+        os.mkdir(root)
+        planted = [(["attention.py"], "file", GOOD)]
+        planted += [([name], kind, contents) for name, kind in beside]
+        made = _build(root, planted + tree, outside, False)
+        apart = os.path.join(base, "apart_helpers.py")   # else: an upload that is a link
+        os.symlink(os.path.join(outside, "secret.py"), apart)
+        apart = made[pick] if 0 <= pick < len(made) else apart
+        dest = _fresh(base, "staged")
+        staged, elapsed = _stage_bounded(root, dest, earlier=("helpers",),
+                                         companions=(("helpers", apart),))
+        _check(staged, dest, elapsed)
+        assert staged.file and os.path.basename(staged.file) == "attention.py", staged.error
+        with open(staged.file, "rb") as handle:
+            assert handle.read().endswith(GOOD)
     finally:
         shutil.rmtree(base, ignore_errors=True)
