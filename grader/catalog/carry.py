@@ -1,224 +1,199 @@
-"""Error carried forward: a part is judged on its own code, not on a mistake in a function
-it calls that the function's own part already named.
+"""Error carried forward, by follow-through marking: a part is judged on its own code.
 
-The rule, applied in the trusted process at the end of the session, after the diagnosis
-(diagnose.diagnose_parts), from the trusted side's own results only:
+A mistake costs points once, in the part of the function it is in. At the end of a
+submission's session, after its cases ran, the trusted process takes each failed case of a
+function F and asks:
 
-    A failed case of part P is re-scored as passed, "carried forward", when
-    1. M is not empty: the mistakes the final diagnosis of their own part (the catalog's
-       `part`) names, that live in a function the case's target calls (the declaration's
-       `calls`; never the target itself). Several are applied together (Catalog.combined), each
-       as the instance its own part's cases matched (a fill value, an axis); and
-    2. the case passes the same check with the solution with M standing in for the
-       solution (`CarriedReference`), where the solution with M passes that check itself;
-       where it does not (it raises, a property check such as dropout's fails for it, or a
-       device probe trips the device check), the submission must give exactly its result
-       in everything the diagnosis compares (diagnose.same_results: outputs, stored
-       weights, gradients, error, device verdict).
+1. Does F's code reach a function that failed cases of its own part? "Reach" is read from
+   the student's file (callgraph.py: what F's code mentions, directly or through the
+   student's own helpers), never from the solution. A function of an earlier assignment
+   the student provides (builds_on with provide = "student") counts as failed here too: it
+   is graded in its own assignment, so this one judges only its own code.
+2. If so, the case is run again with every other function and module class of the api
+   answered by the solution (grader/sandbox/runtime/answers.py, grader/harness/answering.py):
+   F is the student's code, and each time it calls a callee (a function, or a module it
+   builds, weights included) the solution answers on exactly the inputs F hands it. The
+   case's own check decides, against the solution as always. If it passes, F's code is
+   right there: the case is re-scored as passed, "carried forward".
 
-So P's own mistakes still cost: any difference from what the solution with M gives fails
-as before. The degenerate rule and the GPU share use the same judgement (the checks call
-`fails`/`alike` of the stand-in). A callee mistake no diagnosis named is never carried;
-the case keeps its failure and a note of which called function failed its own cases.
-`grader grade --carry-forward off` skips all of this.
+The result is independent of what is wrong in the callees, so adding a mistake to a callee
+never raises a caller's score: a callee that was right gives the caller the answers the
+solution gives, and so does the solution. Nothing a worker says decides it: which names are
+answered is the trusted side's choice, an ask outside such a run fails the call that made
+it, and the answers are the solution's, computed here on inputs bounded by the case.
+
+Not carried:
+- a case whose results some catalog mistake in a callee explains that the callee's own part
+  does not name (it passes its own cases: the mistake shows only here, and costs here);
+- a case the answered run still fails: F has a mistake of its own there;
+- a case in which the solution refuses what F hands a callee (an argument it does not
+  take): F could not be judged apart from the callee, and keeps its failure, said so.
+`grader grade --carry-forward off` skips all of this (each callee mistake then also costs
+its callers).
 
 Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog:
 `Catalog.of(assignment)`, built once per session); none falls back on another one.
 """
-import collections
-
-from ..harness.devices import device_failure
 from ..harness.failures import StudentFailure
-from ..harness.results import ProbeResult
-from .build import MistakeImplementation
-from .diagnose import same_results
-from .mistakes import base_id
+from ..sandbox.replies import numel_bound
+from ..harness.answering import Answerer
+from .callgraph import CallGraph
+from .mistakes import base_id, members
 
 SETTINGS = ("on", "off")
 DEFAULT = "on"
 
 
-class MistakeFails(StudentFailure):
-    """The solution with M does not run this probe through: no comparison to make here."""
-
-
-class Alike:
-    """A submission's result that equals the solution with M's failing one (an error, a
-    device verdict): right under M, but with no values to compare."""
-
-    def __init__(self, raw):
-        self.raw = raw
-
-    def tensor(self, *args, **kwargs):
-        raise StudentFailure("no values: the solution with the carried mistake fails here too")
-
-    def calls(self):
-        return 0
-
-
-class CarriedReference:
-    """The solution with mistake(s) `mistake`, in the place of the reference in a check.
-    The student's module still loads the solution's weights (`fresh_state`). `module`: the
-    assignment's module name (Catalog.module)."""
-
-    def __init__(self, reference, mistake, module):
-        self.reference, self.mistake = reference, mistake
-        self.path = reference.path
-        self.implementation = MistakeImplementation(mistake, reference.path, module)
-
-    def fresh_state(self, target, init, seed):
-        return self.reference.fresh_state(target, init, seed)
-
-    def raw(self, probe):
-        return self.implementation.raw(probe)
-
-    def run(self, probe, call_text):
-        raw = self.raw(probe)
-        if raw.get("ok") is not True:
-            raise MistakeFails(f"the solution with {self.mistake.id} raises here")
-        # read as the catalog's mistakes are: what it lacks (a stored weight) is a
-        # StudentFailure of the check against itself, never the grader's
-        return ProbeResult(raw, probe, "mistake", call_text)
-
-    def fails(self, probe):
-        """True when the solution with M would not pass a comparison with itself on `probe`:
-        it raises, leaves a value to compare out (a stored weight), or (a guarded probe)
-        the device check rejects it."""
-        raw = self.raw(probe)
-        if raw.get("ok") is not True:
-            return True
-        result = ProbeResult(raw, probe, "mistake", "")
-        try:
-            for call in range(len(raw.get("calls") or [None])):
-                for name in list(probe.get("capture") or []) + ["output"]:
-                    result.tensor(name, call)
-        except StudentFailure:
-            return True
-        return bool(probe.get("guard")) and device_failure(probe.get("target"), _Raw(raw)) is not None
-
-    def alike(self, probe, student, call_text):
-        """An Alike when the submission's result for `probe` equals the solution with M's in
-        everything (diagnose.same_results), else None."""
-        try:
-            got = student.run(probe, call_text).raw
-        except StudentFailure as failure:
-            got = getattr(getattr(failure, "probe_result", None), "raw", None)
-        mine = self.raw(probe)
-        if not isinstance(got, dict) or not same_results(got, mine, probe):
-            return None
-        # the same device verdict, word for word: a guard switched off ("could not watch")
-        # is never the same as the mistake's tensor made on the default device
-        if probe.get("guard") and device_failure(probe.get("target"), _Raw(got)) != \
-                device_failure(probe.get("target"), _Raw(mine)):
-            return None
-        return Alike(got)
-
-
-class _Raw:
-    def __init__(self, raw):
-        self.raw = raw
-
-
-class Undiagnosed:
-    """The submission, for a regrade: the checks never search the catalog for it again."""
+class OwnCode:
+    """The submission, with every api name but the probe's target answered by the solution
+    (`pairs`: [module, name] of this assignment's api and of each earlier module the student
+    provides). Its runs are never searched in the catalog again. `log` collects, per run,
+    (target, names the caller asked, why an ask was refused or None)."""
 
     diagnosable = False
 
-    def __init__(self, student):
-        self._student = student
+    def __init__(self, student, reference, pairs):
+        self._student, self._reference, self.pairs = student, reference, [list(p) for p in pairs]
+        self.log = []
+
+    def run(self, probe, call_text, expected=None):
+        target = probe["target"]
+        answered = [[m, n] for m, n in self.pairs if n != target]
+        sources, weights = self._reference.answering_sources()
+        inputs = max([t.numel() for t in _tensors(probe)] + [0])
+
+        def answerer(probe, numel):
+            return Answerer(sources, answered, weights,
+                            numel_bound(max(numel or 0, inputs)) * 2)
+
+        result, names, refused = self._student.run_answered(
+            dict(probe, answered=answered), call_text, expected, answerer)
+        self.log.append((target, names, refused))
+        if isinstance(result, StudentFailure):
+            raise result
+        return result
 
     def __getattr__(self, name):
         return getattr(self._student, name)
 
 
-def named(diagnoses, tests, before, catalog):
-    """{catalog id: the id to apply} for every mistake named by its own part's diagnosis;
-    a class mistake's instance is the one its own part's cases matched most (`before`:
-    nodeid -> the ids each case matched, taken before the diagnosis trimmed them)."""
-    out = {}
+def _tensors(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def answered_pairs(assignment):
+    """[module, name] of every api name that can be answered: this assignment's, and each
+    earlier assignment's whose module the student provides."""
+    pairs = [[assignment.module, name] for name in assignment.api]
+    for dep, earlier in assignment.earlier():
+        if dep.provide == "student":
+            pairs += [[earlier.module, name] for name in earlier.api]
+    return pairs
+
+
+def graph_of(student):
+    """The student's file's call graph (callgraph.py), from the staged source."""
+    return CallGraph.of_file(getattr(student, "path", "") or "")
+
+
+def named(diagnoses, catalog):
+    """Catalog ids named by their own part's diagnosis (where the mistake lives)."""
+    out = set()
     for entry in diagnoses or []:
         mistake = catalog.by_id(entry.get("mistake"))
-        if mistake is None or entry.get("part") != mistake.part:
-            continue
-        seen = collections.Counter(
-            one for test in tests if test.get("part") == mistake.part
-            for found in before.get(test.get("nodeid"), []) for one in str(found).split("&")
-            if base_id(one) == mistake.id and catalog.by_id(one) is not None)
-        out[mistake.id] = seen.most_common(1)[0][0] if seen else mistake.id
+        if mistake is not None and entry.get("part") == mistake.part:
+            out.add(mistake.id)
     return out
 
 
-def carried_mistakes(target, named_ids, catalog):
-    """The named mistakes in the functions `target` calls, in the catalog's order."""
-    calls = catalog.calls.get(target, ())
-    found = [i for base, i in named_ids.items() if catalog.by_id(base).target in calls]
-    return sorted(found, key=catalog.order)
-
-
-def as_mistake(ids, catalog):
-    return catalog.by_id(ids[0]) if len(ids) == 1 else catalog.combined(ids)
-
-
-def carry_forward(tests, cases, diagnoses, before, reference, student, grade, works, state,
-                  others=(), *, catalog):
+def carry_forward(tests, cases, diagnoses, before, reference, student, grade, others=(), *,
+                  catalog, assignment):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many were carried.
 
-    grade(case, student, reference) -> bool: the case's own check passes (checks.passes);
-    works(target, student, reference) -> bool: checks.shows_it_works; state(case,
-    reference): the module weights a case loads (checks._state); others: the entries of
-    parts this session did not grade (--parts), run only for their diagnosis; catalog: the
-    assignment's Catalog."""
-    named_ids = named(diagnoses, list(tests) + list(others), before, catalog)
-    failed_parts = {t.get("part") for t in list(tests) + list(others)
-                    if t.get("outcome") == "failed" and t.get("blame") == "student"}
+    cases: {name: Case}; diagnoses: the session's diagnoses (with those of the parts only
+    run for it, --parts); before: nodeid -> the catalog ids each case matched, taken before
+    the diagnosis trimmed them; grade(case, student) -> bool: the case's own check passes
+    (checks.passes); others: the entries of parts this session did not grade (--parts), run
+    only so that their failures are known."""
+    entries = list(tests) + list(others)
+    failed = {cases[t["name"]].target for t in entries if t.get("name") in cases
+              and t.get("outcome") == "failed" and t.get("blame") == "student"}
+    pairs = answered_pairs(assignment)
+    earlier = {n for m, n in pairs if m != assignment.module}
+    graph = graph_of(student)
+    own = OwnCode(student, reference, pairs)
+    named_ids = named(diagnoses, catalog)
+    names = [n for _m, n in pairs]
     carried = 0
     for test in tests:
         if test.get("outcome") != "failed" or test.get("blame") != "student":
             continue
         case = cases.get(test.get("name"))
-        if case is None or _missing(student, case.target):
+        if case is None or _missing(student, case.target) or not graph.defines(case.target):
             continue  # a function the file does not define: nothing a callee could explain
-        ids = carried_mistakes(case.target, named_ids, catalog)
-        callees = [c for c in catalog.calls.get(case.target, ())
-                   if catalog.part_of(c) in failed_parts]
-        mistake = as_mistake(ids, catalog) if ids else None
-        if mistake is None:
-            if callees:
-                test["carry_note"] = {"why": "unnamed", "target": case.target,
-                                      "callees": callees, "mistakes": []}
+        reached = graph.reaches(case.target, names)
+        callees = [n for n in names if n in reached and (n in failed or n in earlier)]
+        if not callees:
+            continue  # nothing it calls failed: its failure is its own, as it ran
+        here_only = _shown_only_here(before.get(test.get("nodeid")), case.target, named_ids,
+                                     catalog)
+        if here_only:
+            test["carry_note"] = {"why": "only-here", "target": case.target,
+                                  "callees": _in_order(names, {catalog.by_id(i).target
+                                                               for i in here_only}),
+                                  "mistakes": here_only}
             continue
+        start = len(own.log)
         try:
-            ok = _passes(case, Undiagnosed(student),
-                         CarriedReference(reference, mistake, catalog.module), grade, works, state)
+            ok = grade(case, own)
         except Exception as error:  # noqa: BLE001 - the grader's failure, said as such
             test.update(blame="grader", message="", grader_traceback=(
-                f"carrying forward {mistake.id}: {type(error).__name__}: {error}")[:8000])
+                f"judging {case.target} on its own code: {type(error).__name__}: {error}")[:8000])
             continue
+        runs = own.log[start:]
+        asked = _in_order(names, {n for _t, got, _r in runs for n in got})
+        refused = next((r for _t, _got, r in runs if r), None)
+        blamed = [n for n in callees if n in asked] or callees
         if ok:
             carried += 1
             test.update(outcome="passed", blame=None, message="", mistakes=[],
-                        carried={"target": case.target, "mistakes": ids})
+                        carried={"target": case.target, "in": blamed, "answered": asked,
+                                 "mistakes": sorted(i for i in named_ids
+                                                    if catalog.by_id(i).target in blamed)})
+        elif refused:
+            test["carry_note"] = {"why": "refused", "target": case.target, "callees": blamed,
+                                  "error": str(refused)[:300]}
         else:
-            test["carry_note"] = {"why": "differs", "target": case.target,
-                                  "callees": callees, "mistakes": ids}
+            test["carry_note"] = {"why": "differs", "target": case.target, "callees": blamed}
     return carried
+
+
+def _in_order(names, found):
+    return [n for n in dict.fromkeys(names) if n in found]
+
+
+def _shown_only_here(matched, target, named_ids, catalog):
+    """The catalog ids a failing case's results matched (before the diagnosis) that live in
+    a function it calls and that their own part did not name."""
+    out = []
+    for found in matched or []:
+        for one in members(str(found)):
+            mistake = catalog.by_id(base_id(one))
+            if mistake is not None and mistake.target != target and \
+                    not catalog.is_device(mistake.part) and mistake.id not in named_ids:
+                out.append(mistake.id)
+    return sorted(set(out))
 
 
 def _missing(student, target):
     """True when the worker found no `target` in the submission (its api reply)."""
     api = getattr(student, "api", None)
     return isinstance(api, dict) and api.get(target) == "missing"
-
-
-def _passes(case, student, carried, grade, works, state):
-    """The case's own check against the solution with M, when the solution with M passes
-    that check itself; where it does not (it raises, or a property check such as dropout's
-    fails for it), the submission's result must equal its result instead."""
-    if case.check in ("match", "eval", "dropout") and not grade(
-            case, carried.implementation, carried):
-        probe = case.probe(state(case, carried))
-        if carried.alike(probe, student, case.call_text()) is None:
-            return False
-        return not case.degenerate or works(case.target, student, carried)
-    return grade(case, student, carried)

@@ -367,7 +367,9 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
     lang = _lang(lang)
     ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
     failed = {n for n, t in ran.items() if t.get("outcome") == "failed"}
-    passed = set(ran) - failed
+    # a case carried forward (carry.py) passed on its own code with its callees answered
+    # right: a callee's mistake failing it is no evidence against that mistake
+    passed = {n for n in set(ran) - failed if not ran[n].get("carried")}
     student_failed = {n for n in failed if ran[n].get("blame") == "student"}
     footprints = {}
 

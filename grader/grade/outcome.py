@@ -1,5 +1,6 @@
 """The trusted process's report, checked, into outcomes (grader/outcomes.py holds the types)."""
 from ..i18n import _
+from ..textsafety import safe_text
 from ..outcomes import SubmissionResult, TestOutcome
 
 __all__ = ["SubmissionResult", "TestOutcome", "carry_setting", "case_results_from",
@@ -79,49 +80,74 @@ class _Known:
             self._mistakes = Catalog.of(self.declared)
         return self._mistakes.by_id(mistake_id)
 
+    def callable_names(self):
+        """The names a caller may be judged apart from: the assignment's api, then that of
+        each earlier assignment whose module the student provides."""
+        if not hasattr(self, "_callable"):
+            self._callable, self._earlier = list(self.declared.api), {}
+            for dep, earlier in self.declared.earlier():
+                if dep.provide == "student":
+                    self._callable += [n for n in earlier.api if n not in self._callable]
+                    self._earlier.update({n: earlier for n in earlier.api})
+        return self._callable
+
+    def part_of(self, name):
+        """The part that grades `name`; for an earlier module's, that module's file."""
+        self.callable_names()
+        if name in self._earlier:
+            return self._earlier[name].module_file
+        return self.declared.part_of(name)
+
     def ids(self, value, limit=5):
         """Catalog mistake ids from the trusted report, each one the catalog knows, or None."""
         ids = _strings(value, limit)
         return ids if ids and all(self.by_id(i) is not None for i in ids) else None
 
 
+def _callee_names(value, known, limit=12):
+    """Names of the api (this assignment's, or of an earlier module the student provides)
+    from the trusted report, in the declarations' order; anything else is dropped."""
+    given = _strings(value, limit) or []
+    return [n for n in known.callable_names() if n in given]
+
+
 def _carried(value, status, known):
-    """A passed test's carried-forward record, checked; the functions and parts it names
-    are the catalog's, never the report's."""
+    """A passed test's carried-forward record, checked: the callees it was judged apart
+    from (`in`), the names the solution answered, the catalog mistakes named in those
+    callees' own parts; the parts are the declarations', never the report's."""
     if status != "passed" or not isinstance(value, dict) or \
             value.get("target") not in known.declared.api:
         return None
-    ids = known.ids(value.get("mistakes"))
-    if ids is None:
+    callees = _callee_names(value.get("in"), known)
+    if not callees:
         return None
-    found = [known.by_id(i) for i in ids]
-    return {"target": value["target"], "mistakes": ids,
-            "in": list(dict.fromkeys(m.target for m in found)),
-            "parts": list(dict.fromkeys(m.part for m in found))}
+    return {"target": value["target"], "in": callees,
+            "answered": _callee_names(value.get("answered"), known),
+            "mistakes": known.ids(value.get("mistakes")) or [],
+            "parts": [known.part_of(c) for c in callees]}
 
 
 def _carry_note(value, status, known):
-    """A failed test's note of why it was not carried forward, checked: "unnamed" (the
-    functions it calls that failed their own parts) or "differs" (the named mistakes it
-    does not equal the solution's with); functions and parts are the catalog's."""
-    api = known.declared.api
-    if status != "failed" or not isinstance(value, dict) or value.get("target") not in api:
+    """A failed test's note of why it was not carried forward, checked: "differs" (it fails
+    with its callees answered right: a mistake of its own), "refused" (the solution refused
+    what it handed a callee; `error` says how) or "only-here" (a catalog mistake in a callee
+    that the callee's own part does not show)."""
+    if status != "failed" or not isinstance(value, dict) or \
+            value.get("target") not in known.declared.api:
         return None
     why = value.get("why")
-    if why == "unnamed":
-        callees = [c for c in _strings(value.get("callees"), 7) if c in api]
-        ids = []
-    elif why == "differs":
-        ids = known.ids(value.get("mistakes")) or []
-        callees = list(dict.fromkeys(known.by_id(i).target for i in ids))
-    else:
+    if why not in ("differs", "refused", "only-here"):
         return None
+    callees = _callee_names(value.get("callees"), known)
     if not callees:
         return None
-    parts = (list(dict.fromkeys(known.by_id(i).part for i in ids)) if ids
-             else list(dict.fromkeys(known.declared.part_of(c) for c in callees)))
-    return {"why": why, "target": value["target"], "callees": callees, "parts": parts,
-            "mistakes": ids}
+    ids = (known.ids(value.get("mistakes")) or []) if why == "only-here" else []
+    if why == "only-here" and not ids:
+        return None
+    error = value.get("error") if why == "refused" else None
+    return {"why": why, "target": value["target"], "callees": callees,
+            "parts": [known.part_of(c) for c in callees], "mistakes": ids,
+            "error": safe_text(error, 300) if isinstance(error, str) else ""}
 
 
 def _target(value, known):

@@ -91,6 +91,24 @@ class Reference:
         return ProbeResult(raw, probe, "reference", call_text,
                            self.assignment.module_file).check_ran()
 
+    def answering_sources(self):
+        """({module name: the solution module that answers for it}, {name: where its module
+        stores its weights}) for follow-through marking (answering.py): this assignment's
+        solution, and the earlier solution of each module the student provides."""
+        if getattr(self, "_answering", None) is None:
+            sources = {self.assignment.module: self.module}
+            weights = dict(self.assignment.weights)
+            for dep, earlier in self.assignment.earlier():
+                if dep.provide != "student":
+                    continue
+                with earlier_solutions(earlier):
+                    sources[earlier.module] = load_module_from(
+                        earlier.solution, f"{earlier.module}_reference_answers")
+                for name, path in earlier.weights.items():
+                    weights.setdefault(name, path)
+            self._answering = (sources, weights)
+        return self._answering
+
     def fresh_state(self, target, init, seed):
         """The weights of a freshly built reference module: what the student's module loads."""
         from ..sandbox.runtime.probes import seed as seed_generators
@@ -169,6 +187,7 @@ class Submission:
         self.limited_by = {}  # what limited its workers' memory and processes, as each said
         self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
         self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
+        self.answered = {}    # digest of an answered probe -> (reply or failure, asked, refused)
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -256,6 +275,43 @@ class Submission:
                 raise StudentFailure(self._call_failed(target, call_text, failure, timeout)) from None
             self.answers[asked] = reply  # kept as it came; every caller gets a copy
         return self._answer(memo.copy_of(self.answers[asked]), probe, call_text)
+
+    def run_answered(self, probe, call_text, expected, answerer):
+        """run() for a probe whose `answered` names are the solution's answers while it runs
+        (follow-through marking: runtime/answers.py, answering.py). `answerer(probe, bound)`
+        makes the probe's Answerer. Returns (ProbeResult or the StudentFailure it raised,
+        the names the caller asked, why an ask could not be answered or None); asked again,
+        the same."""
+        asked = memo.digest(probe)
+        if asked not in self.answered:
+            target = probe["target"]
+            answers = answerer(probe, _numel(expected))
+            if target in self.broken:
+                self.answered[asked] = (StudentFailure(_("Not run: {reason}").format(
+                    reason=self.broken[target])), [], None)
+            else:
+                try:
+                    self._remaining()
+                    self._ensure_loaded()
+                    timeout = min(self.limits.call_seconds, self._remaining())
+                    try:
+                        reply = self.worker.request({"op": "probe", "probe": probe}, timeout,
+                                                    reference_numel=_numel(expected),
+                                                    answer=answers)
+                    except WorkerFailure as failure:
+                        raise StudentFailure(self._call_failed(target, call_text, failure,
+                                                               timeout)) from None
+                    kept = reply
+                except StudentFailure as failure:
+                    kept = failure
+                self.answered[asked] = (kept, list(answers.asked), answers.refused)
+        kept, names, refused = self.answered[asked]
+        if isinstance(kept, StudentFailure):
+            return kept, names, refused
+        try:
+            return self._answer(memo.copy_of(kept), probe, call_text), names, refused
+        except StudentFailure as failure:
+            return failure, names, refused
 
     def prefetch(self, asks):
         """Ask the worker for many probes in one request: [(probe, call text, expected)],

@@ -300,12 +300,27 @@ class Worker:
         return self.info
 
     # -- talking --------------------------------------------------------------------
-    def request(self, message, timeout, doing=None, reference_numel=None):
+    def request(self, message, timeout, doing=None, reference_numel=None, answer=None):
         """Send one request and wait for its reply, checked against the schema of its kind
         (replies.py); `doing` names it in failure reasons; `reference_numel`: the largest
-        tensor the reference returned for the same probe, which bounds the reply's tensors."""
+        tensor the reference returned for the same probe, which bounds the reply's tensors.
+
+        `answer` (an answered probe, runtime/answers.py): the trusted side's answerer
+        (harness/answering.py). Until the reply comes, each frame that is an ask (checked
+        against replies.ASK) is answered on the request channel; all of it within `timeout`.
+        Without `answer`, an ask is no reply: the call fails as a refused reply."""
         self.send(message)
-        return self._receive(timeout, doing, replies.kind_of(message), reference_numel)
+        kind = replies.kind_of(message)
+        if answer is None:
+            return self._receive(timeout, doing, kind, reference_numel)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            frame = self._receive(max(left, 0.001), doing, kind, reference_numel, asks=True,
+                                  said=timeout)
+            if "ask" not in frame:
+                return frame
+            self.send(answer(frame))
 
     def send(self, message):
         """Send a request; its replies are read with receive() (a `probes` request: one
@@ -322,13 +337,15 @@ class Worker:
         """The next reply to what send() sent, checked like request()'s."""
         return self._receive(timeout, doing, kind, reference_numel)
 
-    def _receive(self, timeout, doing, kind="other", reference_numel=None):
-        """The next reply, read, decoded and checked within `timeout` seconds in all."""
+    def _receive(self, timeout, doing, kind="other", reference_numel=None, asks=False,
+                 said=None):
+        """The next reply, read, decoded and checked within `timeout` seconds in all (`said`:
+        the call's whole limit, as a failure names it; `asks`: an ask may come instead)."""
         deadline = time.monotonic() + timeout
         try:
             payload = protocol.read_payload(self.reply_fd, timeout=timeout,
                                             max_bytes=replies.MAX_FRAME_BYTES)
-            reply = replies.read(payload, kind, reference_numel, deadline)
+            reply = replies.read(payload, kind, reference_numel, deadline, asks=asks)
             if time.monotonic() > deadline:
                 raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
         except (protocol.FrameTimeout, replies.ReplyTooSlow):
@@ -338,7 +355,8 @@ class Worker:
                 raise self._failed(self._memory_reason(), "memory") from None
             what = doing or _("the call")
             raise self._failed(_("{doing} did not finish within {seconds} s (an endless loop, or "
-                                 "far too slow)").format(doing=what, seconds=f"{timeout:g}"),
+                                 "far too slow)").format(doing=what,
+                                                         seconds=f"{said or timeout:g}"),
                                "timeout") from None
         except protocol.ProtocolError as exc:
             if self._disk_over:

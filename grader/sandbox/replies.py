@@ -343,7 +343,50 @@ RESULT = Record({
     "error": Either(Null(), ERROR),
     "seconds": Num(),
 }, required=("ok",))
+
+
+class Plain:
+    """An argument a stand-in hands over (runtime/answers.py _plain): {"tensor", "grad"},
+    {"value": a number, a string or None}, {"dtype"}, or {"list": [...]} of these."""
+
+    def check(self, value, walk, path, depth):
+        _container(value, (dict,), walk, path, depth, "dict")
+        if "tensor" in value:
+            return {"tensor": TENSOR.check(value["tensor"], walk, f"{path}.tensor", depth + 1),
+                    "grad": BOOL.check(value.get("grad", False), walk, path, depth + 1)}
+        if "list" in value:
+            return {"list": List(self, 64).check(value["list"], walk, f"{path}.list", depth + 1)}
+        if "dtype" in value:
+            return {"dtype": Str(20).check(value["dtype"], walk, path, depth + 1)}
+        if "value" in value:
+            return {"value": SCALAR.check(value["value"], walk, f"{path}.value", depth + 1)}
+        raise ReplyRefused(f"{_at(path)} describes no argument")
+
+
+class _StrictTensor(Tensor):
+    """A tensor an ask hands over: unusable is refused outright (no value description
+    to carry the reason)."""
+
+    def check(self, value, walk, path, depth):
+        try:
+            return super().check(value, walk, path, depth)
+        except _TensorRefused as refused:
+            raise ReplyRefused(f"{_at(path)}: {refused}") from None
+
+
+TENSOR = _StrictTensor()
+BOOL = Bool()
+SCALAR = Either(Null(), Bool(), Int(), Num(), Str(200))
+# an ask of a stand-in while an answered probe runs (runtime/answers.py, harness/answering.py)
+ASK = Record({
+    "ask": Str(20), "module": Str(80), "name": Str(80),
+    "args": Plain(), "kwargs": Map(Plain(), 16, key_limit=80),
+    "instance": Int(0, 2**31), "training": Bool(),
+    "params": Map(TENSOR, 256), "buffers": Map(TENSOR, 64),
+    "call": Int(0, 2**31), "grad": TENSOR,
+}, required=("ask",))
 SCHEMAS = {
+    "ask": ASK,
     "hello": Record({"ok": Bool(), "ready": Bool(), "pid": Int(), "uid": Int(), "torch": Str(80),
                      "cuda": Bool()}, required=("ok", "ready")),
     "load": Record({"ok": Bool(), "api": Map(Str(40), 32, key_limit=80),
@@ -367,9 +410,12 @@ def check(reply, kind, reference_numel=None, deadline=None):
     return SCHEMAS[kind].check(reply, walk, "", 0)
 
 
-def read(payload, kind, reference_numel=None, deadline=None):
-    """Decode one frame's payload (its zip directory inspected first) and check it."""
+def read(payload, kind, reference_numel=None, deadline=None, asks=False):
+    """Decode one frame's payload (its zip directory inspected first) and check it; with
+    `asks` (an answered probe is running), a frame that is an ask is checked as one."""
     reply = protocol.decode(payload, archive=ARCHIVE)
     if deadline is not None and time.monotonic() > deadline:
         raise ReplyTooSlow("reading the reply took longer than the call's time limit")
+    if asks and isinstance(reply, dict) and "ask" in reply:
+        kind = "ask"
     return check(reply, kind, reference_numel, deadline)

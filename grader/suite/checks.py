@@ -12,10 +12,10 @@ A degenerate case (the table's `degenerate` field) the submission gets right cou
 passes one of its non-degenerate cases (`shows_it_works`); otherwise it fails with the reason
 (`withheld`), never diagnosed, and the function's GPU share is not graded (`check_on_device`).
 
-Error carried forward (grader/catalog/carry.py): at the session's end a failed case is
-graded again by its own check with the solution plus a callee's diagnosed mistake standing
-in for the reference; `_right_on_cpu` and `check_on_device` ask that stand-in where it
-fails itself (`fails`), and there want exactly its result (`alike`).
+Error carried forward (grader/catalog/carry.py): at the session's end a failed case may be
+graded again by its own check with the submission's callees answered by the solution (the
+`student` is then a carry.OwnCode); the checks run unchanged on it, the degenerate rule and
+the GPU share included.
 """
 import contextlib
 
@@ -27,6 +27,7 @@ from ..harness.compare import expect_close, expect_true, fmt_index, tolerance
 from ..harness.devices import device_failure
 from ..harness.failures import StudentFailure
 from ..i18n import _
+from . import work
 
 
 def params(cases, gpu_available):
@@ -166,10 +167,6 @@ def _right_on_cpu(case, student, reference):
     """The submission's CPU result for `case` when it equals the reference's, else None."""
     state = _state(case, reference)
     probe = case.probe(state)
-    if getattr(reference, "fails", None) and reference.fails(probe):
-        # carried forward (grader/catalog/carry.py): the solution with the callee's mistake
-        # raises here, so right is exactly its result
-        return reference.alike(probe, student, case.call_text())
     expected = reference.run(probe, case.call_text())
     try:
         got = student.run(probe, case.call_text(), expected)
@@ -356,24 +353,15 @@ def check_on_device(session, case, student, reference, device="cpu", guard=False
     """Every case the submission gets right on the CPU, again on `device` (or under the guard):
     same result as its own CPU run, returned on that device, no tensor on the default device."""
     where = _("on CUDA") if device == "cuda" else _("with its inputs on another device")
-    # wrong on the CPU costs points in its own part, not here: only the right cases are rerun
+    # wrong on the CPU costs points in its own part, not here: the right cases are rerun,
+    # or, where none is right but the function does its work, its own results
     right = [(sample, got) for sample in session.table.same_target(case)
              for got in [_right_on_cpu(sample, student, reference)] if got is not None]
-    if not right:
-        raise StudentFailure(_not_right_on_cpu(session, case.target, student))
-    expect_true(any(not sample.degenerate for sample, _got in right), _(
-        "{target} is right on the CPU only in cases that cannot tell working code from a "
-        "shortcut ({why}), so how it behaves on a GPU cannot be graded yet: fix {target} first "
-        "(see its own part).").format(target=case.target, why=_(right[0][0].degenerate)))
+    if not any(not sample.degenerate for sample, _got in right):
+        right = _own_work(session, case, student, reference, right)
     for sample, on_cpu in right:
         state = _state(sample, reference)
         probe = sample.probe(state, device=device, guard=guard)
-        if getattr(reference, "fails", None) and reference.fails(probe):
-            # carried forward: the solution with the callee's mistake fails on the device
-            # too, so right is exactly its result there (grader/catalog/carry.py)
-            expect_true(reference.alike(probe, student, sample.call_text()) is not None,
-                        _("not what the solution with the carried mistake gives on the device"))
-            continue
         expected = reference.run(sample.probe(state), sample.call_text())
         try:
             with diagnosing(session, sample, student, probe, reference) as seen:
@@ -393,6 +381,47 @@ def check_on_device(session, case, student, reference, device="cpu", guard=False
                                       "'{case}', but not {where}:\n{failure}").format(
                                           target=case.target, case=_(sample.name), where=where,
                                           failure=failure)) from None
+
+
+def _own_work(session, case, student, reference, right):
+    """A function right in no non-degenerate case: its own CPU results in those cases, when
+    it does its work (work.py: its result changes with every input the solution's does), so
+    that its GPU share is graded once, on what it computes; else the failure that says why
+    it cannot be (its mistake is its own part's, a shortcut earns no GPU share)."""
+    evidence = session.table.evidence(case.target)
+    if not right and not _ran_on_cpu(evidence[:1], student, reference):
+        raise StudentFailure(_not_right_on_cpu(session, case.target, student))
+    if not work.does_its_work(evidence, student, reference, lambda c: _state(c, reference)):
+        if right:
+            raise StudentFailure(_(
+                "{target} is right on the CPU only in cases that cannot tell working code from "
+                "a shortcut ({why}), and in its other cases its result does not change with "
+                "every input it should use, so how it behaves on a GPU cannot be graded yet: "
+                "fix {target} first (see its own part).").format(
+                    target=case.target, why=_(right[0][0].degenerate)))
+        raise StudentFailure(_(
+            "none of the {target} cases is right on the CPU, and its result does not change "
+            "with every input it should use (code that skips part of the work), so how it "
+            "behaves on a GPU cannot be graded yet: fix {target} first (see its own "
+            "part).").format(target=case.target))
+    own = [(sample, got) for sample in session.table.same_target(case) if not sample.degenerate
+           for got in _ran_on_cpu([sample], student, reference)]
+    if not own:
+        raise StudentFailure(_not_right_on_cpu(session, case.target, student))
+    return own
+
+
+def _ran_on_cpu(samples, student, reference):
+    """The submission's CPU results for `samples` that it ran through, right or wrong."""
+    out = []
+    for sample in samples:
+        probe = sample.probe(_state(sample, reference))
+        try:
+            out.append(student.run(probe, sample.call_text(),
+                                   reference.run(probe, sample.call_text())))
+        except StudentFailure:
+            continue
+    return out
 
 
 def check_device(session, case, student, reference):

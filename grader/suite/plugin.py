@@ -9,7 +9,6 @@ the folder pytest is given:
 
 The run's state is one Session (session.py) on pytest's config, `config.attnkit_suite`.
 """
-import functools
 import json
 import os
 import tempfile
@@ -104,11 +103,15 @@ def pytest_sessionfinish(session):
         try:
             if config.attnkit_carry_forward == "on" and tests:  # the worker still runs
                 named, others, seen = _other_parts(config, tests, student)
-                carry.carry_forward(tests, suite.table.by_id, config.attnkit_diagnoses + named,
-                                    dict(before, **seen), _reference(config), student,
-                                    functools.partial(checks.passes, suite),
-                                    functools.partial(checks.shows_it_works, suite),
-                                    checks._state, others=others, catalog=suite.catalog)
+                reference = _reference(config)
+                carried = carry.carry_forward(
+                    tests, suite.table.by_id, config.attnkit_diagnoses + named,
+                    dict(before, **seen), reference, student,
+                    lambda case, implementation: checks.passes(suite, case, implementation,
+                                                               reference),
+                    others=others, catalog=suite.catalog, assignment=suite.assignment)
+                if carried:  # the diagnosis the student reads is of the cases as they stand
+                    config.attnkit_diagnoses = _diagnoses(config)
         except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
             config.attnkit_suite_errors = list(getattr(config, "attnkit_suite_errors", [])) + [
                 f"carrying errors forward failed: {type(error).__name__}: {error}"]

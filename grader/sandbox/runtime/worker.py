@@ -12,7 +12,9 @@ assignment's file can `import` it and the earlier assignments' files beside it b
 a worker given a name that is not a plain module name, or one already taken, refuses to start.
 
 Requests:  {"op": "load", "names": [...]}        import the submission
-           {"op": "probe", "probe": {...}}        run one probe (see probes.py)
+           {"op": "probe", "probe": {...}}        run one probe (see probes.py); a probe
+                                                  that names `answered` may ask the
+                                                  trusted side before its reply (answers.py)
            {"op": "probes", "probes": [...]}      run each in turn: one reply per probe
            {"op": "bye"}                          exit
 Every reply is {"ok": bool, ...}. The worker holds neither the reference solution nor the
@@ -71,7 +73,7 @@ def main():
         print(f"the worker refused to start: {exc}", file=sys.stderr)
         return NOT_DROPPED
     import torch
-    from runtime import guards, probes, protocol
+    from runtime import answers, guards, probes, protocol  # noqa: F401 (answers: for probes)
     sys.path.remove(runtime_parent)
     module = sys.argv[5] if len(sys.argv) > 5 else None
     return run(int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], guards, probes, protocol,
@@ -112,6 +114,7 @@ def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
     sys.path.append(os.path.dirname(submission))
     namespace = None
     me = os.getpid()
+    channel = probes.answers.Channel(request_fd, reply_fd, protocol)
 
     while True:
         try:
@@ -121,9 +124,11 @@ def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
         op = request.get("op")
         if op == "bye":
             return 0
-        if op == "probes":  # several probes in one request: one reply each, in order
+        if op == "probes":  # several probes in one request: one reply each, in order (none
+            # of them is answered: an ask would meet a reply the trusted side does not expect)
             for probe in request.get("probes", []):
-                _answer(reply_fd, me, lambda: _probe(namespace, probe, probes), probes, protocol)
+                _answer(reply_fd, me, lambda: _probe(namespace, dict(probe, answered=None),
+                                                     probes, None, module), probes, protocol)
             continue
         if op == "load":
             def work():
@@ -132,17 +137,29 @@ def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
                 return reply
         elif op == "probe":
             def work():
-                return _probe(namespace, request["probe"], probes)
+                return _probe(namespace, request["probe"], probes, channel, module)
         else:
             def work():
                 return {"ok": False, "error": {"type": "BadRequest", "message": str(op)}}
         _answer(reply_fd, me, work, probes, protocol)
 
 
-def _probe(namespace, probe, probes):
+def _probe(namespace, probe, probes, channel, module):
+    """Run one probe; the names it lists as `answered` are the trusted side's answers while
+    it runs (answers.py), in the submission's module or an earlier module it imported."""
     if namespace is None:
         return {"ok": False, "error": {"type": "NotLoaded", "message": "no module"}}
-    return {"ok": True, "result": probes.run_probe(namespace, probe)}
+    answered = probe.get("answered") if channel is not None else None
+    if not answered:
+        return {"ok": True, "result": probes.run_probe(namespace, probe)}
+    spaces = {module: namespace}
+    for entry in answered:
+        name = entry[0] if isinstance(entry, (list, tuple)) and entry else None
+        if isinstance(name, str) and name != module and isinstance(sys.modules.get(name),
+                                                                    type(sys)):
+            spaces[name] = sys.modules[name]
+    with probes.answers.installed(spaces, answered, channel):
+        return {"ok": True, "result": probes.run_probe(namespace, probe)}
 
 
 def _answer(reply_fd, me, work, probes, protocol):

@@ -1,0 +1,89 @@
+"""What a student's file defines, and which names of the api each definition's code reaches.
+
+Read on the trusted side from the source's syntax tree (nothing the worker says is
+believed): a top-level function or class reaches every api name its body mentions (a call,
+a module built from a class, an attribute `mod.name`), and everything the top-level
+definitions it mentions reach in turn (a helper of the student's own counts as its caller's
+code). Names imported from an earlier assignment's module (`from attention import
+MultiHeadAttention`) are reached where they are mentioned.
+
+    graph = CallGraph.of_file("attention.py", api=("sequence_mask", ...))
+    graph.defines("masked_softmax")          # True: the file defines it at the top level
+    graph.reaches("MultiHeadAttention")      # {"DotProductAttention", "masked_softmax", ...}
+
+A file that is not valid Python defines nothing and reaches nothing. This is evidence for
+what a sentence may say, and for which callees a case can be judged apart from: code that
+reaches a name only through a string (getattr(module, "name")) is not seen, and is then
+judged with the code it really runs.
+"""
+import ast
+
+MAX_SOURCE = 4 * 2**20  # characters: a submission's staged file is far smaller
+
+
+class CallGraph:
+    def __init__(self, definitions, mentions, imported):
+        self.definitions = definitions  # top-level name -> "function" | "class"
+        self.mentions = mentions        # top-level name -> names its body mentions
+        self.imported = imported        # name -> the module it was imported from
+
+    @classmethod
+    def of_source(cls, source):
+        try:
+            tree = ast.parse(source[:MAX_SOURCE] if isinstance(source, str) else "")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return cls({}, {}, {})
+        definitions, mentions, imported = {}, {}, {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                definitions[node.name] = "class" if isinstance(node, ast.ClassDef) else "function"
+                mentions[node.name] = _mentioned(node)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Name):
+                # `helper = other_function` or a lambda: the name is the value's code
+                mentions.setdefault(node.targets[0].id, set()).update(_mentioned(node.value))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = (node.module, alias.name)
+        return cls(definitions, mentions, imported)
+
+    @classmethod
+    def of_file(cls, path):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return cls.of_source(handle.read(MAX_SOURCE))
+        except OSError:
+            return cls({}, {}, {})
+
+    def defines(self, name):
+        return name in self.definitions
+
+    def reaches(self, name, names):
+        """The names of `names` (api names, of this module or an earlier one) that the code
+        of `name` mentions, directly or through the other top-level definitions it mentions.
+        An imported name counts under the name it was imported as."""
+        wanted = set(names)
+        seen, todo, found = {name}, [name], set()
+        while todo:
+            for mention in self.mentions.get(todo.pop(), ()):
+                local = self.imported.get(mention, (None, mention))[1]
+                if local in wanted and mention != name:
+                    found.add(local)
+                if mention in self.mentions and mention not in seen:
+                    seen.add(mention)
+                    todo.append(mention)
+        found.discard(name)
+        return found
+
+
+def _mentioned(node):
+    """Every name a definition's body mentions: `name`, `something.name`."""
+    out = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            out.add(child.id)
+        elif isinstance(child, ast.Attribute):
+            out.add(child.attr)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.discard(node.name)
+    return out
