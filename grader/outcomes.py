@@ -17,11 +17,12 @@ class TestOutcome:
     grader_traceback: str = ""
     mistakes: list = dataclasses.field(default_factory=list)  # catalog ids whose result it equals
     heatmap: dict = None       # {"title", "expected", "got"}: 2-D lists of weights
-    # passed only as error carried forward (grader/catalog/carry.py): {"target", "mistakes",
-    # "in", "parts"}, the callee mistakes its result equals the solution's with; else None
+    # passed only as error carried forward (grader/catalog/carry.py): {"target", "in" (the
+    # failed callees it was judged apart from), "answered" (what the solution answered),
+    # "mistakes" (catalog ids named in those callees' parts), "parts" (theirs)}; else None
     carried: dict = None
-    # failed, and a function it calls failed its own part: {"why": "unnamed" | "differs",
-    # "callees", "mistakes"} (why its points were not carried forward)
+    # failed, and a function it calls failed its own part: {"why": "differs" | "refused",
+    # "target", "callees", "parts", "error"} (why its points were not carried forward)
     carry_note: dict = None
     target: str = None         # the function or module the case calls (cases.py)
 

@@ -4,32 +4,31 @@ A mistake costs points once, in the part of the function it is in. At the end of
 submission's session, after its cases ran, the trusted process takes each failed case of a
 function F and asks:
 
-1. Does F's code reach a function that failed cases of its own part? "Reach" is read from
+1. Does F's code reach functions that failed cases of their own part? "Reach" is read from
    the student's file (callgraph.py: what F's code mentions, directly or through the
    student's own helpers), never from the solution. A function of an earlier assignment
-   the student provides (builds_on with provide = "student") counts as failed here too: it
-   is graded in its own assignment, so this one judges only its own code.
-2. If so, the case is run again with every other function and module class of the api
-   answered by the solution (grader/sandbox/runtime/answers.py, grader/harness/answering.py):
-   F is the student's code, and each time it calls a callee (a function, or a module it
-   builds, weights included) the solution answers on exactly the inputs F hands it. The
-   case's own check decides, against the solution as always. If it passes, F's code is
-   right there: the case is re-scored as passed, "carried forward".
+   the student provides (builds_on with provide = "student") counts here too: it is graded
+   in its own assignment, so this one judges only its own code.
+2. If so, the case is run again with those functions answered by the solution
+   (grader/sandbox/runtime/answers.py, grader/harness/answering.py): F is the student's
+   code, and each time it calls one of them (a function, or a module it builds, weights
+   included) the solution answers on exactly the inputs F hands it. The case's own check
+   decides, against the solution as always. If it passes, F's code is right there: the
+   case is re-scored as passed, "carried forward".
 
-The result is independent of what is wrong in the callees, so adding a mistake to a callee
-never raises a caller's score: a callee that was right gives the caller the answers the
-solution gives, and so does the solution. Nothing a worker says decides it: which names are
-answered is the trusted side's choice, an ask outside such a run fails the call that made
-it, and the answers are the solution's, computed here on inputs bounded by the case.
+A callee that passes all its own cases runs as written: a mistake in it that only its
+callers' cases show costs points there, where it shows, once. Answering a callee that is
+right changes nothing, so adding a mistake to a right callee never raises a caller's score.
+Nothing a worker says decides it: which names are answered is the trusted side's choice,
+an ask outside such a run fails the call that made it, and the answers are the solution's,
+computed here on inputs bounded by the case.
 
-Not carried:
-- a case whose results some catalog mistake in a callee explains that the callee's own part
-  does not name (it passes its own cases: the mistake shows only here, and costs here);
-- a case the answered run still fails: F has a mistake of its own there;
-- a case in which the solution refuses what F hands a callee (an argument it does not
-  take): F could not be judged apart from the callee, and keeps its failure, said so.
-`grader grade --carry-forward off` skips all of this (each callee mistake then also costs
-its callers).
+Not carried: a case the answered run still fails (F has a mistake of its own there), and a
+case in which the solution refuses what F hands a callee (an argument it does not take: F
+could not be judged apart from the callee, and keeps its failure, said so). A second
+mistake in a callee that already fails its own cases, one only its callers' cases show, is
+not charged again. `grader grade --carry-forward off` skips all of this (each callee
+mistake then also costs its callers).
 
 Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog:
 `Catalog.of(assignment)`, built once per session); none falls back on another one.
@@ -38,27 +37,29 @@ from ..harness.failures import StudentFailure
 from ..sandbox.replies import numel_bound
 from ..harness.answering import Answerer
 from .callgraph import CallGraph
-from .mistakes import base_id, members
 
 SETTINGS = ("on", "off")
 DEFAULT = "on"
 
 
 class OwnCode:
-    """The submission, with every api name but the probe's target answered by the solution
-    (`pairs`: [module, name] of this assignment's api and of each earlier module the student
-    provides). Its runs are never searched in the catalog again. `log` collects, per run,
-    (target, names the caller asked, why an ask was refused or None)."""
+    """The submission, with the api names in `names` answered by the solution (`pairs`:
+    [module, name] of this assignment's api and of each earlier module the student
+    provides; a probe's own target is never answered). Its runs are never searched in the
+    catalog again. `log` collects, per run, (target, names the caller asked, why an ask was
+    refused or None)."""
 
     diagnosable = False
 
-    def __init__(self, student, reference, pairs):
-        self._student, self._reference, self.pairs = student, reference, [list(p) for p in pairs]
+    def __init__(self, student, reference, pairs, names=()):
+        self._student, self._reference = student, reference
+        self.pairs = [list(p) for p in pairs]
+        self.names = set(names)
         self.log = []
 
     def run(self, probe, call_text, expected=None):
         target = probe["target"]
-        answered = [[m, n] for m, n in self.pairs if n != target]
+        answered = [[m, n] for m, n in self.pairs if n != target and n in self.names]
         sources, weights = self._reference.answering_sources()
         inputs = max([t.numel() for t in _tensors(probe)] + [0])
 
@@ -113,22 +114,22 @@ def named(diagnoses, catalog):
     return out
 
 
-def carry_forward(tests, cases, diagnoses, before, reference, student, grade, others=(), *,
-                  catalog, assignment):
+def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(), *,
+                  catalog, assignment, graph=None):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many were carried.
 
     cases: {name: Case}; diagnoses: the session's diagnoses (with those of the parts only
-    run for it, --parts); before: nodeid -> the catalog ids each case matched, taken before
-    the diagnosis trimmed them; grade(case, student) -> bool: the case's own check passes
+    run for it, --parts); grade(case, student) -> bool: the case's own check passes
     (checks.passes); others: the entries of parts this session did not grade (--parts), run
-    only so that their failures are known."""
+    only so that their failures are known; graph: the submission's CallGraph (read from
+    the student's file when not given)."""
     entries = list(tests) + list(others)
     failed = {cases[t["name"]].target for t in entries if t.get("name") in cases
               and t.get("outcome") == "failed" and t.get("blame") == "student"}
     pairs = answered_pairs(assignment)
     earlier = {n for m, n in pairs if m != assignment.module}
-    graph = graph_of(student)
+    graph = graph if graph is not None else graph_of(student)
     own = OwnCode(student, reference, pairs)
     named_ids = named(diagnoses, catalog)
     names = [n for _m, n in pairs]
@@ -143,14 +144,7 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, ot
         callees = [n for n in names if n in reached and (n in failed or n in earlier)]
         if not callees:
             continue  # nothing it calls failed: its failure is its own, as it ran
-        here_only = _shown_only_here(before.get(test.get("nodeid")), case.target, named_ids,
-                                     catalog)
-        if here_only:
-            test["carry_note"] = {"why": "only-here", "target": case.target,
-                                  "callees": _in_order(names, {catalog.by_id(i).target
-                                                               for i in here_only}),
-                                  "mistakes": here_only}
-            continue
+        own.names = set(callees)  # a callee that passes its own cases runs as written
         start = len(own.log)
         try:
             ok = grade(case, own)
@@ -178,19 +172,6 @@ def carry_forward(tests, cases, diagnoses, before, reference, student, grade, ot
 
 def _in_order(names, found):
     return [n for n in dict.fromkeys(names) if n in found]
-
-
-def _shown_only_here(matched, target, named_ids, catalog):
-    """The catalog ids a failing case's results matched (before the diagnosis) that live in
-    a function it calls and that their own part did not name."""
-    out = []
-    for found in matched or []:
-        for one in members(str(found)):
-            mistake = catalog.by_id(base_id(one))
-            if mistake is not None and mistake.target != target and \
-                    not catalog.is_device(mistake.part) and mistake.id not in named_ids:
-                out.append(mistake.id)
-    return sorted(set(out))
 
 
 def _missing(student, target):

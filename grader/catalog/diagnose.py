@@ -185,16 +185,20 @@ class Search:
         self.matched += [i for i in found if "&" not in i and i not in self.matched]
 
 
-def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None, *, catalog):
+def matching(case, probe, got_raw, solution_path, failed_parts=None, search=None, *, catalog,
+             reaches=None):
     """Ids of the catalog mistakes whose result for `probe` equals the submission's.
 
     Only plausible mistakes are run: those of the case's own part, and those of a part in
     which the submission has already failed a case (`failed_parts`; every catalog mistake
     fails some case of its own part, `grader validate` checks it), so a submission whose
-    callee passes is not searched for that callee's mistakes in its callers' cases."""
+    callee passes is not searched for that callee's mistakes in its callers' cases; and of
+    the functions it calls, only those the student's code of the case's function reaches
+    (`reaches`: the names it reaches, callgraph.py; None: the solution's calls)."""
     found = []
     plausible = [m for m in catalog.suspects_for(case.target)
-                 if not (probe.get("guard") and not catalog.is_device(m.part))  # a guarded
+                 if (reaches is None or m.target == case.target or m.target in reaches)
+                 and not (probe.get("guard") and not catalog.is_device(m.part))  # a guarded
                  # run of code right on the CPU changes only with a device mistake
                  and (failed_parts is None or m.part == case.part or catalog.is_device(m.part)
                       or m.part in failed_parts)]

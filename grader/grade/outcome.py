@@ -129,24 +129,20 @@ def _carried(value, status, known):
 
 def _carry_note(value, status, known):
     """A failed test's note of why it was not carried forward, checked: "differs" (it fails
-    with its callees answered right: a mistake of its own), "refused" (the solution refused
-    what it handed a callee; `error` says how) or "only-here" (a catalog mistake in a callee
-    that the callee's own part does not show)."""
+    with its callees answered right: a mistake of its own) or "refused" (the solution
+    refused what it handed a callee; `error` says how)."""
     if status != "failed" or not isinstance(value, dict) or \
             value.get("target") not in known.declared.api:
         return None
     why = value.get("why")
-    if why not in ("differs", "refused", "only-here"):
+    if why not in ("differs", "refused"):
         return None
     callees = _callee_names(value.get("callees"), known)
     if not callees:
         return None
-    ids = (known.ids(value.get("mistakes")) or []) if why == "only-here" else []
-    if why == "only-here" and not ids:
-        return None
     error = value.get("error") if why == "refused" else None
     return {"why": why, "target": value["target"], "callees": callees,
-            "parts": [known.part_of(c) for c in callees], "mistakes": ids,
+            "parts": [known.part_of(c) for c in callees],
             "error": safe_text(error, 300) if isinstance(error, str) else ""}
 
 

@@ -6,9 +6,10 @@ caller calls one, the worker asks here and the solution answers on exactly those
 
     ask {"ask": "init", "module", "name", "args", "kwargs"}    a module the caller builds:
         -> {"instance", "params": [[name, shape, dtype]], "buffers"}   its weights' names
-    ask {"ask": "call", "module", "name", "args", "kwargs"[, "instance", "training",
-         "params", "buffers"]}                                    a call, with the weights the
-        -> {"output", "captured", "into", "call"}                 caller's module holds
+    ask {"ask": "call", "module", "name", "args", "kwargs", "rng"[, "instance",
+         "training", "params", "buffers"]}                        a call, with the weights the
+        -> {"output", "captured", "into", "call", "rng"}          caller's module holds and
+                                                                  the worker's generator
     ask {"ask": "backward", "call", "grad"}                       the solution's gradients
         -> {"grads": [per input, then per weight]}
 
@@ -135,8 +136,9 @@ class Answerer:
         held = sum(t.numel() for t in list(sizing.parameters()) + list(sizing.buffers()))
         if held > MAX_WEIGHTS:
             raise Refused(f"{ask.get('name')} built so would hold {held} weights")
-        seed(0)
-        module = cls(*args, **kwargs)
+        with torch.random.fork_rng(devices=[]):
+            seed(0)
+            module = cls(*args, **kwargs)
         instance = len(self.instances) + 1
         self.instances[instance] = (ask.get("module"), ask.get("name"), module)
         return {"instance": instance,
@@ -147,22 +149,14 @@ class Answerer:
     def _call(self, ask):
         target = self._source(ask)
         args, kwargs, tensors = self._arguments(ask)
-        seed(7000 + self.asks)  # dropout in the solution draws the same on every run
-        if "instance" in ask:
-            found = self.instances.get(ask.get("instance"))
-            if found is None or found[:2] != (ask.get("module"), ask.get("name")):
-                raise Refused("a module the grader did not build")
-            module = found[2]
-            state, weights = self._state(module, ask, tensors)
-            module.train(bool(ask.get("training")))
-            output = torch.func.functional_call(module, state, tuple(args), kwargs)
-            captured = self._captured(module, ask.get("name"))
-        else:
-            if isinstance(target, type):
-                raise Refused(f"{ask.get('name')} is a module: it is built, then called")
-            weights = []
-            output = target(*args, **kwargs)
-            captured = {}
+        with torch.random.fork_rng(devices=[]):
+            # the worker's generator, as the callee would have found it there: dropout in
+            # the answer draws what the solution running in the worker would have drawn
+            rng = ask.get("rng")
+            if rng is not None:
+                torch.random.set_rng_state(rng)
+            output, weights, captured = self._compute(ask, target, args, kwargs, tensors)
+            after = torch.random.get_rng_state()
         if not isinstance(output, torch.Tensor):
             raise Refused(f"the solution's {ask.get('name')} gives no tensor here")
         into = next((i for i, a in enumerate(args) if a is output), None)
@@ -172,7 +166,22 @@ class Answerer:
             call = len(self.graphs) + 1
             self.graphs[call] = (output, inputs)
         return {"output": output.detach().clone(), "captured": captured, "into": into,
-                "call": call}
+                "call": call, "rng": after if rng is not None else None}
+
+    def _compute(self, ask, target, args, kwargs, tensors):
+        """(output, the weights that need a gradient, captured attention weights)."""
+        if "instance" in ask:
+            found = self.instances.get(ask.get("instance"))
+            if found is None or found[:2] != (ask.get("module"), ask.get("name")):
+                raise Refused("a module the grader did not build")
+            module = found[2]
+            state, weights = self._state(module, ask, tensors)
+            module.train(bool(ask.get("training")))
+            output = torch.func.functional_call(module, state, tuple(args), kwargs)
+            return output, weights, self._captured(module, ask.get("name"))
+        if isinstance(target, type):
+            raise Refused(f"{ask.get('name')} is a module: it is built, then called")
+        return target(*args, **kwargs), [], {}
 
     def _state(self, module, ask, tensors):
         """The caller's module's weights, as the worker sent them, in the solution's names;

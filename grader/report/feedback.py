@@ -135,11 +135,6 @@ DIFFERS = N_("{count} of {total} cases of this part fail even with {callee} answ
 REFUSED = N_("{count} of {total} cases of this part could not be judged apart from {callee}: "
              "the way {target} calls it there, {callee} as specified refuses the call "
              "({error}). They count as they ran, with your {callee}.")
-ONLY_HERE = N_("{count} of {total} cases of this part fail where {callee} gives what the "
-               "mistake named for this part gives; {callee} passes its own cases, which do not "
-               "show that mistake, so it costs points here, where it shows.")
-
-
 def _listed(names):
     return _(" and ").join(names) if len(names) == 2 else ", ".join(names)
 
@@ -185,8 +180,7 @@ def carried_lines(tests):
                       error=error)
         if kind == "carried":
             fields["why"] = _why_carried(list(callees), list(parts))
-        template = {"carried": CARRIED, "differs": DIFFERS, "refused": REFUSED,
-                    "only-here": ONLY_HERE}[kind]
+        template = {"carried": CARRIED, "differs": DIFFERS, "refused": REFUSED}[kind]
         lines.append(_(template).format(**fields))
     return lines
 

@@ -458,6 +458,8 @@ def _tests_from_folder(out_dir, folder):
 
 
 def _diagnosis_ids(row):
+    """The catalog mistakes a row's diagnoses name, each once: one mistake said in its own
+    part and again in a part that calls it is one mistake of that submission."""
     ids = []
     listed = row.get("diagnoses")
     for entry in listed if isinstance(listed, list) else []:
@@ -465,7 +467,7 @@ def _diagnosis_ids(row):
             entry = entry.get("mistake")
         if isinstance(entry, str) and entry.strip():
             ids.append(safe_text(entry.strip(), 100))
-    return ids
+    return list(dict.fromkeys(ids))
 
 
 def _statistics(items, out_dir):

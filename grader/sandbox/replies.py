@@ -374,6 +374,18 @@ class _StrictTensor(Tensor):
             raise ReplyRefused(f"{_at(path)}: {refused}") from None
 
 
+class RngState:
+    """A CPU generator's state (torch.random.get_rng_state): bytes, of a bounded length."""
+
+    def check(self, value, walk, path, depth):
+        walk.spend(path)
+        if type(value) is not torch.Tensor or value.dtype != torch.uint8 or value.dim() != 1 \
+                or value.numel() > 16384 or value.layout is not torch.strided \
+                or value.device.type != "cpu" or value.is_nested:
+            raise ReplyRefused(f"{_at(path)} is not a generator's state")
+        return value.detach().clone(memory_format=torch.contiguous_format)
+
+
 TENSOR = _StrictTensor()
 BOOL = Bool()
 SCALAR = Either(Null(), Bool(), Int(), Num(), Str(200))
@@ -383,7 +395,7 @@ ASK = Record({
     "args": Plain(), "kwargs": Map(Plain(), 16, key_limit=80),
     "instance": Int(0, 2**31), "training": Bool(),
     "params": Map(TENSOR, 256), "buffers": Map(TENSOR, 64),
-    "call": Int(0, 2**31), "grad": TENSOR,
+    "call": Int(0, 2**31), "grad": TENSOR, "rng": RngState(),
 }, required=("ask",))
 SCHEMAS = {
     "ask": ASK,

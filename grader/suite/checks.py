@@ -114,7 +114,8 @@ def diagnosing(session, case, student, probe, reference):
         if not isinstance(raw, dict):
             raise
         found = diagnose.matching(case, probe, raw, reference.path, session.failed_parts,
-                                  session.search, catalog=session.catalog)
+                                  session.search, catalog=session.catalog,
+                                  reaches=session.reaches(case.target))
         if not found:
             raise
         explained = StudentFailure(

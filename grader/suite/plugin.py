@@ -18,6 +18,7 @@ import torch
 
 from .. import assignment as assignments
 from ..catalog import carry, diagnose
+from ..catalog.callgraph import CallGraph
 from ..harness import Reference, StudentFailure, Submission
 from ..sandbox import isolation
 from ..sandbox.limits import Limits
@@ -87,6 +88,9 @@ def pytest_sessionstart(session):
                                         gpu=config.attnkit_gpu,
                                         assignment=_session(config).assignment)
     config.attnkit_student.start()
+    # what the submission's own code calls, read from its source: diagnoses and error
+    # carried forward name only callees it really reaches
+    _session(config).graph = CallGraph.of_file(os.path.abspath(path))
 
 
 def pytest_sessionfinish(session):
@@ -96,20 +100,19 @@ def pytest_sessionfinish(session):
         suite = _session(config)
         recorder = config.pluginmanager.get_plugin("attnkit-recorder")
         tests = list(getattr(recorder, "tests", {}).values())
-        # what each case matched, before the diagnosis keeps only what it qualified
-        before = {t["nodeid"]: list(t.get("mistakes") or []) for t in tests}
         config.attnkit_diagnoses = _diagnoses(config)
         config.attnkit_carry_forward = config.getoption("--carry-forward")
         try:
             if config.attnkit_carry_forward == "on" and tests:  # the worker still runs
-                named, others, seen = _other_parts(config, tests, student)
+                named, others = _other_parts(config, tests, student)
                 reference = _reference(config)
                 carried = carry.carry_forward(
-                    tests, suite.table.by_id, config.attnkit_diagnoses + named,
-                    dict(before, **seen), reference, student,
+                    tests, suite.table.by_id, config.attnkit_diagnoses + named, reference,
+                    student,
                     lambda case, implementation: checks.passes(suite, case, implementation,
                                                                reference),
-                    others=others, catalog=suite.catalog, assignment=suite.assignment)
+                    others=others, catalog=suite.catalog, assignment=suite.assignment,
+                    graph=suite.graph)
                 if carried:  # the diagnosis the student reads is of the cases as they stand
                     config.attnkit_diagnoses = _diagnoses(config)
         except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
@@ -123,14 +126,13 @@ def _other_parts(config, tests, student):
     """Under --attnkit-parts (grader/shards.py: the GPU part on a GPU node, say) the other
     parts have no tests here, so no diagnosis to carry from. Their cases are run here, after
     the session's own, unrecorded and unscored, and diagnosed as a whole run would; the
-    diagnosis is used for error carried forward only. Returns (diagnoses, their entries,
-    {nodeid: the ids each case matched before the diagnosis})."""
+    diagnosis is used for error carried forward only. Returns (diagnoses, their entries)."""
     suite = _session(config)
     here = {t["part"] for t in tests}
     gpu = set(suite.assignment.gpu_parts)
     others = [case for case in suite.table if case.part not in here and case.part not in gpu]
     if not others:
-        return [], [], {}
+        return [], []
     reference = _reference(config)
     entries = []
     for case in others:
@@ -143,12 +145,11 @@ def _other_parts(config, tests, student):
                          mistakes=list(getattr(failure, "mistakes", None) or []))
             suite.fail(case.part)
         entries.append(entry)
-    seen = {e["nodeid"]: list(e["mistakes"]) for e in entries}
     named = diagnose.diagnose_parts(
         entries, suite.table.by_id,
         lambda case, implementation: checks.passes(suite, case, implementation, reference),
         reference.path, lang=suite.lang, catalog=suite.catalog)
-    return named, entries, seen
+    return named, entries
 
 
 @pytest.hookimpl(hookwrapper=True)

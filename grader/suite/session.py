@@ -19,6 +19,14 @@ class Session:
         self.search = diagnose.Search()   # how far the search for mistakes has gone
         self.asked_ahead = False          # the match probes went to the worker in one request
         self.parts = {}                   # nodeid -> part, filled at collection
+        self.graph = None                 # the submission's call graph (catalog/callgraph.py)
+
+    def reaches(self, target):
+        """The api names the submission's code of `target` reaches (None: no submission
+        read, as in a catalog's own runs: the solution's calls are assumed)."""
+        if self.graph is None:
+            return None
+        return self.graph.reaches(target, self.assignment.api)
 
     @functools.cached_property
     def catalog(self):

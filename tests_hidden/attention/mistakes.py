@@ -127,6 +127,8 @@ def _infer_fill(probe, raw):
     if not found:
         return None
     value = float(f"{sorted(found)[len(found) // 2]:.3g}")
+    if abs(value) < 1e-3:
+        return None  # 0, within rounding: softmax-mask-zero, never an invented -5.87e-09
     if not -1000 <= value < 0 or any(abs(c - value) > 1e-3 * max(1.0, abs(value)) for c in found):
         return None
     return f"{value:g}"

@@ -34,6 +34,19 @@ class NotAnswered(RuntimeError):
     was refused): raised in the caller's code, where the real callee would have run."""
 
 
+def _rng():
+    with _paused():
+        return torch.random.get_rng_state()
+
+
+def _take_rng(answer):
+    """The generator as the solution left it: later draws are what they would have been."""
+    state = answer.get("rng")
+    if isinstance(state, torch.Tensor):
+        with _paused():
+            torch.random.set_rng_state(state)
+
+
 class Channel:
     """The worker's two file descriptors, for the asks of one probe."""
 
@@ -148,7 +161,8 @@ def _finish(name, answer, tensors, params, channel, origin):
     with _paused():
         output = output.to(device)
     inputs = list(tensors) + list(params)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+    if answer.get("call") is not None and torch.is_grad_enabled() and \
+            any(t.requires_grad for t in inputs):
         call = {"id": answer.get("call"), "output": output, "channel": channel}
         output = _Answer.apply(call, *inputs)
     if origin:
@@ -167,7 +181,8 @@ def function_stand_in(module, name, channel):
         message = {"ask": "call", "module": module, "name": name,
                    "args": _plain(list(args), tensors), "kwargs": _plain_kwargs(kwargs, tensors)}
         origin = _watch_inputs(name, tensors, [])
-        answer = channel.ask(message)
+        answer = channel.ask(dict(message, rng=_rng()))
+        _take_rng(answer)
         return _finish(name, answer, tensors, [], channel, origin)
 
     setattr(stand_in, ASKED, name)
@@ -227,7 +242,8 @@ def module_stand_in(module, name, channel):
                        "params": weights, "buffers": buffers,
                        "args": _plain(list(args), tensors), "kwargs": _plain_kwargs(kwargs, tensors)}
             origin = _watch_inputs(name, tensors, params)
-            answer = channel.ask(message)
+            answer = channel.ask(dict(message, rng=_rng()))
+            _take_rng(answer)
             device = _device_of(tensors, params)
             for dotted, value in (answer.get("captured") or {}).items():
                 owner, _, leaf = dotted.rpartition(".")
@@ -244,8 +260,9 @@ def module_stand_in(module, name, channel):
 @contextlib.contextmanager
 def installed(namespaces, answered, channel):
     """While open, every [module, name] of `answered` is a stand-in in that module's
-    namespace (`namespaces`: module name -> module object); afterwards each is what it was,
-    and the channel answers nothing."""
+    namespace (`namespaces`: module name -> module object), and wherever a namespace holds
+    the same object under some name; afterwards each is what it was, and the channel
+    answers nothing."""
     saved = []
     try:
         for module, name in answered or []:
@@ -261,6 +278,13 @@ def installed(namespaces, answered, channel):
                 continue
             saved.append((space, name, original))
             setattr(space, name, stand_in)
+            # the same object under another name or in another namespace (`from attention
+            # import MultiHeadAttention as MHA` in the later module) is answered too
+            for other in namespaces.values():
+                for alias, value in list(vars(other).items()):
+                    if value is original and not (other is space and alias == name):
+                        saved.append((other, alias, original))
+                        setattr(other, alias, stand_in)
         channel.live = bool(saved)
         yield
     finally:
