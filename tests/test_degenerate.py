@@ -7,9 +7,10 @@ cases, and the GPU share of a function is graded only then. Here:
   table), and checked against the shortcuts themselves, run on every case: every case a
   shortcut gets right is marked, and every marked case is one a shortcut gets right;
 - the shortcuts are graded for real (`grader grade`, one batch) and score, part by part,
-  the literal figures below: nothing in a part whose work they skip, nothing of the GPU
-  share of those functions, full marks in the parts they did not touch; in the same batch
-  the correct solution keeps 100 and bob and chen (real mistakes, see README) keep theirs;
+  the literal figures below: nothing in the part of the function whose work they skip,
+  nothing of that function's GPU share, full marks everywhere else (the functions calling
+  it are judged on their own code: error carried forward); in the same batch the correct
+  solution keeps 100 and bob and chen (real mistakes, see README) keep theirs;
 - the withheld case says why, in English and in Chinese.
 """
 import csv
@@ -48,6 +49,10 @@ SHORTCUTS = {
     "softmax_uniform": """
         def masked_softmax(X, valid_lens):
             return torch.ones_like(X) / X.shape[-1]
+        """,
+    "softmax_ignores_lens": """
+        def masked_softmax(X, valid_lens):  # a plain softmax
+            return nn.functional.softmax(X, dim=-1)
         """,
     "softmax_ignores_scores": """
         _masked_softmax = masked_softmax
@@ -108,6 +113,7 @@ REACHES = {
     "mask_returns_x": ("sequence_mask",) + ATTENTION,
     "mask_fills_value": ("sequence_mask",) + ATTENTION,
     "softmax_uniform": ATTENTION,
+    "softmax_ignores_lens": ATTENTION,
     "softmax_ignores_scores": ATTENTION,
     "mean_of_values": ATTENTION[1:],
     "transposes_reshape_only": ("transpose_qkv", "transpose_output", "MultiHeadAttention"),
@@ -119,21 +125,27 @@ PARTS = ("sequence_mask", "masked_softmax", "AdditiveAttention", "DotProductAtte
          "transpose", "MultiHeadAttention", "GPU")
 # (sequence_mask, masked_softmax, Additive, DotProduct, transpose, MultiHead, GPU), graded
 # on this CPU machine: the GPU part is 2 points for each of sequence_mask, masked_softmax
-# and the three modules. Worked out by hand from the case table (cases.py): each shortcut
-# passes degenerate cases only in the parts it reaches, so those parts and their GPU shares
-# are 0; the parts it does not reach keep full marks.
+# and the three modules. Worked out by hand from the case table (cases.py) and the rules:
+# a shortcut earns nothing in its own function's part (its degenerate cases are withheld,
+# its real ones wrong) and nothing of that function's GPU share (its result ignores an
+# input the solution uses: grader/suite/work.py); the functions calling it are the
+# solution's, judged on their own code with the shortcut answered right (error carried
+# forward, grader/catalog/carry.py), so they keep full marks and their GPU shares.
 EXPECTED = {
     "correct": (11, 20, 15, 15, 9, 20, 10),
     "zero_stub": (0, 0, 0, 0, 0, 0, 0),
-    # error carried forward (grader/catalog/carry.py): the DotProductAttention part names
-    # dot-masks-nothing, and MultiHeadAttention's own code gives exactly what it gives on top
-    "mask_returns_x": (0, 0, 0, 0, 9, 20, 2),
-    "mask_fills_value": (0, 0, 0, 0, 9, 0, 0),
-    "softmax_uniform": (11, 0, 0, 0, 9, 0, 2),
-    "softmax_ignores_scores": (11, 0, 0, 0, 9, 0, 2),
+    "mask_returns_x": (0, 20, 15, 15, 9, 20, 8),
+    "mask_fills_value": (0, 20, 15, 15, 9, 20, 8),
+    "softmax_uniform": (11, 0, 15, 15, 9, 20, 8),
+    "softmax_ignores_lens": (11, 0, 15, 15, 9, 20, 8),
+    "softmax_ignores_scores": (11, 0, 15, 15, 9, 20, 8),
+    # the three modules' own forward replaced: each loses its part and its GPU share
     "mean_of_values": (11, 20, 0, 0, 9, 0, 4),
-    "transposes_reshape_only": (11, 20, 15, 15, 0, 0, 8),
-    "mha_one_head": (11, 20, 15, 15, 9, 0, 8),
+    # the transposes are no GPU target; MultiHeadAttention's own code is the solution's
+    "transposes_reshape_only": (11, 20, 15, 15, 0, 20, 10),
+    # one head instead of several is wrong in every real case, but it computes attention
+    # over every input (its result changes with each of them): its GPU share is graded
+    "mha_one_head": (11, 20, 15, 15, 9, 0, 10),
     "everything_identity": (0, 0, 0, 0, 0, 0, 0),
     # real mistakes keep their degenerate credit: bob's multi-head attention passes a real
     # case (a batch of one), chen fails only the length-0 cases (README's table), and only in
@@ -331,15 +343,20 @@ def test_each_scores_its_literal_figures(graded, name):
 
 def test_the_feedback_of_a_shortcut_says_why_its_right_cases_do_not_count(graded):
     rows, out = graded
-    with open(out / rows["mask_returns_x"]["folder"] / "results.json", encoding="utf-8") as handle:
+    with open(out / rows["softmax_ignores_lens"]["folder"] / "results.json",
+              encoding="utf-8") as handle:
         tests = {t["name"]: t for t in json.load(handle)["tests"]}
     none = tests["masked_softmax: valid_lens None is a plain softmax"]
     assert none["score"] == 0 and "no key is masked (valid_lens is None or no shorter than the " \
         "keys), so code that ignores valid_lens gives the same result" in none["output"]
     gpu = tests["GPU: masked_softmax makes no tensor on the default device"]
     assert gpu["score"] == 0 and "right on the CPU only in cases that cannot tell" in gpu["output"]
+    assert "its result does not change with every input it should use" in gpu["output"]
+    # the functions calling it are judged on their own code, and say so
+    dot = tests["DotProductAttention: 2-D lengths that differ per query"]
+    assert dot["score"] == dot["max_score"] and dot["carried_forward"]["in"] == ["masked_softmax"]
     # the part's summary shows what went wrong in a real case, not the withheld one
-    lines = (out / rows["mask_returns_x"]["folder"] / "feedback.txt").read_text(
+    lines = (out / rows["softmax_ignores_lens"]["folder"] / "feedback.txt").read_text(
         encoding="utf-8").splitlines()
     at = lines.index("masked_softmax: 0/20 (passed: 0 of 12 cases)")
     assert lines[at + 1].startswith("    1-D lengths that differ per example: the output of "

@@ -128,22 +128,27 @@ def test_a_catalog_mistake_in_another_style_is_diagnosed(graded):
 
 
 def test_two_mistakes_are_each_named_in_their_own_part(graded):
+    """One bug, one diagnosis: masked_softmax's -inf is named in its own part only. Its
+    callers are judged on their own code (error carried forward): DotProductAttention's is
+    right, so it keeps its points and gets no diagnosis; MultiHeadAttention still fails with
+    masked_softmax answered right, so its part names its own mistake, and no case of it
+    says it is "exactly" the -inf (its length-0 case's NaN came from masked_softmax)."""
     results, _ = graded
     result = results["two_mistakes"]
     assert _diagnosis(result, "masked_softmax")["mistake"] == "softmax-neg-inf"
-    # MultiHeadAttention has both: its own mistake, and the masking it inherits (its case
-    # with a length 0 gives NaN)
-    assert _named(result, "MultiHeadAttention") == ["mha-no-output-projection",
-                                                    "softmax-neg-inf"]
-    again = [d for d in result.diagnoses if d["part"] == "MultiHeadAttention"][1]
-    # with two named in the part, the one said again says which it is
-    assert again["text"] == (
-        "in masked_softmax, which MultiHeadAttention calls: the same mistake as in "
-        "masked_softmax above, masked scores are set to -inf (a row whose valid length is 0 "
-        "then becomes NaN instead of uniform) (in 1 of the 11 failing cases of this part the "
-        "results are exactly what it gives).")
-    dot = _diagnosis(result, "DotProductAttention")
-    assert dot["mistake"] == "softmax-neg-inf" and "which DotProductAttention calls" in dot["text"]
+    assert _named(result, "MultiHeadAttention") == ["mha-no-output-projection"]
+    assert [d["mistake"] for d in result.diagnoses].count("softmax-neg-inf") == 1
+    assert not [d for d in result.diagnoses if d["part"] == "DotProductAttention"]
+    assert result.by_part()["DotProductAttention"] == (15, 15)
+    for test in result.tests:
+        if test.part == "MultiHeadAttention" and test.status == "failed":
+            assert "masked scores are set to -inf" not in test.message, test.name
+            assert test.carry_note["why"] == "differs", test.name
+    # the part's count of failing cases is the count the part summary gives
+    mha = _diagnosis(result, "MultiHeadAttention")
+    failing = sum(1 for t in result.tests if t.part == "MultiHeadAttention"
+                  and t.status == "failed")
+    assert f"of the {failing} failing cases of this part" in mha["text"]
 
 
 def test_a_mistake_in_no_catalog_gets_an_observation_not_a_cause(graded):
@@ -153,8 +158,9 @@ def test_a_mistake_in_no_catalog_gets_an_observation_not_a_cause(graded):
     assert diagnosis["mistake"] is None
     assert "exactly what you get" not in diagnosis["text"]
     assert diagnosis["text"].startswith("MultiHeadAttention: ")
-    # the GPU part cannot grade a module that is wrong on the CPU: said, not diagnosed
-    assert [d["part"] for d in result.diagnoses] == ["MultiHeadAttention", "GPU"]
+    # a module wrong on the CPU that does its work keeps its GPU share (suite/work.py)
+    assert [d["part"] for d in result.diagnoses] == ["MultiHeadAttention"]
+    assert result.by_part()["GPU"] == (10, 10)
     assert all(d["mistake"] is None for d in result.diagnoses)
     for test in result.tests:
         assert "exactly what you get" not in test.message, test.name
@@ -241,7 +247,7 @@ def test_diagnoses_reach_results_json_and_grades_csv(graded):
     for d in data["extra_data"]["diagnoses"]:
         ids.setdefault(d["part"], []).append(d["mistake"])
     assert ids["masked_softmax"] == ["softmax-neg-inf"]
-    assert ids["MultiHeadAttention"] == ["mha-no-output-projection", "softmax-neg-inf"]
+    assert ids["MultiHeadAttention"] == ["mha-no-output-projection"]
     with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = {r["submission"]: r for r in csv.DictReader(handle)}
     assert "softmax-neg-inf" in rows["two_mistakes"]["diagnoses"].split()

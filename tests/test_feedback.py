@@ -545,6 +545,11 @@ EVIDENCE = {
     # a row whose valid length is 0 comes back all 0 instead of uniform; every other row right
     "empty_row_zero": lambda: _solution((SOFTMAX_LAST, SOFTMAX_LAST.replace(
         "  # (B, Q, K)", " * (valid_lens > 0).reshape(shape[0], shape[1], 1).to(X.dtype)"))),
+    # a shortcut: weights that ignore the scores (uniform over the valid keys)
+    "ignores_scores": lambda: _solution(("    X = sequence_mask(X.reshape(-1, shape[-1]), "
+                                         "valid_lens, value=-1e6)",
+                                         "    X = sequence_mask(torch.zeros_like(X).reshape("
+                                         "-1, shape[-1]), valid_lens, value=-1e6)")),
 }
 
 
@@ -575,11 +580,19 @@ def test_the_gpu_part_of_a_function_the_file_does_not_define_says_so(evidence):
                if t.part == "GPU" and t.status != "skipped"]
     assert stopped and all(t.message.startswith("attention.py could not be imported, so how ")
                            and "fix " not in t.message for t in stopped)
-    # a function that is there but wrong is still sent to its own part
+    # a function that is there and does its work, but wrong, keeps its GPU share (its
+    # mistake costs its own part); one that skips work is sent to its own part
     wrong = [t for t in evidence["zero_after"].values()
              if t.part == "GPU" and "masked_softmax" in t.name and t.status != "skipped"]
-    assert wrong and all("fix masked_softmax first (see its own part)" in t.message
-                         for t in wrong)
+    assert wrong and all(t.status == "passed" for t in wrong)
+    skips = [t for t in evidence["ignores_scores"].values()
+             if t.part == "GPU" and "masked_softmax" in t.name and t.status != "skipped"]
+    assert skips and all(t.status == "failed" and t.message.startswith(
+        "masked_softmax is right on the CPU only in cases that cannot tell working code from a "
+        "shortcut (no key is masked") and t.message.endswith(
+        "and in its other cases its result does not change with every input it should use, so "
+        "how it behaves on a GPU cannot be graded yet: fix masked_softmax first (see its own "
+        "part).") for t in skips), [t.message for t in skips]
 
 
 def test_mask_before_the_softmax_is_said_only_with_its_evidence(evidence):

@@ -4,12 +4,12 @@ Read on the trusted side from the source's syntax tree (nothing the worker says 
 believed): a top-level function or class reaches every api name its body mentions (a call,
 a module built from a class, an attribute `mod.name`), and everything the top-level
 definitions it mentions reach in turn (a helper of the student's own counts as its caller's
-code). Names imported from an earlier assignment's module (`from attention import
-MultiHeadAttention`) are reached where they are mentioned.
+code). Names imported from an earlier assignment's module (`from earlier import Block as B`)
+are reached under the name they were imported as.
 
-    graph = CallGraph.of_file("attention.py", api=("sequence_mask", ...))
-    graph.defines("masked_softmax")          # True: the file defines it at the top level
-    graph.reaches("MultiHeadAttention")      # {"DotProductAttention", "masked_softmax", ...}
+    graph = CallGraph.of_file("<module>.py")
+    graph.defines("caller")                  # True: the file defines it at the top level
+    graph.reaches("caller", api)             # the names of `api` its code reaches
 
 A file that is not valid Python defines nothing and reaches nothing. This is evidence for
 what a sentence may say, and for which callees a case can be judged apart from: code that

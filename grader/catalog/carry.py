@@ -117,7 +117,8 @@ def named(diagnoses, catalog):
 def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(), *,
                   catalog, assignment, graph=None):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
-    recorder's entries) in place and returns how many were carried.
+    recorder's entries) in place and returns how many it changed (carried, or noted why
+    not).
 
     cases: {name: Case}; diagnoses: the session's diagnoses (with those of the parts only
     run for it, --parts); grade(case, student) -> bool: the case's own check passes
@@ -163,9 +164,11 @@ def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(),
                                  "mistakes": sorted(i for i in named_ids
                                                     if catalog.by_id(i).target in blamed)})
         elif refused:
+            carried += 1
             test["carry_note"] = {"why": "refused", "target": case.target, "callees": blamed,
                                   "error": str(refused)[:300]}
         else:
+            carried += 1
             test["carry_note"] = {"why": "differs", "target": case.target, "callees": blamed}
     return carried
 

@@ -465,6 +465,21 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
     return diagnoses
 
 
+def keep_own(entry, target, lang="en", *, catalog):
+    """A failing case's matches cut to the mistakes in `target` itself (and combinations of
+    them only), its "exactly what you get if" line rewritten to match; edits `entry`."""
+    found = [i for i in entry.get("mistakes") or [] if catalog.by_id(i)]
+    kept = [i for i in found if all(catalog.by_id(m).target == target for m in members(i))]
+    if kept == found:
+        return
+    message = str(entry.get("message") or "")
+    line = "\n  " + sentence(found, lang, catalog=catalog)
+    if found and line in message:
+        message = message.replace(line, "\n  " + sentence(kept, lang, catalog=catalog)
+                                  if kept else "")
+    entry["message"], entry["mistakes"] = message, kept
+
+
 def _keep_qualified_lines(ran, student_failed, qualified, lang, catalog):
     """A failing case's "exactly what you get if" line (grader/suite/checks.py adds it for
     the first mistake whose results equal the case's) stays only for a mistake its part's

@@ -100,26 +100,45 @@ def pytest_sessionfinish(session):
         suite = _session(config)
         recorder = config.pluginmanager.get_plugin("attnkit-recorder")
         tests = list(getattr(recorder, "tests", {}).values())
+        # each case's matches and message as the checks left them: the diagnosis trims them
+        as_run = {t["nodeid"]: (list(t.get("mistakes") or []), t.get("message", ""))
+                  for t in tests}
         config.attnkit_diagnoses = _diagnoses(config)
         config.attnkit_carry_forward = config.getoption("--carry-forward")
         try:
             if config.attnkit_carry_forward == "on" and tests:  # the worker still runs
                 named, others = _other_parts(config, tests, student)
                 reference = _reference(config)
-                carried = carry.carry_forward(
+                changed = carry.carry_forward(
                     tests, suite.table.by_id, config.attnkit_diagnoses + named, reference,
                     student,
                     lambda case, implementation: checks.passes(suite, case, implementation,
                                                                reference),
                     others=others, catalog=suite.catalog, assignment=suite.assignment,
                     graph=suite.graph)
-                if carried:  # the diagnosis the student reads is of the cases as they stand
+                if changed:  # the diagnosis the student reads is of the cases as they stand
+                    _as_judged(tests, as_run, suite)
                     config.attnkit_diagnoses = _diagnoses(config)
         except Exception as error:  # noqa: BLE001 - the grader's failure: said, never a 0
             config.attnkit_suite_errors = list(getattr(config, "attnkit_suite_errors", [])) + [
                 f"carrying errors forward failed: {type(error).__name__}: {error}"]
         finally:
             student.stop()
+
+
+def _as_judged(tests, as_run, suite):
+    """Each failed case back as its checks left it, for the final diagnosis; a case judged
+    on its own code (carry.py: its failed callees answered right, and it still failed)
+    keeps only the matches of its own function's mistakes: a callee's mistake is named in
+    the callee's part, once."""
+    for test in tests:
+        if test.get("outcome") != "failed" or test["nodeid"] not in as_run:
+            continue
+        test["mistakes"], test["message"] = (list(as_run[test["nodeid"]][0]),
+                                             as_run[test["nodeid"]][1])
+        note = test.get("carry_note")
+        if note and note.get("why") == "differs":
+            diagnose.keep_own(test, note["target"], suite.lang, catalog=suite.catalog)
 
 
 def _other_parts(config, tests, student):
