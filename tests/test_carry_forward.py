@@ -2,10 +2,11 @@
 as `grader validate` builds them (the solution with the edit), graded in one batch per
 setting through the real trusted processes and sandboxed workers.
 
-The figures "before" are docs/mistakes.md's (a `grader validate` run before error carried
-forward): what each mistake scored in all, and in its own part. Under the default policy a
-mistake in a function others call costs its own part as before, and its callers nothing;
-with --carry-forward off the old totals come back. `grader validate` (tests/test_zoo.py)
+Under the default a mistake in a function others call costs its own part, and its callers
+nothing: their failed cases are run again with the failing callee answered by the solution,
+and their own code (the solution's) is right. With --carry-forward off the callers' losses
+come back. tests/test_follow_through.py tries the rule on mistakes in no catalog, across the
+assignment edge, against gaming and for never paying; `grader validate` (tests/test_zoo.py)
 checks the callers' cases of every catalog mistake under the default."""
 import json
 import os
@@ -27,7 +28,7 @@ MAX = {"sequence_mask": 11, "masked_softmax": 20, "AdditiveAttention": 15,
        "DotProductAttention": 15, "transpose": 9, "MultiHeadAttention": 20, "GPU": 10}
 # one mistake of each kind a caller can meet: wrong values, an error (the mask returned),
 # a property check (dropout never applied), the transposes, a device verdict
-BEFORE = {  # docs/mistakes.md: (points left in its own part, total /100)
+BEFORE = {  # docs/mistakes.md's, with the old rule: (points left in its own part, total /100)
     "mask-off-by-one": (0, 9),
     "mask-returns-mask": (0, 9),
     "dot-no-dropout": (14, 97),
@@ -37,9 +38,9 @@ BEFORE = {  # docs/mistakes.md: (points left in its own part, total /100)
 # with error carried forward: the own part as before, but for the GPU part, which is every
 # function's: it loses only sequence_mask's own 2 points (its callers' 8 are carried)
 OWN_AFTER = dict({m: own for m, (own, _total) in BEFORE.items()}, **{"gpu-arange-no-device": 8})
-# and of the GPU part, the own function's 2 points where none of its cases is right on the
-# CPU (sequence_mask's for the first two)
-AFTER = {"mask-off-by-one": 87, "mask-returns-mask": 87, "dot-no-dropout": 99,
+# and of the GPU part, a function's own 2 points only where its code skips work
+# (mask-returns-mask ignores X: suite/work.py); mask-off-by-one computes for real and keeps it
+AFTER = {"mask-off-by-one": 89, "mask-returns-mask": 87, "dot-no-dropout": 99,
          "transpose-no-permute": 94, "gpu-arange-no-device": 98}
 # length 0 keeps one position: no catalog mistake (mask-off-by-one agrees only at length 0)
 UNCATALOGUED = ("mask = positions[None, :] < valid_len[:, None]",
@@ -109,16 +110,26 @@ def test_a_callee_mistake_costs_its_own_part_and_never_its_callers(graded):
                 assert _part(result, part) == top, (mistake_id, part)
         assert result.score == AFTER[mistake_id], mistake_id
         carried = [t for t in result.tests if t.carried]
-        assert carried and all(t.carried["mistakes"] == [mistake_id] and t.carried["in"] ==
-                               [mistake.target] for t in carried), mistake_id
+        # each judged apart from the failed function it calls: the mistake's, or the one
+        # between them that its mistake made fail (masked_softmax, for a sequence_mask's)
+        assert carried and all(t.carried["in"] and set(t.carried["in"]) <= reach | {
+            mistake.target} for t in carried), mistake_id
+        assert any(t.carried["in"] == [mistake.target] for t in carried), mistake_id
         assert not any(t.carried for t in result.tests if t.target == mistake.target)
+
+
+# --carry-forward off: the callers' CPU parts lose what docs/mistakes.md said; the GPU part
+# is graded by the same rule under both settings (a function wrong on the CPU that does its
+# work keeps its share), so mask-off-by-one's totals rise by its 10 GPU points (9 -> 19)
+OFF = {"mask-off-by-one": 19, "mask-returns-mask": 9, "dot-no-dropout": 97,
+       "transpose-no-permute": 72, "gpu-arange-no-device": 90}
 
 
 def test_off_brings_the_old_losses_back(graded):
     lost_before = lost_after = 0
-    for mistake_id, (own_before, total) in BEFORE.items():
+    for mistake_id, (own_before, _total) in BEFORE.items():
         off, on = graded["off"][mistake_id], graded["on"][mistake_id]
-        assert off.carry_forward == "off" and off.score == total, mistake_id
+        assert off.carry_forward == "off" and off.score == OFF[mistake_id], mistake_id
         assert _part(off, by_id(mistake_id).part) == own_before, mistake_id
         assert not any(t.carried for t in off.tests) and not any(t.carry_note for t in off.tests)
         own = by_id(mistake_id).part
@@ -131,49 +142,55 @@ def test_off_brings_the_old_losses_back(graded):
 
 def test_a_dependent_part_still_pays_for_its_own_mistake(graded):
     both = graded["on"]["mask-and-dot"]
-    # DotProductAttention is judged against the solution with mask-off-by-one: its own
-    # missing scale fails every case there, as dot-no-scale alone does (docs/mistakes.md: 0/15)
+    # DotProductAttention is judged with masked_softmax (which failed, because of
+    # sequence_mask) answered right: its own missing scale fails every case there, as
+    # dot-no-scale alone does (docs/mistakes.md: 0/15)
     assert _part(both, "DotProductAttention") == 0
     dot = [t for t in both.tests if t.part == "DotProductAttention" and t.status == "failed"]
     assert dot and all(t.carry_note["why"] == "differs" and t.carry_note["callees"] ==
-                       ["sequence_mask"] for t in dot)
-    # MultiHeadAttention calls both: judged on top of both mistakes, it keeps its points
+                       ["masked_softmax"] for t in dot)
+    # MultiHeadAttention is judged with DotProductAttention answered right: its own code is
+    # the solution's, so it keeps its points
     assert _part(both, "MultiHeadAttention") == 20
-    assert {tuple(t.carried["mistakes"]) for t in both.tests
-            if t.carried and t.part == "MultiHeadAttention"} == {("mask-off-by-one", "dot-no-scale")}
+    assert {tuple(t.carried["in"]) for t in both.tests
+            if t.carried and t.part == "MultiHeadAttention"} == {("DotProductAttention",)}
     assert _part(both, "masked_softmax") == 20 and _part(both, "sequence_mask") == 0
     text = (graded["on_dir"] / "mask-and-dot" / "feedback.txt").read_text(encoding="utf-8")
-    assert ("do not give what a correct DotProductAttention gives on top of the mistake in "
-            "sequence_mask named in the sequence_mask part") in text
+    assert ("cases of this part fail even with masked_softmax answering correctly, so "
+            "DotProductAttention has a mistake of its own there.") in text
+    # one bug, one diagnosis: the DotProductAttention part names its own mistake only
+    assert [d["mistake"] for d in both.diagnoses if d["part"] == "DotProductAttention"] == \
+        ["dot-no-scale"]
 
 
-def test_an_uncatalogued_callee_bug_is_not_carried(graded):
+def test_a_callee_bug_no_catalog_names_is_carried_too(graded):
     on, off = graded["on"]["uncatalogued"], graded["off"]["uncatalogued"]
     assert not [d for d in on.diagnoses if d["part"] == "sequence_mask" and d["mistake"]]
-    assert not any(t.carried for t in on.tests)
-    assert on.by_part() == off.by_part()
-    assert _part(on, "masked_softmax") < 20  # its length-0 cases fail as before
+    assert _part(on, "sequence_mask") == _part(off, "sequence_mask") < 11
+    for part in ("masked_softmax", "AdditiveAttention", "DotProductAttention",
+                 "MultiHeadAttention", "GPU"):
+        assert _part(on, part) == MAX[part], part
+    assert _part(off, "masked_softmax") < 20  # its length-0 cases fail with the old rule
     text = (graded["on_dir"] / "uncatalogued" / "feedback.txt").read_text(encoding="utf-8")
-    assert "cases of this part failed where they call sequence_mask, which failed cases of its " \
-        "own part that no catalog mistake explains" in text
+    assert ("give the right result once sequence_mask answers correctly, so masked_softmax's "
+            "own code is right there and their points are kept (error carried forward): "
+            "sequence_mask failed cases of its own in the sequence_mask part, which is where "
+            "that costs points.") in text
 
 
-def test_a_missing_function_is_never_told_a_callee_could_fix_it(graded):
-    """A part whose own function is not defined gets no "fix the callee and these cases may
-    pass" note, even though a function it would call failed unexplained (the callee's part
-    still says so)."""
+def test_a_missing_function_is_never_judged_apart_from_a_callee(graded):
+    """A part whose own function is not defined gets no note of error carried forward
+    (nothing of its own ran), while the functions it would call are judged as usual."""
     result = graded["on"]["no-mha"]
     assert _part(result, "MultiHeadAttention") == 0
-    assert not [t.name for t in result.tests
-                if t.carry_note and "MultiHeadAttention" in t.name]
-    assert [t for t in result.tests if t.part == "masked_softmax" and t.carry_note]
+    assert not [t.name for t in result.tests if (t.carry_note or t.carried)
+                and t.target == "MultiHeadAttention"]
+    assert [t for t in result.tests if t.part == "masked_softmax" and t.carried]
     text = (graded["on_dir"] / "no-mha" / "feedback.txt").read_text(encoding="utf-8")
     head = text.index("MultiHeadAttention: 0/20")
     block = text[head:text.index("\n\n", head)]
     assert "defines no `MultiHeadAttention`" in block
-    assert "could not be carried forward" not in block
-    assert not [t.name for t in result.tests  # its GPU case neither
-                if t.carry_note and t.carry_note.get("target") == "MultiHeadAttention"]
+    assert "carried forward" not in block and "answering correctly" not in block
 
 
 def test_what_the_student_and_instructor_read(graded):
@@ -181,27 +198,32 @@ def test_what_the_student_and_instructor_read(graded):
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     assert data["extra_data"]["carry_forward"] == "on"
     carried = [t for t in data["tests"] if "carried_forward" in t]
-    assert carried and all(t["status"] == "passed" and t["carried_forward"]["mistakes"] ==
-                           ["mask-off-by-one"] and t["carried_forward"]["parts"] ==
-                           ["sequence_mask"] and "error carried forward" in t["output"]
-                           for t in carried)
-    # what failed with the old rule passed only as carried forward, and says so
+    assert carried and all(t["status"] == "passed" and t["carried_forward"]["in"] and
+                           "error carried forward" in t["output"] for t in carried)
+    softmax = [t for t in carried if t["name"].startswith("masked_softmax: ")]
+    assert softmax and all(t["carried_forward"]["in"] == ["sequence_mask"] and
+                           t["carried_forward"]["answered"] == ["sequence_mask"] and
+                           t["carried_forward"]["mistakes"] == ["mask-off-by-one"] and
+                           t["carried_forward"]["parts"] == ["sequence_mask"] for t in softmax)
+    # what failed with the old rule passed only as carried forward, and says so (the GPU
+    # cases aside: a caller that does its work keeps its GPU share under both settings)
     before = json.loads((graded["off_dir"] / "mask-off-by-one" / "results.json").read_text(
         encoding="utf-8"))
     failed_before = {t["name"] for t in before["tests"] if t["status"] == "failed"
-                     and t["tags"] != ["sequence_mask"] and t["name"] != "GPU: sequence_mask "
-                     "makes no tensor on the default device"}
-    assert failed_before and failed_before == {t["name"] for t in carried}
+                     and t["tags"] != ["sequence_mask"] and not t["name"].startswith("GPU: ")}
+    assert failed_before and failed_before == {t["name"] for t in carried
+                                               if not t["name"].startswith("GPU: ")}
     text = (folder / "feedback.txt").read_text(encoding="utf-8")
     # its 12 cases all failed with the old rule (some degenerate ones only withheld)
     assert ("masked_softmax: 20/20 (passed: 12 of 12 cases, 12 of them carried forward)"
             in text)
-    assert ("12 of 12 cases of this part gave what a correct masked_softmax gives on top of the "
-            "mistake in sequence_mask named in the sequence_mask part; their points are kept "
-            "(error carried forward).") in text
+    assert ("12 of 12 cases of this part give the right result once sequence_mask answers "
+            "correctly, so masked_softmax's own code is right there and their points are kept "
+            "(error carried forward): sequence_mask failed cases of its own in the "
+            "sequence_mask part, which is where that costs points.") in text
     page = (folder / "feedback.html").read_text(encoding="utf-8")
-    assert "gave what a correct MultiHeadAttention gives on top of the mistake in sequence_mask" \
-        in page
+    assert "so MultiHeadAttention&#x27;s own code is right there" in page or \
+        "so MultiHeadAttention's own code is right there" in page
     row = json.loads((folder / "gradebook-row.json").read_text(encoding="utf-8"))
     assert row["carry_forward"] == "on"
     off = json.loads((graded["off_dir"] / "mask-off-by-one" / "results.json").read_text("utf-8"))
@@ -228,10 +250,11 @@ def test_one_gradebook_never_mixes_the_settings(graded, tmp_path):
     assert not (graded["on_dir"] / "late").exists()
 
 
-def test_a_report_entry_carries_only_what_the_catalog_knows():
-    """outcome.from_suite reads "carried" from the trusted report and still checks it: the
-    functions and parts come from the catalog, an unknown id or target, or a failed test,
-    carries nothing."""
+def test_a_report_entry_carries_only_what_the_declarations_know():
+    """outcome.from_suite reads "carried" and "carry_note" from the trusted report and still
+    checks them: functions are the api's (this assignment's, or an earlier module's the
+    student provides), parts are the declaration's, mistake ids the catalog's; an unknown
+    target, a failed test, or no known callee carries nothing."""
     from grader.grade.outcome import from_suite
 
     def entry(name, outcome, carried=None, note=None):
@@ -239,54 +262,61 @@ def test_a_report_entry_carries_only_what_the_catalog_knows():
                 "outcome": outcome, "blame": None if outcome == "passed" else "student",
                 "target": "masked_softmax", "carried": carried, "carry_note": note}
 
-    good = {"target": "masked_softmax", "mistakes": ["mask-off-by-one"],
-            "in": ["MultiHeadAttention"], "parts": ["GPU"]}  # in/parts: the catalog's, below
+    good = {"target": "masked_softmax", "in": ["sequence_mask", "evil"],
+            "answered": ["sequence_mask", "os"], "mistakes": ["mask-off-by-one"],
+            "parts": ["GPU"]}  # parts: the declaration's, below
     tests = from_suite({"tests": [
         entry("a", "passed", good),
-        entry("b", "passed", dict(good, mistakes=["mask-off-by-one", "no-such-mistake"])),
+        entry("b", "passed", dict(good, mistakes=["no-such-mistake"])),
         entry("c", "passed", dict(good, target="os.system")),
         entry("d", "failed", good),
         entry("e", "failed", None, {"why": "differs", "target": "masked_softmax",
-                                    "mistakes": ["mask-off-by-one"], "callees": ["evil"]}),
-        entry("f", "failed", None, {"why": "unnamed", "target": "masked_softmax",
-                                    "callees": ["sequence_mask", "evil"]}),
+                                    "callees": ["evil", "sequence_mask"]}),
+        entry("f", "failed", None, {"why": "refused", "target": "masked_softmax",
+                                    "callees": ["sequence_mask"], "error": "TypeError: x\x1b[2J"}),
         entry("g", "failed", None, {"why": "because", "target": "masked_softmax",
                                     "callees": ["sequence_mask"]}),
+        entry("h", "passed", dict(good, **{"in": ["evil"]})),
     ]}, [])
     found = {t.name: t for t in tests}
-    assert found["a"].carried == {"target": "masked_softmax", "mistakes": ["mask-off-by-one"],
-                                  "in": ["sequence_mask"], "parts": ["sequence_mask"]}
+    assert found["a"].carried == {"target": "masked_softmax", "in": ["sequence_mask"],
+                                  "answered": ["sequence_mask"],
+                                  "mistakes": ["mask-off-by-one"], "parts": ["sequence_mask"]}
+    assert found["b"].carried["mistakes"] == []
     assert found["a"].score == 1.0 and found["d"].score == 0.0
-    assert [found[n].carried for n in "bcd"] == [None, None, None]
+    assert [found[n].carried for n in "cdh"] == [None, None, None]
     assert found["e"].carry_note == {"why": "differs", "target": "masked_softmax",
                                      "callees": ["sequence_mask"], "parts": ["sequence_mask"],
-                                     "mistakes": ["mask-off-by-one"]}
-    assert found["f"].carry_note["callees"] == ["sequence_mask"] and found["g"].carry_note is None
+                                     "error": ""}
+    assert found["f"].carry_note["error"] == "TypeError: x[2J"  # made safe: no escape
+    assert found["g"].carry_note is None
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the device-discipline tier runs without CUDA")
-def test_a_switched_off_device_check_is_never_carried(graded):
+def test_a_switched_off_device_check_costs_only_the_function_that_switched_it_off(graded):
     """tests/hostile_zoo.py's guard-popped: gpu-arange-no-device's edit, and sequence_mask
-    pops the device check. The GPU part names gpu-arange-no-device (the diagnosis compares
-    verdicts as failed or not), but its callers' verdicts say "could not watch", not the
-    mistake's tensor on the default device: nothing is carried (8 points were, before the
-    verdicts were compared word for word)."""
+    pops the device check. sequence_mask's GPU share is lost ("could not watch"); its
+    callers are judged on their own code, with sequence_mask answered (so the code that pops
+    the check never runs in their cases), and keep theirs: the attack scores what the honest
+    mistake does, no more."""
     result = graded["on"]["guard-popped"]
-    assert "gpu-arange-no-device" in [d["mistake"] for d in result.diagnoses
-                                      if d["part"] == "GPU"]
-    gpu = [t for t in result.tests if t.part == "GPU" and t.status != "skipped"]
-    assert _part(result, "GPU") == 0 and not any(t.carried for t in gpu)
-    assert [t.carry_note["why"] for t in gpu if t.target != "sequence_mask"] == ["differs"] * 4
+    gpu = {t.target: t for t in result.tests if t.part == "GPU" and t.status != "skipped"}
+    assert gpu["sequence_mask"].status == "failed" and \
+        "could not watch this call" in gpu["sequence_mask"].message
+    assert all(t.status == "passed" for name, t in gpu.items() if name != "sequence_mask")
+    assert _part(result, "GPU") == 8
+    assert result.score == graded["on"]["gpu-arange-no-device"].score == 98
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the device-discipline tier runs without CUDA")
-def test_the_gpu_part_graded_alone_carries_as_the_whole_run_does(tmp_path):
-    """--parts gpu (grader/shards.py: the GPU part on its own node) has no diagnosis of the
-    other parts in its session; the hidden suite's conftest runs their cases unscored for
-    it, so the GPU part scores as in a whole run (8/10 for mask-off-by-one, above)."""
+def test_the_gpu_part_graded_alone_scores_as_the_whole_run_does(tmp_path):
+    """--parts gpu (grader/shards.py: the GPU part on its own node) has no other part's cases
+    in its session; the hidden suite's conftest runs them unscored, so the GPU part knows
+    which functions failed and scores as in a whole run: gpu-arange-no-device's 8/10, its
+    callers judged with sequence_mask answered."""
     from grader import shards
-    path = tmp_path / "mask-off-by-one.py"
-    path.write_text(_source("mask-off-by-one"), encoding="utf-8")
+    path = tmp_path / "gpu-arange-no-device.py"
+    path.write_text(_source("gpu-arange-no-device"), encoding="utf-8")
     (result,) = grade_batch([str(path)], str(tmp_path / "out"), SuiteOptions(),
                             parts=shards.parse_parts("gpu"))
     assert result.status == "graded" and result.by_part() == {"GPU": (8.0, 10.0)}
@@ -294,5 +324,4 @@ def test_the_gpu_part_graded_alone_carries_as_the_whole_run_does(tmp_path):
     assert ran["sequence_mask"].status == "failed" and not ran["sequence_mask"].carried
     for target in ("masked_softmax", "AdditiveAttention", "DotProductAttention",
                    "MultiHeadAttention"):
-        assert ran[target].status == "passed" and ran[target].carried["mistakes"] == \
-            ["mask-off-by-one"], target
+        assert ran[target].status == "passed" and ran[target].carried["in"], target

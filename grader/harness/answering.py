@@ -110,6 +110,9 @@ class Answerer:
             return tensor.clone()
         if "list" in plain:
             return [self._unpack(v, tensors) for v in plain["list"]]
+        if "other" in plain:
+            raise Refused(f"an argument of type {plain['other']}, which cannot be handed to "
+                          f"the solution")
         if "dtype" in plain:
             dtype = getattr(torch, str(plain["dtype"]), None)
             if not isinstance(dtype, torch.dtype):

@@ -347,7 +347,8 @@ RESULT = Record({
 
 class Plain:
     """An argument a stand-in hands over (runtime/answers.py _plain): {"tensor", "grad"},
-    {"value": a number, a string or None}, {"dtype"}, or {"list": [...]} of these."""
+    {"value": a number, a string or None}, {"dtype"}, {"other": a type's name}, or
+    {"list": [...]} of these."""
 
     def check(self, value, walk, path, depth):
         _container(value, (dict,), walk, path, depth, "dict")
@@ -360,6 +361,8 @@ class Plain:
             return {"dtype": Str(20).check(value["dtype"], walk, path, depth + 1)}
         if "value" in value:
             return {"value": SCALAR.check(value["value"], walk, f"{path}.value", depth + 1)}
+        if "other" in value:  # what cannot cross: its type's name, refused on the other side
+            return {"other": Str(100).check(value["other"], walk, path, depth + 1)}
         raise ReplyRefused(f"{_at(path)} describes no argument")
 
 
@@ -386,9 +389,19 @@ class RngState:
         return value.detach().clone(memory_format=torch.contiguous_format)
 
 
+class Float:
+    """A float as it was, infinite or NaN too (a fill value of -inf is an argument like any)."""
+
+    def check(self, value, walk, path, depth):
+        if type(value) is not float:
+            raise ReplyRefused(f"{_at(path)} should be a float, not a {_name(value)}")
+        walk.spend(path)
+        return value
+
+
 TENSOR = _StrictTensor()
 BOOL = Bool()
-SCALAR = Either(Null(), Bool(), Int(), Num(), Str(200))
+SCALAR = Either(Null(), Bool(), Int(), Float(), Str(200))
 # an ask of a stand-in while an answered probe runs (runtime/answers.py, harness/answering.py)
 ASK = Record({
     "ask": Str(20), "module": Str(80), "name": Str(80),

@@ -57,11 +57,34 @@ def _context(case):
     return [_(case.about)] if case.about else []
 
 
-def compare_results(case, got, expected, state, calls=None):
+class _Lacking(Exception):
+    """The expected side lacks this value (its own run stored no weight, got no gradient)."""
+
+
+def _want(read, lenient):
+    """A value of the expected result; with `lenient` (the expected side is the function's
+    own CPU run, checks.py _own_work), what that run lacks is skipped, not failed."""
+    try:
+        return read()
+    except StudentFailure:
+        if lenient:
+            raise _Lacking() from None
+        raise
+
+
+def compare_results(case, got, expected, state, calls=None, lenient=False):
     """Stored weights, output and gradients of `got` against `expected`, call by call."""
+    _compare(case, got, expected, calls, lenient)
+
+
+def _compare(case, got, expected, calls, lenient):
     for index in range(calls or expected.calls()):
         for name in case.captures() + ["output"]:
-            want = expected.tensor(name, min(index, expected.calls() - 1))
+            try:
+                want = _want(lambda: expected.tensor(name, min(index, expected.calls() - 1)),
+                             lenient)
+            except _Lacking:
+                continue
             have = got.tensor(name, index)
             label = (_("the output of {call}").format(call=got.call_text) if name == "output"
                      else _("{target}.{which} after {call}").format(
@@ -73,7 +96,11 @@ def compare_results(case, got, expected, state, calls=None):
             is_weights = name != "output" or case.returns_weights
             expect_close(have, want, label, context=_context(case), weights=is_weights)
     for i in case.grad_args:
-        expect_close(got.arg_grad(i), expected.arg_grad(i),
+        try:
+            want = _want(lambda: expected.arg_grad(i), lenient)
+        except _Lacking:
+            continue
+        expect_close(got.arg_grad(i), want,
                      _("the gradient with respect to input {index} of {call}").format(
                          index=i, call=got.call_text),
                      context=_context(case), scale=10,
@@ -83,7 +110,11 @@ def compare_results(case, got, expected, state, calls=None):
     if case.grad_params:
         expected_names = expected.param_names()
         for name in expected_names:
-            expect_close(got.param_grad(name), expected.param_grad(name),
+            try:
+                want = _want(lambda: expected.param_grad(name), lenient)
+            except _Lacking:
+                continue
+            expect_close(got.param_grad(name), want,
                          _("the gradient of parameter {name}").format(name=name),
                          context=_context(case), scale=10)
 
@@ -334,10 +365,12 @@ def _check_inner_dropout(case, got, eval_result):
                   "weights).").format(p=case.init["dropout"], calls=case.calls))
 
 
-def _not_right_on_cpu(session, target, student):
+def _not_right_on_cpu(session, target, student, ran=True):
     """Why the GPU share of `target` cannot be graded when none of its cases is right on the
     CPU, said from what the worker saw: a file that did not import, a name it does not
-    define, or a function that is there but wrong (only then is its own part the place)."""
+    define, a function that runs through none of its cases (`ran` False: it raises in each,
+    its weights do not load...), or a function that is there but wrong (only then is its
+    own part the place)."""
     if getattr(student, "load_error", None):
         return _("{module} could not be imported, so how {target} behaves on a GPU cannot "
                  "be graded (see the import error above).").format(
@@ -346,6 +379,10 @@ def _not_right_on_cpu(session, target, student):
         return _("{module} defines no `{target}`, so how it behaves on a GPU cannot be "
                  "graded: define it under exactly this name.").format(
                      module=session.assignment.module_file, target=target)
+    if not ran:
+        return _("{target} runs through none of its cases on the CPU (each raises an error, "
+                 "or its weights do not load: see its own part), so how it behaves on a GPU "
+                 "cannot be graded: fix {target} first.").format(target=target)
     return _("none of the {target} cases is right on the CPU yet, so how it behaves on a GPU "
              "cannot be graded: fix {target} first (see its own part).").format(target=target)
 
@@ -358,7 +395,8 @@ def check_on_device(session, case, student, reference, device="cpu", guard=False
     # or, where none is right but the function does its work, its own results
     right = [(sample, got) for sample in session.table.same_target(case)
              for got in [_right_on_cpu(sample, student, reference)] if got is not None]
-    if not any(not sample.degenerate for sample, _got in right):
+    own = not any(not sample.degenerate for sample, _got in right)
+    if own:  # compared with its own CPU results, what those lack is no failure
         right = _own_work(session, case, student, reference, right)
     for sample, on_cpu in right:
         state = _state(sample, reference)
@@ -370,7 +408,7 @@ def check_on_device(session, case, student, reference, device="cpu", guard=False
                 failure = device_failure(case.target, on_device) if guard else None
                 if failure:
                     raise StudentFailure(failure)
-                compare_results(sample, on_device, on_cpu, state)
+                compare_results(sample, on_device, on_cpu, state, lenient=own)
                 shown = on_device.device("output")
                 expect_true(shown.startswith(device),
                             _("the output came back on {shown}, not on the inputs' {device} "
@@ -390,8 +428,8 @@ def _own_work(session, case, student, reference, right):
     that its GPU share is graded once, on what it computes; else the failure that says why
     it cannot be (its mistake is its own part's, a shortcut earns no GPU share)."""
     evidence = session.table.evidence(case.target)
-    if not right and not _ran_on_cpu(evidence[:1], student, reference):
-        raise StudentFailure(_not_right_on_cpu(session, case.target, student))
+    if not right and not any(_ran_on_cpu([sample], student, reference) for sample in evidence):
+        raise StudentFailure(_not_right_on_cpu(session, case.target, student, ran=False))
     if not work.does_its_work(evidence, student, reference, lambda c: _state(c, reference)):
         if right:
             raise StudentFailure(_(

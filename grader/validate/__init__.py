@@ -194,10 +194,10 @@ def docs_table(rows, date, assignment=None):
         "`grader validate` grades them all and checks that each one loses points in its part",
         "and is diagnosed as itself; `tests/test_zoo.py` runs it in CI and checks that this",
         *_wrap("table names every mistake. A mistake in an early part shows in the parts built "
-               f"on it{spread}, and the diagnosis of those parts names it there too; with "
-               "error carried forward (the default) it costs only its own part: their cases "
-               "keep their points when they give what a correct caller gives on top of it "
-               "(`grader validate` checks it for every mistake below)."), "",
+               f"on it{spread}; with error carried forward (the default) it costs only its own "
+               "part: their cases are judged on their own code, run again with the failing "
+               "function answered by the solution (`grader validate` checks it for every "
+               "mistake below)."), "",
         f"Scores below are from one run of `grader validate` ({date}, CPU machine: the GPU",
         f"part graded by the device-discipline tests); `{command} --docs "
         f"{docs_path(assignment)}`", "writes this file again from a run.", "",
