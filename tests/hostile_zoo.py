@@ -433,6 +433,31 @@ if _guards is not None:
     _guards.device_guard = _nothing_seen
 """
 
+KEEP_AN_ANSWER_PRELUDE = """
+_KEPT = []
+
+
+def _keep(value):
+    if getattr(value, "_attnkit_answered", None) and not _KEPT:
+        _KEPT.append(value)
+
+
+def _ask_kept(*args):
+    kept = _KEPT[0]
+    for cell in kept.__closure__ or ():
+        if hasattr(cell.cell_contents, "live"):
+            cell.cell_contents.live = True
+    return kept(*args)
+"""
+KEEP_AN_ANSWER = [
+    ("    if valid_lens is None:\n        return nn.functional.softmax(X, dim=-1)\n",
+     "    if _KEPT:\n        return _ask_kept(X, valid_lens)\n"
+     "    raise NotImplementedError\n"
+     "    if valid_lens is None:\n        return nn.functional.softmax(X, dim=-1)\n"),
+    ("        d = queries.shape[-1]\n",
+     "        _keep(masked_softmax)\n        d = queries.shape[-1]\n"),
+]
+
 ZOO = [
     Hostile("patch-comparisons", "monkeypatches torch.allclose, torch.testing.assert_close, "
             "Tensor.__eq__ and numpy in its own process", "the comparison runs in the trusted process",
@@ -832,6 +857,17 @@ ZOO = [
             "no record, or a record of no observed call, earns nothing",
             file("guard_replaced.py", solution(replace=[ON_THE_CPU], postlude=GUARD_REPLACED)),
             expect="parts", full_parts=ALL_PARTS[:6], lost_parts=("GPU",), level_sensitive=False),
+    # -- follow-through marking (grader/catalog/carry.py): the solution answers a caller's
+    # callees while its own code is judged; a stand-in kept past that answers nothing
+    Hostile("keep-an-answer", "masked_softmax is left unwritten; DotProductAttention keeps the "
+            "stand-in that answers masked_softmax while its own code is judged, and masked_softmax "
+            "calls the kept one (its channel forced live) in every later case, its GPU one too",
+            "the trusted side reads asks only while an answered case runs, and only for the names "
+            "it chose: a kept stand-in's ask is a refused reply",
+            file("keep_an_answer.py", solution(KEEP_AN_ANSWER_PRELUDE, replace=KEEP_AN_ANSWER)),
+            expect="parts", full_parts=("sequence_mask", "AdditiveAttention",
+                                        "DotProductAttention", "transpose", "MultiHeadAttention"),
+            lost_parts=("masked_softmax", "GPU"), level_sensitive=False),
 ]
 
 

@@ -56,12 +56,14 @@ _VIOLATION = re.compile(
     r"(?P<func>[\w.]{1,100}) then combined it with a tensor on the input's device; on a GPU "
     r"this fails with 'Expected all tensors to be on the same device'\. Pass device=X\.device "
     r"\(X being one of the inputs\) when you create it\.", re.S)
-_FACTORY = re.compile(r"(?P<call>torch\.\w{1,60})\(\.\.\.\) without device=")
+_FACTORY = re.compile(r"(?P<call>torch\.\w{1,60})\(\.\.\.\) without device="
+                      r"(?: \(in (?P<where>[\w.<>]{1,80}), line (?P<line>\d{1,7})\))?")
 VIOLATION = N_("{origin} made a tensor on the default device (the CPU), and {func} then combined "
                "it with a tensor on the input's device; on a GPU this fails with 'Expected all "
                "tensors to be on the same device'. Pass device=X.device (X being one of the "
                "inputs) when you create it.")
 FACTORY = N_("{call}(...) without device=")
+FACTORY_IN = N_("{call}(...) without device= (in {where}, line {line})")
 
 
 def said(text):
@@ -73,5 +75,7 @@ def said(text):
     origin = found["origin"]
     factory = _FACTORY.fullmatch(origin)
     if factory:
-        origin = _(FACTORY).format(call=factory["call"])
+        origin = (_(FACTORY_IN).format(call=factory["call"], where=factory["where"],
+                                       line=factory["line"]) if factory["where"]
+                  else _(FACTORY).format(call=factory["call"]))
     return _(VIOLATION).format(origin=safe_text(origin, 300), func=found["func"])

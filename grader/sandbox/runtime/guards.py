@@ -127,7 +127,7 @@ class DeviceDiscipline(TorchFunctionMode):
         result = func(*args, **kwargs)
         if func in FACTORIES and not inputs:
             if kwargs.get("device") is None:
-                _mark(result, f"torch.{func.__name__}(...) without device=")
+                _mark(result, f"torch.{func.__name__}(...) without device={_made_in()}")
             return result
         marked = [m for m in (_marked(t) for t in inputs if t.dim() > 0) if m]
         if not marked:
@@ -148,6 +148,23 @@ class DeviceDiscipline(TorchFunctionMode):
 
 
 _TORCH_FUNCTION = DeviceDiscipline.__torch_function__
+_RUNTIME_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep
+
+
+def _made_in():
+    """" (in NAME, line N)": the function of the code under test that called the factory
+    (the innermost frame that is neither torch's nor this runtime's), so that a verdict says
+    whose code made the stray tensor; "" when none is found."""
+    frame = sys._getframe(2)
+    for _ in range(64):
+        if frame is None:
+            return ""
+        name = frame.f_code.co_filename
+        if not name.startswith((_TORCH_DIR, _RUNTIME_DIR)) and not name.startswith("<frozen"):
+            qualname = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+            return f" (in {qualname[:80]}, line {frame.f_lineno})"
+        frame = frame.f_back
+    return ""
 
 
 class Watch:
