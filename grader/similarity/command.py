@@ -58,7 +58,7 @@ def run(out_dir, threshold=DEFAULT_THRESHOLD, assignment=None):
     prints = {}
     for source in list(found):   # one file that breaks the tokenizer costs its own row only
         try:
-            prints[source.key] = fingerprint.Fingerprint(source.text, hashes)
+            prints[source.key] = fingerprint.Fingerprint(source.code, hashes)
         except (Exception, RecursionError) as error:
             found.remove(source)
             skipped.append((source, f"not compared: the tokenizer failed on it "
