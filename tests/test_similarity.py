@@ -349,8 +349,8 @@ def test_the_command_on_a_graded_gradebook(tmp_path):
 
     done = _grader("similarity", "--from", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "3 submissions, 3 pairs, 1 flagged (score >= 0.5), 0 clusters of more than two, " \
-           "0 skipped" in done.stdout
+    assert "3 submissions, 3 pairs, 1 flagged (score >= 0.5 and 200 shared characters), " \
+           "0 clusters of more than two, 0 skipped" in done.stdout
     rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text(encoding="utf-8-sig"))))
     assert [(r["student_a"], r["student_b"], r["flagged"]) for r in rows][0] == \
         ("nora_notebook", "wei", "yes")

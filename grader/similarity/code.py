@@ -17,6 +17,7 @@ import json
 import os
 import stat
 
+from ..i18n import N_, _
 from ..report import files
 from ..textsafety import safe_text
 
@@ -26,7 +27,7 @@ STORE_BYTES = 2 * 1024 * 1024     # intake's own cap on a .py file (intake/text.
 MAX_CODE_BYTES = 128 * 1024       # what `grader similarity` reads; larger files are skipped (a
 # real submission is under 10 KB; tokenizing 128 KB takes seconds)
 MAX_CELLS = 5000
-REGRADE = "run `grader grade` on it again"
+REGRADE = N_("run `grader grade` on it again")
 
 
 @dataclasses.dataclass
@@ -107,17 +108,18 @@ def _read(path, limit, what):
     except FileNotFoundError:
         raise
     except OSError as error:
-        raise Unreadable(f"{what} not read ({os.strerror(error.errno or 0) or 'link'})") from None
+        raise Unreadable(_("{what} not read ({why})").format(
+            what=what, why=os.strerror(error.errno or 0) or "link")) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{what} is not a regular file")
+            raise Unreadable(_("{what} is not a regular file").format(what=what))
         if info.st_size > limit:
-            raise Unreadable(f"{what} is {info.st_size // 1024} KB, over the "
-                             f"{limit // 1024} KB cap")
+            raise Unreadable(_("{what} is {size} KB, over the {cap} KB cap").format(
+                what=what, size=info.st_size // 1024, cap=limit // 1024))
         data = os.read(fd, limit + 1)
         if len(data) > limit:
-            raise Unreadable(f"{what} is over the {limit // 1024} KB cap")
+            raise Unreadable(_("{what} is over the {cap} KB cap").format(what=what, cap=limit // 1024))
     finally:
         os.close(fd)
     return data
@@ -127,21 +129,24 @@ def read_code(folder, limit=MAX_CODE_BYTES):
     """The Code stored in a row's folder: submitted-code.py as submitted-code.json says it
     is (a notebook's cells, or the file as it is); Unreadable with the reason otherwise."""
     try:
-        data = _read(os.path.join(folder, CODE_FILE), limit, "stored code")
+        data = _read(os.path.join(folder, CODE_FILE), limit, _("stored code"))
     except FileNotFoundError:
-        raise Unreadable("no stored code (graded before the kit kept it, or intake refused "
-                         f"the upload): {REGRADE}") from None
+        raise Unreadable(_("no stored code (graded before the kit kept it, or intake refused "
+                           "the upload): {regrade}").format(regrade=_(REGRADE))) from None
     try:   # JSON escapes can make the cells' text up to 6 times longer than the code
-        raw = _read(os.path.join(folder, RECORD_FILE), 6 * limit + 65536, "the code's record")
+        raw = _read(os.path.join(folder, RECORD_FILE), 6 * limit + 65536, _("the code's record"))
     except FileNotFoundError:
-        raise Unreadable(f"the stored code has no {RECORD_FILE} saying whether it was a "
-                         f"notebook (graded before the kit recorded it): {REGRADE}") from None
+        raise Unreadable(_("the stored code has no {record} saying whether it was a notebook "
+                           "(graded before the kit recorded it): {regrade}").format(
+                               record=RECORD_FILE, regrade=_(REGRADE))) from None
     record = _record(raw)
     if record is None:
-        raise Unreadable(f"{RECORD_FILE} does not read as the kit writes it: {REGRADE}")
+        raise Unreadable(_("{record} does not read as the kit writes it: {regrade}").format(
+            record=RECORD_FILE, regrade=_(REGRADE)))
     if record["code_sha256"] != hashlib.sha256(data).hexdigest():
-        raise Unreadable(f"{RECORD_FILE} describes other code than {CODE_FILE} (written by "
-                         f"another run): {REGRADE}")
+        raise Unreadable(_("{record} describes other code than {code} (written by another "
+                           "run): {regrade}").format(record=RECORD_FILE, code=CODE_FILE,
+                                                     regrade=_(REGRADE)))
     return code_of(data.decode("utf-8", errors="replace"),
                    None if record["form"] == "file" else record["cells"])
 

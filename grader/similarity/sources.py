@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 
+from ..i18n import _
 from ..report import gradebook
 from ..textsafety import safe_text
 from .code import MAX_CODE_BYTES, Unreadable, read_code
@@ -50,7 +51,7 @@ def load(out_dir, limit=MAX_CODE_BYTES):
                         name=safe_text(row.get("student_name") or row.get("name") or "", 200),
                         folder=safe_text(row.get("folder") or "", 200))
         if row.get("status") == "missing work":
-            skipped.append((source, "missing work: nothing gradable was handed in"))
+            skipped.append((source, _("missing work: nothing gradable was handed in")))
             continue
         try:
             source.code = read_code(os.path.join(out_dir, row["folder"]), limit)
