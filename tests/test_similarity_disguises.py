@@ -47,8 +47,9 @@ def _pair(a, b, hashes):
 @pytest.mark.parametrize("name", sorted(disguises.DISGUISES))
 def test_each_disguise_of_a_copy_is_flagged(name, attention_base):
     """wei.py (559 characters of its own code) and alternatives/loops.py (736), each
-    disguised one way: flagged against the original, scoring 0.8 or more (a dead line after
-    every statement, the lowest, 0.83)."""
+    disguised one way: flagged against the original. Measured: every disguise scores 1 but
+    the two that move code between functions (wei.py's helper inlined 0.89, extracted 0.95;
+    loops.py's extracted 0.97)."""
     for path in (os.path.join(SET, "wei.py"), os.path.join(ALTERNATIVES, "loops.py")):
         original = _read(path)
         disguised = disguises.apply(original, [name], ATTENTION.api)
@@ -56,7 +57,8 @@ def test_each_disguise_of_a_copy_is_flagged(name, attention_base):
             assert disguised != original, (name, path)
         pair = _pair(original, disguised, attention_base)
         assert pair.flagged, (name, path, pair.score, pair.shared)
-        assert pair.score >= 0.8 and pair.shared >= 450, (name, path, pair.score, pair.shared)
+        assert pair.score >= (0.89 if name in ("inline", "extract") else 1.0), (name, path, pair.score)
+        assert pair.shared >= 480, (name, path, pair.shared)
 
 
 @pytest.mark.parametrize("names", [

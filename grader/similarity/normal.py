@@ -5,6 +5,8 @@ What a copier changes without changing the code makes no difference here:
 - comments, docstrings (and any other bare string or constant statement), blank lines,
   formatting and redundant parentheses: the code is parsed and printed again statement by
   statement (`ast.unparse`), one statement or compound statement's header a line;
+- dead lines: a constant assigned to a name nothing reads (`_debug = 1`), a `pass` beside
+  other statements;
 - identifier names: every name the code binds (variables, arguments, functions, classes;
   `self` too) is printed as one placeholder; builtins (`len`, `range`, `super`) keep theirs;
 - import spelling: a name bound by an import is printed as the dotted name it stands for,
@@ -105,10 +107,17 @@ def _dotted(name, like):
 
 
 class _Canonical(ast.NodeTransformer):
-    """Names as placeholders or their imported dotted names; no docstrings, no imports."""
+    """Names as placeholders or their imported dotted names; no docstrings, no imports, no
+    dead lines (a constant assigned to a name nothing reads, a `pass` beside other code)."""
 
-    def __init__(self, imports):
-        self.imports = imports
+    def __init__(self, imports, read):
+        self.imports, self.read = imports, read
+
+    def _dead(self, statement):
+        if isinstance(statement, ast.Pass):
+            return True
+        return isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant) \
+            and all(isinstance(t, ast.Name) and t.id not in self.read for t in statement.targets)
 
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load) and node.id in self.imports:
@@ -129,6 +138,8 @@ class _Canonical(ast.NodeTransformer):
                 continue
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
                 continue   # a docstring, or any bare string or number: a comment
+            if self._dead(statement):
+                continue
             result = self.visit(statement)
             for node in result if isinstance(result, list) else [result] if result else []:
                 if isinstance(node, ast.If) and node.orelse and \
@@ -268,13 +279,16 @@ def normalise(blocks):
     raises on what a submission holds: a block that fails is kept as it is (_raw)."""
     trees = [parse(text) for text, _ in blocks]
     imports = imported_names([t for t in trees if t is not None])
+    read = {n.id for t in trees if t is not None for n in ast.walk(t)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)} | \
+        {n.attr for t in trees if t is not None for n in ast.walk(t) if isinstance(n, ast.Attribute)}
     out = _Out()
     for (text, offset), tree in zip(blocks, trees):
         out.cut()
         if tree is not None:
             size = len(out.lines)
             try:
-                _emit(_Canonical(imports).visit(tree).body, out, 0, offset)
+                _emit(_Canonical(imports, read).visit(tree).body, out, 0, offset)
                 out.cut()
                 continue
             except Exception:  # noqa: BLE001 - too deep to print, or odder: kept as it is
