@@ -94,11 +94,6 @@ def originals():
     return found
 
 
-def own_code(print_):
-    """Normalised characters of a submission's own code (what is left after the base)."""
-    return print_.token_coverage
-
-
 def ours(pairs_wanted, texts, base_hashes):
     """{(a, b): (score, shared, flagged)} of this kit for the wanted pairs."""
     prints = {name: fingerprint.Fingerprint(text, base_hashes) for name, text in texts.items()}
@@ -156,13 +151,14 @@ def main(argv=None):
     combos = disguises.COMBINATIONS
     if args.only:
         combos = [tuple(c.split("+")) for c in args.only.split(",")]
-    results = {"copies": {}, "independent": {}, "under_floor": {}}
+    results = {"copies": {}, "independent": {}}
     work = tempfile.mkdtemp(prefix="bench-similarity-dolos-")
     hashes = {name: fingerprint.base_hashes(data["base"]) for name, data in sets.items()}
     own = {}
     for name, data in sets.items():   # which originals have enough code of their own
         _, prints = ours([], {k: t for k, (t, _) in data["items"].items()}, hashes[name])
-        own.update({(name, k): own_code(p) for k, p in prints.items()})
+        # own code: normalised characters left after the base
+        own.update({(name, k): p.token_coverage for k, p in prints.items()})
     print("own code (normalised characters beyond the base):",
           ", ".join(f"{k}: {int(v)}" for (_, k), v in sorted(own.items())))
 

@@ -89,8 +89,13 @@ def keep(out_dir, result):
         data = files.cap_bytes(safe_text(kept.text), STORE_BYTES).encode("utf-8")
         record = {"form": "file" if kept.cells is None else "notebook",
                   "code_sha256": hashlib.sha256(data).hexdigest()}
-        if kept.cells is not None:
-            record["cells"] = [[n, safe_text(s)] for n, s in kept.cells[:MAX_CELLS]]
+        if kept.cells is not None:   # held to the code's own cap, as the .py is
+            record["cells"], size = [], 0
+            for number, source in kept.cells[:MAX_CELLS]:
+                size += len(source.encode("utf-8", "replace"))
+                if size > STORE_BYTES:
+                    break
+                record["cells"].append([number, safe_text(source)])
         files.write_bytes(os.path.join(folder, CODE_FILE), data)
         files.write_text(os.path.join(folder, RECORD_FILE), json.dumps(record, ensure_ascii=False))
     except Exception:

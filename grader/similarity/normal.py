@@ -36,7 +36,7 @@ import re
 from pygments import lexers, token
 
 PLACEHOLDER = "v"          # every name the code binds
-KEEP = frozenset(dir(builtins)) - {"self", "cls"}
+KEEP = frozenset(dir(builtins))     # names that keep their meaning (len, range, super)
 DEFINITION = re.compile(r"^[ \t]{0,8}(?:async[ \t]+def|def|class)[ \t]", re.MULTILINE)
 MAX_DEPTH = 200            # nesting beyond this is printed as it is (ast.unparse recurses)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
