@@ -291,16 +291,20 @@ def _similarity_class(size):
             for name in sorted(os.listdir(root)):
                 staged = intake.stage(os.path.join(root, name), os.path.join(folder, ".staged", name), name)
                 if not staged.error:
-                    texts.append(code.review_text(code.staged_code(staged)))
+                    texts.append(code.staged_code(staged))
         shutil.rmtree(os.path.join(folder, ".staged"))
         for i in range(size):
             name = f"s{i:04d}"
             os.makedirs(os.path.join(folder, name))
             gradebook.save_record({"name": name, "folder": name, "status": "graded", "total": 100.0,
                                    "max": 100.0, "parts": {}, "student_id": str(10000 + i)}, folder)
-            renamed = re.sub(r"\b(X|valid_lens?|queries|keys|values|scores)\b",
-                             lambda m: f"{m.group(1)}_{i}", texts[i % len(texts)])
-            code.keep(folder, type("Row", (), {"folder": name, "staged_code": renamed})())
+            def renamed(text):
+                return re.sub(r"\b(X|valid_lens?|queries|keys|values|scores)\b",
+                              lambda m: f"{m.group(1)}_{i}", text)
+            kept = texts[i % len(texts)]
+            copy = code.Kept(renamed(kept.text), None if kept.cells is None else
+                             [(n, renamed(cell)) for n, cell in kept.cells])
+            code.keep(folder, type("Row", (), {"folder": name, "staged_code": copy})())
         started, cpu = time.perf_counter(), time.process_time()
         pairs, groups, found, skipped = command.run(folder)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu

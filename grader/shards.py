@@ -12,7 +12,9 @@ on any machine and in any Python (never `hash()`, which is salted per process).
 
 A shard folder (or one graded with `--parts`) holds `shard.json` (SHARD_FILE): K, N, the
 parts graded, the suite's fingerprint, the grader's version, the isolation level, the
-machine, the settings every shard of one class must share, and the rows this run graded.
+machine, the settings every shard of one class must share, and the rows this run graded,
+each with the sha256 of every file of its folder (its gradebook row, results.json, the
+feedback, the kept code): `grader merge` takes only those files, and only as they were.
 """
 import dataclasses
 import hashlib
@@ -21,6 +23,7 @@ import os
 import platform
 import re
 import socket
+import stat
 import time
 
 from .report import files
@@ -29,6 +32,8 @@ from .textsafety import safe_text
 SHARD_FILE = "shard.json"
 MAX_SHARDS = 10000
 SHARD_FILE_BYTES = 64 * 1024 * 1024   # what merge reads of one (rows of a large class)
+FORMAT = 2                             # 2: each row lists its files' digests (1 had none)
+MAX_ROW_FILES = 100                    # files of one student's folder a record lists
 PART_ALIASES = {"all": None, "cpu": "cpu", "gpu": "gpu"}
 _SHARD = re.compile(r"\A([0-9]{1,5})/([0-9]{1,5})\Z")
 
@@ -159,15 +164,43 @@ def remove_record(out_dir):
         pass
 
 
+def digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def folder_digests(folder):
+    """{file name: sha256} of every regular file directly in a student's folder (links and
+    folders are never merged, so never listed)."""
+    found = {}
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return found
+    for entry in entries:
+        if len(found) >= MAX_ROW_FILES:
+            break
+        try:
+            if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
+                continue
+            with open(entry.path, "rb") as handle:
+                found[entry.name] = digest(handle.read())
+        except OSError:
+            continue
+    return found
+
+
 def write_record(out_dir, shard, parts, all_parts, suite, isolation_level, settings, rows):
-    """DIR/shard.json for the run that just graded `rows` (gradebook rows of this shard)."""
-    record = {"kind": "attention-kit shard", "format": 1,
+    """DIR/shard.json for the run that just graded `rows` (gradebook rows of this shard),
+    with the digest of every file of each row's folder as the run left it."""
+    listed = {r["name"]: r["folder"] for r in rows}
+    record = {"kind": "attention-kit shard", "format": FORMAT,
               "shard": shard.index if shard else 1, "of": shard.count if shard else 1,
               "parts": list(parts), "all_parts": list(all_parts),
               "suite": suite, "grader_version": grader_version(), "isolation": isolation_level,
               "machine": machine(), "settings": dict(settings),
               "graded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "rows": sorted({r["name"]: r["folder"] for r in rows}.items())}
+              "rows": [[name, folder, folder_digests(os.path.join(out_dir, folder))]
+                       for name, folder in sorted(listed.items())]}
     files.write_text(os.path.join(out_dir, SHARD_FILE), json.dumps(record, ensure_ascii=False,
                                                                    indent=1))
     return record

@@ -100,7 +100,7 @@ def test_shard_records_what_and_where(graded):
         with open(os.path.join(graded[k], "shard.json"), encoding="utf-8") as handle:
             record = json.load(handle)
         assert (record["shard"], record["of"]) == (k, 3)
-        assert sorted(n for n, _ in record["rows"]) == sorted(
+        assert sorted(n for n, _folder, _digests in record["rows"]) == sorted(
             n for n, s in SHARDS_OF_3.items() if s == k)
         assert record["isolation"] in ("bwrap", "unshare", "none")
         assert record["machine"]["host"] and len(record["suite"]) == 64
@@ -158,6 +158,92 @@ def test_missing_shard_is_named(graded):
 
 
 @pytest.mark.slow
+def test_the_first_or_the_last_shard_missing_is_named(graded):
+    """Not only a shard in the middle: the first and the last of 1..N are found missing."""
+    for given, missing in (((graded[1], graded[2]), 3), ((graded[2], graded[3]), 1)):
+        out = os.path.join(graded["root"], f"m-missing-{missing}")
+        done = _merge(graded["kit"], out, *given)
+        assert done.returncode == 2
+        assert f"nothing was merged: shard {missing} of 3 (parts sequence_mask" in done.stderr
+        assert "is missing: every shard of the class must be merged" in done.stderr
+        assert not os.path.exists(out)
+
+
+@pytest.mark.slow
+def test_shard_records_a_digest_of_every_file_it_wrote(graded):
+    for k in (1, 2, 3):
+        with open(os.path.join(graded[k], "shard.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        assert record["format"] == 2
+        for name, folder, digests in record["rows"]:
+            assert digests == _digests(os.path.join(graded[k], folder))
+            assert {"gradebook-row.json", "results.json", "feedback.txt",
+                    "submitted-code.py", "submitted-code.json"} <= set(digests)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, change", [
+    ("gradebook-row.json", lambda row: row.update(total=100.0)),
+    ("results.json", lambda results: results.update(score=100.0)),
+    ("feedback.txt", lambda text: text + "\nYour instructor says: 100.\n"),
+    ("submitted-code.py", lambda text: text + "\n# edited\n"),
+])
+def test_an_edited_file_of_a_shard_is_refused_naming_it(graded, name, change):
+    """bob (shard 2, graded 83): his row edited to 100, or his results, feedback or kept
+    code changed after the shard was graded: the merge names the file and writes nothing."""
+    copy = _copy(graded[2], os.path.join(graded["root"], f"shard-2-edited-{name}"))
+    _edit(copy, "bob", name, change)
+    out = os.path.join(graded["root"], f"m-edited-{name}")
+    done = _merge(graded["kit"], out, graded[1], copy, graded[3])
+    assert done.returncode == 2
+    assert (f"nothing was merged: {copy}/bob/{name} does not match the digest shard.json "
+            "recorded for it: it was changed after the shard was graded") in done.stderr
+    assert not os.path.exists(out)
+
+
+@pytest.mark.slow
+def test_a_row_that_disagrees_with_its_results_is_refused(graded):
+    """The row edited and its digest recorded again (a hand-made shard.json): the row must
+    still agree with the results.json graded with it, figure by figure."""
+    with open(os.path.join(graded[2], "bob", "results.json"), encoding="utf-8") as handle:
+        results = json.load(handle)
+    assert results["score"] == 83
+    first_part = next(iter(json.load(open(os.path.join(graded[2], "bob", "gradebook-row.json"),
+                                          encoding="utf-8"))["parts"]))
+    for label, change, says in (
+            ("total", lambda row: row.update(total=100.0),
+             "the total is 100 in the row, 83 in results.json"),
+            ("status", lambda row: row.update(status="not gradable"),
+             'the status is "not gradable" in the row, "graded" in results.json'),
+            ("part", lambda row: row["parts"][first_part].__setitem__(
+                0, row["parts"][first_part][0] + 5), f"part {first_part} is ")):
+        copy = _copy(graded[2], os.path.join(graded["root"], f"shard-2-disagrees-{label}"))
+        _edit(copy, "bob", "gradebook-row.json", change, record_it=True)
+        out = os.path.join(graded["root"], f"m-disagrees-{label}")
+        done = _merge(graded["kit"], out, graded[1], copy, graded[3])
+        assert done.returncode == 2, label
+        assert (f"nothing was merged: {copy}/bob/gradebook-row.json disagrees with results.json "
+                f"beside it: {says}") in done.stderr, done.stderr
+        assert not os.path.exists(out)
+
+
+@pytest.mark.slow
+def test_a_shard_without_digests_is_refused(graded):
+    copy = _copy(graded[3], os.path.join(graded["root"], "shard-3-format-1"))
+    with open(os.path.join(copy, "shard.json"), encoding="utf-8") as handle:
+        record = json.load(handle)
+    record["format"] = 1
+    record["rows"] = [row[:2] for row in record["rows"]]
+    with open(os.path.join(copy, "shard.json"), "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    done = _merge(graded["kit"], os.path.join(graded["root"], "m-format-1"),
+                  graded[1], graded[2], copy)
+    assert done.returncode == 2
+    assert (f"{copy}/shard.json: written by an earlier grader (format 1, without the digests "
+            "of its files): grade that shard again") in done.stderr
+
+
+@pytest.mark.slow
 def test_shard_given_twice_is_refused(graded):
     copy = os.path.join(graded["root"], "shard-2-copy")
     shutil.copytree(graded[2], copy)
@@ -183,7 +269,8 @@ def _results(out, student):
 
 
 def _with_student_from(graded, into, student, total=None):
-    """A copy of shard `into` that also lists `student`'s row from its own shard."""
+    """A copy of shard `into` that also lists `student`'s row from its own shard (with its
+    files' digests, as a shard that graded it would)."""
     copy = os.path.join(graded["root"], f"shard-{into}-with-{student}-{total}")
     shutil.copytree(graded[into], copy)
     shutil.copytree(os.path.join(graded[SHARDS_OF_3[student]], student),
@@ -191,16 +278,60 @@ def _with_student_from(graded, into, student, total=None):
     row_file = os.path.join(copy, student, "gradebook-row.json")
     with open(row_file, encoding="utf-8") as handle:
         row = json.load(handle)
-    if total is not None:
+    if total is not None:   # graded differently: its row and results.json agree on it
         row["total"] = total
+        results_file = os.path.join(copy, student, "results.json")
+        with open(results_file, encoding="utf-8") as handle:
+            results = json.load(handle)
+        results["score"] = total
+        with open(results_file, "w", encoding="utf-8") as handle:
+            json.dump(results, handle)
     with open(row_file, "w", encoding="utf-8") as handle:
         json.dump(row, handle)
     with open(os.path.join(copy, "shard.json"), encoding="utf-8") as handle:
         record = json.load(handle)
-    record["rows"].append([student, student])
+    record["rows"].append([student, student, _digests(os.path.join(copy, student))])
     with open(os.path.join(copy, "shard.json"), "w", encoding="utf-8") as handle:
         json.dump(record, handle)
     return copy
+
+
+def _digests(folder):
+    """sha256 of each file of a student's folder, worked out here (not by grader.shards)."""
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as handle:
+            found[name] = hashlib.sha256(handle.read()).hexdigest()
+    return found
+
+
+def _copy(graded_dir, copy):
+    shutil.copytree(graded_dir, copy)
+    return copy
+
+
+def _edit(shard_dir, student, name, change, record_it=False):
+    """Change the file `name` of `student`'s folder in `shard_dir`; with record_it, write
+    its new digest into shard.json too (as a shard graded that way would have)."""
+    path = os.path.join(shard_dir, student, name)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if name.endswith(".json"):
+        data = json.loads(text)
+        change(data)
+        text = json.dumps(data, ensure_ascii=False)
+    else:
+        text = change(text)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if record_it:
+        with open(os.path.join(shard_dir, "shard.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        for row in record["rows"]:
+            if row[0] == student:
+                row[2] = _digests(os.path.join(shard_dir, student))
+        with open(os.path.join(shard_dir, "shard.json"), "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
 
 
 @pytest.mark.slow
@@ -293,6 +424,30 @@ def test_cpu_parts_and_gpu_part_merged_equal_one_run(graded):
     assert alone.returncode == 2 and "no shard folder graded part GPU" in alone.stderr
     twice = _merge(kit, os.path.join(root, "m-gpu-twice"), gpu, graded[1], graded[2], graded[3])
     assert twice.returncode == 2 and "part GPU is graded twice" in twice.stderr
+    # a set of parts that lacks a student, either set (the GPU node given another class)
+    for lacking, other, says in ((gpu, cpu, "parts sequence_mask"), (cpu, gpu, "parts GPU")):
+        copy = _copy(lacking, lacking + "-without-erik")
+        with open(os.path.join(copy, "shard.json"), encoding="utf-8") as handle:
+            record = json.load(handle)
+        record["rows"] = [row for row in record["rows"] if row[0] != "erik"]
+        with open(os.path.join(copy, "shard.json"), "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
+        shutil.rmtree(os.path.join(copy, "erik"))
+        done = _merge(kit, os.path.join(root, "m-lacking"), other, copy)
+        assert done.returncode == 2
+        assert f"nothing was merged: erik is graded for {says}" in done.stderr
+        assert "only: every student needs every part" in done.stderr
+    # one student's identity, name, time or flags differing between the sets of parts (the
+    # GPU node given another download): each field named
+    for field, value in (("student_id", "10099"), ("student_name", "Someone Else"),
+                         ("submitted_at", "2030-01-01T00:00:00Z"), ("flags", ["late"])):
+        copy = _copy(gpu, f"{gpu}-{field}")
+        _edit(copy, "dana", "gradebook-row.json", lambda row: row.update({field: value}),
+              record_it=True)
+        done = _merge(kit, os.path.join(root, "m-identity"), cpu, copy)
+        assert done.returncode == 2, field
+        assert f"nothing was merged: dana's {field} differs between {cpu} and {copy}" in \
+            done.stderr, done.stderr
     merged = os.path.join(root, "m-parts")
     done = _merge(kit, merged, cpu, gpu)
     assert done.returncode == 0, done.stderr

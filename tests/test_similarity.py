@@ -11,6 +11,7 @@ xu_skeleton_book follow the book closely (the last two fill the skeleton with it
 the others are einsum, loops, helpers and torch.where styles. Every file scores 100.
 """
 import csv
+import hashlib
 import io
 import json
 import os
@@ -41,11 +42,13 @@ INDEPENDENT = BOOK_FOLLOWERS | {"park_einsum", "omar_loops", "sara_functional", 
 
 
 def _staged(path, tmp_path):
-    """The code as `grader grade` keeps it: real intake, then read back for review."""
+    """The code as `grader grade` keeps it: real intake (a notebook's cells as intake
+    recorded them), read back as the report compares it."""
     name = os.path.splitext(os.path.basename(path))[0]
     staged = intake.stage(path, str(tmp_path / "staged" / name), name)
     assert staged.error is None, staged.error
-    return code.review_text(code.staged_code(staged))
+    kept = code.staged_code(staged)
+    return code.code_of(kept.text, kept.cells)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +105,9 @@ def test_the_set_is_what_the_docstring_says(class_pairs):
     texts, _, _ = class_pairs
     assert set(texts) == set().union(*COPIES) | INDEPENDENT
     assert len(texts) == 17
-    assert "# cell 3" in texts["nora_notebook"] and "__attnkit_run_cell__" not in texts["nora_notebook"]
+    assert "# cell 3" in texts["nora_notebook"].text
+    assert "__attnkit_run_cell__" not in texts["nora_notebook"].text
+    assert texts["nora_notebook"].notebook and not texts["wei"].notebook
 
 
 def test_copies_are_flagged_and_rank_above_every_independent_pair(class_pairs):
@@ -113,9 +118,10 @@ def test_copies_are_flagged_and_rank_above_every_independent_pair(class_pairs):
     assert all(p.flagged for p in copies), [(p.a, p.b, p.score) for p in copies if not p.flagged]
     assert not any(p.flagged for p in others), [(p.a, p.b, p.score) for p in others if p.flagged]
     assert min(p.score for p in copies) > max(p.score for p in others)
-    # measured (README "Similarity"): copies 0.71 and up, independent pairs 0.24 at most
-    assert min(p.score for p in copies) >= 0.7 and max(p.score for p in others) < 0.3
-    assert min(p.shared for p in copies) >= 400
+    # measured (README "Similarity"): every copy scores 1, sharing 493 characters and up
+    # (all of its own code); independent pairs 0.17 at most, sharing 124 at most
+    assert min(p.score for p in copies) == 1.0 and max(p.score for p in others) == 0.1708
+    assert min(p.shared for p in copies) == 493 and max(p.shared for p in others) == 124
     assert pairs[:22] == sorted(copies, key=lambda p: (-p.score, -p.shared, p.a, p.b))
 
 
@@ -137,10 +143,11 @@ def test_the_book_is_base_code(class_pairs):
 
 def test_the_book_without_docstrings_in_any_order_is_still_base():
     """Deleting the docstrings and reordering the functions joins the book's lines in new
-    ways; fingerprinting one definition at a time with docstrings blanked keeps it base."""
+    ways; fingerprinting one definition at a time, docstrings left out, keeps it base."""
     with open(os.path.join(ATTENTION.alternatives, "book_d2l_0_17.py"), encoding="utf-8") as handle:
         book = handle.read()
-    bare = re.sub(r'\n\s*"""[^"]*"""', "", re.sub(r"super\(\w+, self\)", "super()", book))
+    bare = re.sub(r'\n[ \t]*"""[^"\n]*"""(?=\n)', "", re.sub(r"super\(\w+, self\)", "super()", book))
+    assert bare.count('"""') == 2 and "def sequence_mask(X, valid_len, value=0):\n    maxlen" in bare
     head, body = bare.split("\n\n\n", 1)
     reversed_book = head + "\n\n\n" + "\n\n\n".join(reversed(body.split("\n\n\n")))
     hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
@@ -302,12 +309,15 @@ def test_keep_writes_removes_and_leaves_alone(tmp_path):
     (tmp_path / "a").mkdir()
     code.keep(str(tmp_path), _Result("a", "x = 1\n"))
     assert (tmp_path / "a" / code.CODE_FILE).read_text() == "x = 1\n"
+    record = json.loads((tmp_path / "a" / code.RECORD_FILE).read_text())
+    assert record == {"form": "file", "code_sha256": hashlib.sha256(b"x = 1\n").hexdigest()}
     class Failed:   # the grader failed before intake: no staged_code at all
         folder = "a"
     code.keep(str(tmp_path), Failed())
-    assert (tmp_path / "a" / code.CODE_FILE).exists()
+    assert (tmp_path / "a" / code.CODE_FILE).exists() and (tmp_path / "a" / code.RECORD_FILE).exists()
     code.keep(str(tmp_path), _Result("a", None))   # intake refused the new upload
     assert not (tmp_path / "a" / code.CODE_FILE).exists()
+    assert not (tmp_path / "a" / code.RECORD_FILE).exists()
 
 
 def test_side_by_side_marks_the_shared_lines():
@@ -330,15 +340,17 @@ def test_the_command_on_a_graded_gradebook(tmp_path):
     subs = [os.path.join(SET, n) for n in ("wei.py", "nora_notebook.ipynb", "kim_where.py")]
     done = _grader("grade", *subs, "--out", str(out), "--jobs", "1")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (out / "nora_notebook" / code.CODE_FILE).read_text(encoding="utf-8").startswith(
-        code.NOTEBOOK_PRELUDE)
+    # what intake recorded: nora's upload was a notebook (its code cells), wei's a file
+    record = json.loads((out / "nora_notebook" / code.RECORD_FILE).read_text(encoding="utf-8"))
+    assert record["form"] == "notebook" and [n for n, _ in record["cells"]] == list(range(2, 12))
+    assert json.loads((out / "wei" / code.RECORD_FILE).read_text(encoding="utf-8"))["form"] == "file"
     grades = (out / "grades.csv").read_bytes()
     before = {p: (out / p / "results.json").read_bytes() for p in ("wei", "kim_where")}
 
     done = _grader("similarity", "--from", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "3 submissions, 3 pairs, 1 flagged (score >= 0.5), 0 clusters of more than two, " \
-           "0 skipped" in done.stdout
+    assert "3 submissions, 3 pairs, 1 flagged (score >= 0.5 and 200 shared characters), " \
+           "0 clusters of more than two, 0 skipped" in done.stdout
     rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text(encoding="utf-8-sig"))))
     assert [(r["student_a"], r["student_b"], r["flagged"]) for r in rows][0] == \
         ("nora_notebook", "wei", "yes")
@@ -377,3 +389,166 @@ def test_code_built_from_strings_is_listed_to_read(tmp_path):
     text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
     read = text[text.index("<h2>Read these yourself</h2>"):text.index("<h2>Skipped</h2>")]
     assert "<li>hidden (hidden): b64decode, exec</li>" in read and "plain" not in read
+
+
+# --- what is compared comes from intake's record, never from the code's own text --------
+
+def _decoy(body):
+    """A plain .py that opens with the line intake writes atop a converted notebook and
+    ends with one decoy cell call, as a copier would dress it."""
+    prelude = ("# Generated by the grader from 'attention.ipynb': each code cell runs on its "
+               "own, and a cell\n")
+    return prelude + body + "\n\n__attnkit_run_cell__(1, 'x = 1')\n"
+
+
+def test_a_plain_file_that_opens_like_a_converted_notebook_is_compared_as_itself(tmp_path):
+    """Before: the report took a file for a notebook from its first line and compared its
+    decoy cell only (score 0.00), and read only the decoy for exec/b64decode. Now intake's
+    record says it was a .py: the whole file is compared and scanned."""
+    with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
+        wei = handle.read()
+    hidden = "import base64\nexec(base64.b64decode(b'cHJpbnQoMSk='))\n"
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "copy.py").write_text(_decoy(wei + "\n" + hidden), encoding="utf-8")
+    (uploads / "wei.py").write_text(wei, encoding="utf-8")
+    out = tmp_path / "grades"
+    for name in ("wei", "copy"):
+        staged = intake.stage(str(uploads / f"{name}.py"), str(tmp_path / "staged" / name), name)
+        assert staged.error is None and staged.cells is None      # intake: a plain file
+        _row(out, name, name)
+        code.keep(str(out), _Result(name, code.staged_code(staged)))
+    pairs, groups, found, skipped = command.run(str(out))
+    assert not skipped and not found["copy"].code.notebook
+    (pair,) = pairs
+    assert pair.flagged and pair.score == 1.0 and pair.shared >= 441
+    assert found["copy"].hidden == ["b64decode", "exec"]
+    # the same cells handed in as a real notebook are compared as cells, and the same code
+    notebook = {"cells": [{"cell_type": "code", "source": cell, "metadata": {},
+                           "outputs": [], "execution_count": None}
+                          for cell in (wei, hidden)], "metadata": {}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (uploads / "nb.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    staged = intake.stage(str(uploads / "nb.ipynb"), str(tmp_path / "staged" / "nb"), "nb")
+    assert [n for n, _ in staged.cells] == [1, 2]
+    _row(out, "nb", "nb")
+    code.keep(str(out), _Result("nb", code.staged_code(staged)))
+    pairs, groups, found, skipped = command.run(str(out))
+    assert found["nb"].code.notebook and found["nb"].text.startswith("# cell 1\n")
+    assert found["nb"].hidden == ["b64decode", "exec"]
+    assert all(p.flagged and p.score == 1.0 for p in pairs)
+
+
+def test_stored_code_without_its_record_or_with_another_is_skipped(tmp_path):
+    """Whether code was a notebook is never guessed from its text: code kept without the
+    record (graded before the kit wrote it), or beside a record of other code, is skipped
+    with the reason and the way out."""
+    with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
+        wei = handle.read()
+    for folder in ("ok", "old", "other", "broken"):
+        _row(tmp_path, folder, folder)
+        code.keep(str(tmp_path), _Result(folder, wei))
+    os.remove(tmp_path / "old" / code.RECORD_FILE)
+    (tmp_path / "other" / code.CODE_FILE).write_text(wei + "\n# changed\n", encoding="utf-8")
+    (tmp_path / "broken" / code.RECORD_FILE).write_text('{"form": "notebook", "cells": 3}')
+    found, skipped = sources.load(str(tmp_path))
+    assert [s.key for s in found] == ["ok"]
+    assert {s.key: why for s, why in skipped} == {
+        "old": "the stored code has no submitted-code.json saying whether it was a notebook "
+               "(graded before the kit recorded it): run `grader grade` on it again",
+        "other": "submitted-code.json describes other code than submitted-code.py (written by "
+                 "another run): run `grader grade` on it again",
+        "broken": "submitted-code.json does not read as the kit writes it: run `grader grade` "
+                  "on it again"}
+
+
+# --- the normalisation: what makes no difference ------------------------------------------
+
+PLAIN = '''import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def masked_softmax(X, valid_lens):
+    if valid_lens is None:
+        return F.softmax(X, dim=-1)
+    shape = X.shape
+    X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
+    return F.softmax(X.reshape(shape), dim=-1)
+
+
+class Dot(nn.Module):
+    def forward(self, q, k):
+        return torch.bmm(q, k.transpose(1, 2))
+'''
+DRESSED = '''"""My homework."""
+from torch.nn.functional import softmax as sm
+from torch.nn import Module
+from torch import bmm
+
+
+class Scores(Module):
+    """Dot products."""
+    def forward(me, queries,
+                keys):   # the keys
+        return (bmm(queries, (keys.transpose(1, 2))))
+
+
+def masked_softmax(scores, lengths):
+    # no lengths: a plain softmax
+    if lengths is None:
+        return (sm(scores, dim=-1))
+    else:
+        shape = (scores.shape)
+        scores = sequence_mask(scores.reshape(-1, shape[-1]), lengths, value=-1000000.0)
+        return sm(scores.reshape(shape), dim=(-1))
+'''
+# written out by hand from the rules in grader/similarity/normal.py
+CANONICAL_PIECES = [
+    "def v(v, v):\n    if v is None:\n        return torch.nn.functional.softmax(v, dim=-1)\n"
+    "    v = v.shape\n    v = v(v.reshape(-1, v[-1]), v, value=-1000000.0)\n"
+    "    return torch.nn.functional.softmax(v.reshape(v), dim=-1)",
+    "class v(torch.nn.Module):",
+    "    def v(v, v, v):\n        return torch.bmm(v, v.transpose(1, 2))"]
+
+
+def _pieces(text):
+    from grader.similarity import normal
+    normalised = normal.normalise([(text, 0)])
+    return [normalised.text[a:b] for a, b in normalised.pieces]
+
+
+def test_comments_docstrings_parentheses_names_imports_and_order_make_no_difference():
+    assert sorted(_pieces(PLAIN)) == sorted(CANONICAL_PIECES)
+    assert sorted(_pieces(DRESSED)) == sorted(CANONICAL_PIECES)
+    # so the two share every fingerprint: a score of 1
+    a, b = fingerprint.Fingerprint(PLAIN), fingerprint.Fingerprint(DRESSED)
+    assert a.hashes == b.hashes
+    assert compare.compare("a", "b", a, b).score == 1.0
+
+
+def test_the_shared_lines_are_shown_in_the_students_own_code():
+    """Normalised code is what is compared; the page marks the lines of the code as the
+    student wrote it that each shared passage came from."""
+    a, b = fingerprint.Fingerprint(PLAIN), fingerprint.Fingerprint(DRESSED)
+    pair = compare.compare("a", "b", a, b)
+    marked_b = page.line_ranges(b.shown, pair.spans_b)
+    # DRESSED: the class runs over lines 7 to 11, masked_softmax over 14 to 21 but for its
+    # `else:` (line 18), which says nothing after a return and is not compared
+    assert marked_b == [(7, 11), (14, 17), (19, 21)], marked_b
+    assert page.line_ranges(a.shown, pair.spans_a) == [(6, 11), (14, 16)]
+
+
+def test_code_that_does_not_parse_is_compared_as_it_is():
+    """A syntax error (or a cell that is not Python) falls back to the text itself: still
+    compared, cut at its definitions, docstrings blanked."""
+    from grader.similarity import normal
+    broken = PLAIN.replace("def masked_softmax(X, valid_lens):", "def masked_softmax(X, valid_lens)")
+    normalised = normal.normalise([(broken, 0)])
+    assert normalised.text == broken and len(normalised.pieces) == 4
+    a, b = fingerprint.Fingerprint(broken), fingerprint.Fingerprint(broken + "\n")
+    assert compare.compare("a", "b", a, b).score == 1.0
+    # parsed, but too deep to walk and print again: kept as it is, never an error
+    deep = "x = " + " + ".join(["1"] * 5000) + "\n"
+    assert normal.normalise([(deep, 0)]).text == deep
+    assert normal.normalise([("x = 1 + 1\n", 0)]).text == "v = 1 + 1"

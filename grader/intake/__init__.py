@@ -34,7 +34,7 @@ from ..textsafety import safe_text
 from .archive import extract
 from .errors import IntakeError, NothingFound
 from .naming import file_names, like, module_name
-from .notebook import MAX_NOTEBOOK_BYTES, notebook_to_module
+from .notebook import MAX_NOTEBOOK_BYTES, cells_of, notebook_to_module
 from .safeio import (DIR_FLAGS, INTAKE_SECONDS, Deadline, IntakeTimeout, kind_text,
                      open_entry, open_submitted, read_entry, read_fd, refusal, shown, walk)
 from .text import MAX_SOURCE_BYTES, decode_source
@@ -55,6 +55,7 @@ class Staged:
     error: str = None         # why it cannot be graded (IntakeError), if so
     missing: bool = False     # nothing gradable was found (NothingFound): "missing work"
     grader_failed: bool = False  # intake itself failed (a bug of ours): a grader error, never a 0
+    cells: list = None        # [(number, source)] when the work was a notebook (None: a .py)
 
 
 def _is_real_folder(path):
@@ -221,6 +222,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
                 data = read_fd(fd, limit, label, deadline, what)
                 text, notes = _convert(data, label, norm.lower().endswith(".ipynb"), module_file)
                 staged.notes += notes
+                staged.cells = cells_of(text) if norm.lower().endswith(".ipynb") else None
             else:
                 entries, notes = walk(root, label, deadline, _skip_dir)
                 staged.notes += notes
@@ -256,6 +258,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
                 text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"),
                                        module_file)
                 staged.notes += notes
+                staged.cells = cells_of(text) if chosen.name.lower().endswith(".ipynb") else None
                 _copy_helpers(root, entries, chosen, dest, staged.notes, deadline, module_file)
                 _convert_earlier(root, entries, chosen, dest, staged.notes, deadline,
                                  earlier, module_file)
@@ -289,7 +292,7 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
         if unpacked:
             shutil.rmtree(unpacked, ignore_errors=True)
     if staged.error:
-        staged.file = None
+        staged.file, staged.cells = None, None
     staged.notes = [safe_text(note, 2000) for note in staged.notes]
     return staged
 

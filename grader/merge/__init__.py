@@ -9,6 +9,8 @@ shard.json (grader/shards.py). The merge refuses, writing nothing, when
   code, limits, language, isolation level), isolation level, N (within one set of parts),
   or any recorded setting (feedback, visibility, language, ...);
 - the parts graded do not cover the suite's parts exactly once per student;
+- a file of a student's folder does not match the digest shard.json recorded for it, or
+  a row disagrees with its own results.json (merge/verify.py: the file is named);
 - a student is graded in two shards with different results, a row sits in a shard its key
   does not hash to, or two folders claim one student differently (identity, folder).
 
@@ -30,6 +32,7 @@ from .. import shards
 from ..report import files, folders, gradebook
 from ..textsafety import safe_text
 from . import parts as partmerge
+from . import verify
 
 MERGE_FILE = "merge.json"
 # what every shard of a class must share (besides `settings`, compared key by key)
@@ -91,11 +94,17 @@ def _record_problem(record):
             return f"{field} is missing"
     if not isinstance(record.get("settings"), dict) or not isinstance(record.get("machine"), dict):
         return "settings or machine is missing"
+    if record.get("format") != shards.FORMAT:
+        return (f"written by an earlier grader (format {_value(record.get('format'))}, without "
+                f"the digests of its files): grade that shard again")
     rows = record.get("rows")
     if not isinstance(rows, list) or not all(
-            isinstance(r, list) and len(r) == 2 and all(isinstance(v, str) for v in r)
+            isinstance(r, list) and len(r) == 3 and all(isinstance(v, str) for v in r[:2])
+            and isinstance(r[2], dict) and len(r[2]) <= shards.MAX_ROW_FILES and all(
+                isinstance(f, str) and f and f == os.path.basename(f) and f not in (".", "..")
+                and isinstance(d, str) and len(d) == 64 for f, d in r[2].items())
             for r in rows):
-        return "rows is not a list of [name, folder]"
+        return "rows is not a list of [name, folder, {file: sha256}]"
     return None
 
 
@@ -176,13 +185,13 @@ def group_rows(group):
     one student's rows in two shards first (they must agree), then each row's own shard."""
     rows = {}
     for index, record in sorted(group.items()):
-        kept = gradebook.load_records(record["dir"])
-        for name, folder in record["rows"]:
-            row = kept.get(name)
-            if row is None or row.get("folder") != folder:
-                raise MergeError(f"{_shown(record['dir'])}: the row of {safe_text(name, 100)} "
-                                 f"that {shards.SHARD_FILE} lists is not in its folder "
-                                 f"{safe_text(folder, 100)}")
+        for name, folder, digests in record["rows"]:
+            if folders.reserved(folder) or folder != os.path.basename(folder) \
+                    or folder in ("", ".", ".."):
+                raise MergeError(f"{_shown(record['dir'])}: {shards.SHARD_FILE} lists the folder "
+                                 f"{safe_text(folder, 100)}, which is no student's folder")
+            files = verify.read_listed(record["dir"], folder, digests)
+            row = verify.checked_row(record["dir"], folder, name, files)
             if name in rows and _comparable(rows[name][0]) != _comparable(row):
                 earlier = rows[name][1]
                 raise MergeError(f"{safe_text(name, 100)} is graded in shard "
@@ -191,7 +200,7 @@ def group_rows(group):
             rows.setdefault(name, (row, record))
     folder_of = {}
     for index, record in sorted(group.items()):
-        for name, folder in record["rows"]:
+        for name, folder, _digests in record["rows"]:
             row = rows[name][0]
             wanted = shards.shard_of(shards.key(row.get("student_id"), name), record["of"])
             if wanted != index:
@@ -267,14 +276,14 @@ def _graded_by(record):
             **({"slurm_job": safe_text(machine["SLURM_JOB_ID"], 40)} if machine.get("SLURM_JOB_ID") else {})}
 
 
-def _copy_folder(source, target):
-    """The regular files of a student's folder in a shard into DIR (replacing what was there)."""
+def _copy_folder(record, folder, target):
+    """The files shard.json lists for a student's folder into DIR (replacing what was
+    there), each as the bytes checked against its digest."""
     staging = target + ".merging"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
-    for entry in os.scandir(source):
-        if entry.is_file(follow_symlinks=False):
-            shutil.copyfile(entry.path, os.path.join(staging, entry.name), follow_symlinks=False)
+    digests = next(d for n, f, d in record["rows"] if f == folder)
+    verify.copy_listed(record["dir"], folder, digests, staging)
     shutil.rmtree(target, ignore_errors=True)
     os.rename(staging, target)
 
@@ -287,7 +296,7 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
     for name, pieces in merged.items():
         folder = pieces[0][0]["folder"]
         target = os.path.join(out_dir, folder)
-        _copy_folder(os.path.join(pieces[0][1]["dir"], folder), target)
+        _copy_folder(pieces[0][1], folder, target)
         if len(pieces) == 1:
             row = dict(pieces[0][0])
             row["graded_by"] = {p: _graded_by(pieces[0][1]) for p in row.get("parts", {})}

@@ -5,7 +5,8 @@ status "grader error" if any machine failed on it (its total then empty, never a
 the reason of the first part set that has one (a grader error's first), the diagnoses in
 part order. Each part's machine is in `graded_by`.
 
-The student's files: results.json holds every machine's tests, scores summed, outputs one
+The student's files (each read as the bytes checked against shard.json's digests,
+verify.py): results.json holds every machine's tests, scores summed, outputs one
 after the other; feedback.txt is each machine's feedback one after the other; feedback.html
 is the first part set's page, and each other one's is `feedback-<parts>.html` beside it.
 """
@@ -14,6 +15,7 @@ import os
 
 from ..report import files, folders
 from ..textsafety import safe_text
+from .verify import listed_bytes
 
 STATUS_ORDER = ("grader error", "not gradable", "missing work", "graded")
 
@@ -25,6 +27,15 @@ def _results(folder):
         return data if isinstance(data, dict) else None
     except (OSError, ValueError):
         return None
+
+
+def _parsed(data):
+    """results.json's bytes (already checked against their digest) as a dict, or None."""
+    try:
+        value = json.loads(data.decode("utf-8")) if data is not None else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def check_unadjusted(merged):
@@ -82,8 +93,7 @@ def _combine_files(pieces, target):
     extra = first["extra_data"]
     texts = [_read_text(os.path.join(target, "feedback.txt"))]
     for row, record in pieces[1:]:
-        source = os.path.join(record["dir"], row["folder"])
-        other = _results(source) or {}
+        other = _parsed(listed_bytes(record, row["folder"], "results.json")) or {}
         first["score"] = round(float(first.get("score") or 0) + float(other.get("score") or 0), 4)
         first["output"] = "\n\n".join(t for t in (first.get("output"), other.get("output"))
                                       if isinstance(t, str) and t)
@@ -98,12 +108,12 @@ def _combine_files(pieces, target):
         extra.setdefault("isolation_of_parts", {})[", ".join(record["parts"])] = more.get("isolation")
         if more.get("status") == "grader error":
             extra["status"] = "grader error"
-        texts.append(_read_text(os.path.join(source, "feedback.txt")))
-        page = os.path.join(source, "feedback.html")
-        if os.path.isfile(page) and not os.path.islink(page):
+        feedback = listed_bytes(record, row["folder"], "feedback.txt")
+        texts.append(feedback[:4 * files.FEEDBACK_BYTES].decode("utf-8", "replace") if feedback else "")
+        page = listed_bytes(record, row["folder"], "feedback.html")
+        if page is not None:
             name = folders.candidate("feedback-" + "-".join(record["parts"])) + ".html"
-            with open(page, "rb") as handle:
-                files.write_bytes(os.path.join(target, name), handle.read(files.RESULTS_BYTES * 8))
+            files.write_bytes(os.path.join(target, name), page[:files.RESULTS_BYTES * 8])
     text = files.dumps(first)
     if len(text.encode("utf-8")) > 2 * files.RESULTS_BYTES:  # each was capped; keep the sum so
         for test in first["tests"]:

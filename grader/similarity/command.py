@@ -11,12 +11,19 @@ import sys
 import time
 
 from .. import course as courses
+from .. import i18n
 from .. import overrides as ledger
+from ..i18n import _
 from ..report import gradebook
 from ..report import html as pages
 from ..textsafety import safe_text
 from . import DEFAULT_THRESHOLD, MIN_SHARED
 
+
+
+def _count(n, noun):
+    """The console's English: "1 pair", "2 pairs"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def threshold_value(text):
@@ -51,23 +58,33 @@ def add_parser(commands):
 def run(out_dir, threshold=DEFAULT_THRESHOLD, assignment=None):
     """Compare and write both files; returns (pairs, clusters, sources, skipped).
     assignment: whose base code never counts (base.py; None: the default assignment)."""
+    language = i18n.language()   # the page and its reasons speak the class's language
+    try:
+        i18n.set_language(pages.class_language(list(gradebook.load_records(out_dir).values()),
+                                               out_dir))
+        return _run(out_dir, threshold, assignment)
+    finally:
+        i18n.set_language(language)
+
+
+def _run(out_dir, threshold, assignment):
     from . import base, compare, fingerprint, page, sources
     found, skipped = sources.load(out_dir)
     texts = base.base_texts(assignment)
-    hashes = fingerprint.base_hashes([text for _, text in texts])
+    hashes = fingerprint.base_hashes([text for _label, text in texts])
     prints = {}
     for source in list(found):   # one file that breaks the tokenizer costs its own row only
         try:
-            prints[source.key] = fingerprint.Fingerprint(source.text, hashes)
+            prints[source.key] = fingerprint.Fingerprint(source.code, hashes)
         except (Exception, RecursionError) as error:
             found.remove(source)
-            skipped.append((source, f"not compared: the tokenizer failed on it "
-                                    f"({type(error).__name__}); read it yourself"))
+            skipped.append((source, _("not compared: the tokenizer failed on it ({error}); "
+                                      "read it yourself").format(error=type(error).__name__)))
     pairs = compare.all_pairs(prints, threshold)
     groups = compare.clusters(pairs)
     by_key = {s.key: s for s in found}
     settings = {"threshold": threshold, "min_shared": MIN_SHARED, "k": fingerprint.K,
-                "window": fingerprint.WINDOW, "base": [label for label, _ in texts],
+                "window": fingerprint.WINDOW, "base": [label for label, _text in texts],
                 "made": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     page.write(out_dir, pairs, groups, by_key, skipped, settings)
     return pairs, groups, by_key, skipped
@@ -106,10 +123,10 @@ def main(args, stream=None):
                                         getattr(args, "kit_assignment", None))
     flagged = sum(p.flagged for p in pairs)
     big = sum(len(g) > 2 for g in groups)
-    print(f"Wrote {out_dir}/similarity.html and similarity.csv: {len(found)} submissions, "
-          f"{len(pairs)} pairs, {flagged} flagged (score >= {args.threshold:g}), {big} "
-          f"clusters of more than two, {len(skipped)} skipped. A review aid: no grade changed.",
-          file=stream)
+    print(f"Wrote {out_dir}/similarity.html and similarity.csv: {_count(len(found), 'submission')}, "
+          f"{_count(len(pairs), 'pair')}, {flagged} flagged (score >= {args.threshold:g} and "
+          f"{MIN_SHARED} shared characters), {_count(big, 'cluster')} of more than two, "
+          f"{len(skipped)} skipped. A review aid: no grade changed.", file=stream)
     note = relink_report(out_dir, getattr(args, "kit_assignment", None))
     if note:
         print(f"note: {note}", file=sys.stderr)

@@ -16,16 +16,19 @@ class Pair:
     share_a: float
     share_b: float
     shared: int            # normalised characters of a's counted code found in b
-    spans_a: list          # [(start, end)] character ranges of a's shared passages
+    spans_a: list          # [(start, end)] character ranges of a's shared lines, as shown
     spans_b: list
     flagged: bool = False
 
 
-def _spans(slices, length):
+def _spans(slices, fingerprint):
+    """copydetect's slices (in the normalised code) as spans of the code shown."""
     if not len(slices) or not np.size(slices):
         return []
+    length = len(fingerprint.raw_code)
     starts, ends = np.asarray(slices[0]).astype(int), np.asarray(slices[1]).astype(int)
-    return [(max(0, int(s)), min(length, int(e))) for s, e in zip(starts, ends) if e > s]
+    return fingerprint.shown_spans([(max(0, int(s)), min(length, int(e)))
+                                    for s, e in zip(starts, ends) if e > s])
 
 
 def compare(a, b, fa, fb, threshold=DEFAULT_THRESHOLD):
@@ -35,7 +38,7 @@ def compare(a, b, fa, fb, threshold=DEFAULT_THRESHOLD):
     share_a, share_b = float(share_a), float(share_b)
     score = round(max(share_a, share_b), 4)
     return Pair(a, b, score, round(share_a, 4), round(share_b, 4), int(shared),
-                _spans(slices_a, len(fa.raw_code)), _spans(slices_b, len(fb.raw_code)),
+                _spans(slices_a, fa), _spans(slices_b, fb),
                 flagged=score >= threshold and int(shared) >= MIN_SHARED)
 
 

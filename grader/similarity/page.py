@@ -1,16 +1,20 @@
 """DIR/similarity.csv and DIR/similarity.html: the pairs, the clusters, the shared passages.
 
-The page is for the instructor and in English. It is self-contained under the same
-Content-Security-Policy as the kit's other pages (report/html.py: nothing fetched, no
-script), and every string from a submission (code, names, ids) is made safe and escaped.
-Code is shown for the flagged pairs only, each side cut to CODE_LINES lines around its
-shared passages, and the page is held to PAGE_BYTES (pairs beyond it are in the CSV).
+The page is for the instructor, in the class's language (that of most students' results,
+as report.html: report/html.class_language); similarity.csv's columns stay English. It is
+self-contained under the same Content-Security-Policy as the kit's other pages
+(report/html.py: nothing fetched, no script), and every string from a submission (code,
+names, ids) is made safe and escaped. Code is shown for the flagged pairs only, each side
+cut to CODE_LINES lines around its shared passages, and the page is held to PAGE_BYTES
+(pairs beyond it are in the CSV). At a laptop's 1,280 px nothing is cut: the pair table
+scrolls inside its box with the first column kept in view, long cells and code lines wrap.
 """
 import csv
 import html
 import io
 import os
 
+from ..i18n import N_, _, ngettext
 from ..report import files
 from ..report.gradebook import text_cell
 from ..report.html import CSP
@@ -25,20 +29,26 @@ TABLE_PAIRS = 300           # rows of the pair table (flagged, then the highest 
 MAX_CSV_ROWS = 200_000      # pairs in similarity.csv (all pairs of a class of 630)
 CSV_COLUMNS = ["student_a", "student_b", "folder_a", "folder_b", "score", "flagged",
                "shared_tokens", "shared_lines_a", "shared_lines_b", "share_a", "share_b"]
-VERDICT = ("A review aid, never a verdict: these scores change no grade, and a high score "
-           "is a reason to read two submissions side by side, not evidence of copying. "
-           "(This page is for the instructor and is in English only.)")
+VERDICT = N_("A review aid, never a verdict: these scores change no grade, and a high score "
+             "is a reason to read two submissions side by side, not evidence of copying.")
 
 CSS = """body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 90rem;
   padding: 0 1rem; line-height: 1.4; color: #1b1b1b; }
 table { border-collapse: collapse; margin: 0.5rem 0; } th, td { border: 1px solid #ccc;
-  padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; } .num { text-align: right; }
+  padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; background: #fff; }
+.num { text-align: right; white-space: nowrap; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.pairs th:first-child, .pairs td:first-child { position: sticky; left: 0; z-index: 1;
+  box-shadow: 1px 0 0 #ccc; }
+.pairs td { overflow-wrap: anywhere; } .pairs td.who { min-width: 8rem; max-width: 16rem; }
+.pairs td.lines { min-width: 7rem; max-width: 18rem; } .range { white-space: nowrap; }
 .verdict { background: #fff4d6; border: 1px solid #e0b84a; padding: 0.6rem; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 0.6rem; }
-.pair > div { min-width: 0; } pre { background: #f6f6f6; padding: 0.4rem; overflow-x: auto;
-  font-size: 0.8rem; white-space: pre; } mark { background: #ffd54a; }
-.gap { color: #777; } .flag { font-weight: bold; color: #8a1c00; }
-@media (max-width: 50rem) { .pair { grid-template-columns: 1fr; } }"""
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0.6rem; }
+.pair > div { min-width: 0; } pre { background: #f6f6f6; padding: 0.4rem;
+  font-size: 0.8rem; white-space: pre-wrap; overflow-wrap: anywhere; max-width: 100%; }
+mark { background: #ffd54a; }
+.gap { color: #777; } .flag { font-weight: bold; color: #8a1c00; } .why { color: #555; }
+@media (max-width: 50rem) { .pair { grid-template-columns: minmax(0, 1fr); } }"""
 
 
 def esc(value, limit=400):
@@ -118,10 +128,13 @@ def marked_code(text, spans, limit=CODE_LINES):
     out, shown, previous = [], 0, -1
     for number in sorted(keep):
         if shown >= limit:
-            out.append(f'<span class="gap">... cut at {limit} lines</span>')
+            out.append('<span class="gap">' + esc(ngettext(
+                "... cut at {n} line", "... cut at {n} lines", limit).format(n=limit)) + "</span>")
             break
         if number != previous + 1:
-            out.append(f'<span class="gap">... ({number - previous - 1} lines)</span>')
+            folded = number - previous - 1
+            out.append('<span class="gap">' + esc(ngettext(
+                "... ({n} line)", "... ({n} lines)", folded).format(n=folded)) + "</span>")
         body = "".join(f"<mark>{esc(p, None)}</mark>" if s else esc(p, None)
                        for p, s in lines[number])
         out.append(f"{number + 1:>4}  {body}")
@@ -129,91 +142,149 @@ def marked_code(text, spans, limit=CODE_LINES):
     return "<pre>" + "\n".join(out) + "</pre>"
 
 
-def _pair_row(pair, sources):
+def _status(pair, settings):
+    """The table's last cell: flagged, or why a pair at or above the threshold is not."""
+    if pair.flagged:
+        return '<span class="flag">' + esc(_("flagged")) + "</span>"
+    if pair.score >= settings["threshold"]:
+        return '<span class="why">' + esc(ngettext(
+            "not flagged: {shared} shared character, under the {floor} a pair needs",
+            "not flagged: {shared} shared characters, under the {floor} a pair needs",
+            pair.shared).format(shared=pair.shared, floor=settings["min_shared"])) + "</span>"
+    return esc(_("no"))
+
+
+def _pair_row(pair, sources, settings):
     a, b = sources[pair.a], sources[pair.b]
-    flag = '<span class="flag">flagged</span>' if pair.flagged else ""
-    return (f"<tr><td>{esc(a.label)}</td><td>{esc(b.label)}</td>"
+    return (f"<tr><td class=\"who\">{esc(a.label)}</td><td class=\"who\">{esc(b.label)}</td>"
             f"<td class=\"num\">{pair.score:.2f}</td><td class=\"num\">{pair.shared}</td>"
-            f"<td>{esc(lines_text(line_ranges(a.text, pair.spans_a)), 300)}</td>"
-            f"<td>{esc(lines_text(line_ranges(b.text, pair.spans_b)), 300)}</td><td>{flag}</td></tr>")
+            f"<td class=\"lines\">{_lines_html(line_ranges(a.text, pair.spans_a))}</td>"
+            f"<td class=\"lines\">{_lines_html(line_ranges(b.text, pair.spans_b))}</td>"
+            f"<td>{_status(pair, settings)}</td></tr>")
+
+
+def _lines_html(ranges, limit=60):
+    """Line ranges for the table, each kept on one line (a cell wraps between ranges)."""
+    shown = [f'<span class="range">{esc(lines_text([r]))}</span>' for r in ranges[:limit]]
+    return " ".join(shown) + (" ..." if len(ranges) > limit else "")
 
 
 def _distribution(pairs):
     bins = [0] * 10
     for pair in pairs:
         bins[min(9, int(pair.score * 10))] += 1
-    return ("<table><tr><th>score</th><th class=\"num\">pairs</th></tr>" + "".join(
-        f"<tr><td>{i / 10:.1f} to {(i + 1) / 10:.1f}{'' if i == 9 else ' (not incl.)'}</td>"
-        f"<td class=\"num\">{n}</td></tr>" for i, n in enumerate(bins)) + "</table>")
+    rows = []
+    for i, n in enumerate(bins):
+        low, high = f"{i / 10:.1f}", f"{(i + 1) / 10:.1f}"
+        label = _("{low} to {high}").format(low=low, high=high) if i == 9 else \
+            _("{low} to {high} (not incl.)").format(low=low, high=high)
+        rows.append(f"<tr><td>{esc(label)}</td><td class=\"num\">{n}</td></tr>")
+    return (f"<table><tr><th>{esc(_('score'))}</th><th class=\"num\">{esc(_('pairs'))}</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def counts_text(submissions, pairs, flagged, skipped, settings):
+    """The page's line of counts, each noun in the right number."""
+    return _("{submissions} compared, {pairs}; {flagged} (score at least {threshold} and at "
+             "least {floor} shared characters of normalised code); {skipped} (below).").format(
+        submissions=ngettext("{n} submission", "{n} submissions", submissions).format(n=submissions),
+        pairs=ngettext("{n} pair", "{n} pairs", pairs).format(n=pairs),
+        flagged=ngettext("{n} pair flagged", "{n} pairs flagged", flagged).format(n=flagged),
+        skipped=ngettext("{n} submission skipped", "{n} submissions skipped", skipped).format(n=skipped),
+        threshold=f"{settings['threshold']:g}", floor=settings["min_shared"])
 
 
 def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS):
     """The whole page. settings: {"threshold", "min_shared", "k", "window", "base": [labels]}."""
     flagged = [p for p in pairs if p.flagged]
     big = [g for g in groups if len(g) > 2]
-    body = ["<h1>Similarity of submissions</h1>",
-            f'<p class="verdict">{esc(VERDICT, 1000)}</p>',
-            f"<p>Made {esc(settings.get('made', ''), 40)} from the code the gradebook kept; run "
-            "<code>grader similarity</code> again after grading more.</p>",
-            f"<p>{len(sources)} submissions compared, {len(pairs)} pairs; "
-            f"<strong>{len(flagged)} pairs flagged</strong> (score at least "
-            f"{settings['threshold']:g} and at least {settings['min_shared']} shared characters "
-            f"of normalised code); {len(skipped)} submissions skipped (below).</p>",
-            "<p>Score: the share of one submission's own code (what is left after removing the "
-            "base code below) that is also in the other, the larger of the two shares. Code is "
-            "compared with copydetect (winnowing over Python tokens: names, comments, "
-            "docstrings, whitespace and the order of functions do not matter; "
-            f"k = {settings['k']}, window {settings['window']}). Nothing is run.</p>",
-            "<p>Base code, which never counts: " + ", ".join(esc(b) for b in settings["base"])
-            + ".</p>"]
-    body.append("<h2>Clusters of more than two</h2>")
+    none = "<p>" + esc(_("None.")) + "</p>"
+    title = _("Similarity of submissions")
+    body = [f"<h1>{esc(title)}</h1>",
+            f'<p class="verdict">{esc(_(VERDICT), 1000)}</p>',
+            "<p>" + esc(_("Made {made} from the code the gradebook kept; run `grader similarity` "
+                          "again after grading more.").format(made=settings.get("made", "")), 600)
+            + "</p>",
+            "<p><strong>" + esc(counts_text(len(sources), len(pairs), len(flagged), len(skipped),
+                                            settings), 1000) + "</strong></p>",
+            "<p>" + esc(_(
+                "Score: the share of one submission's own code (what is left after removing the "
+                "base code below) that is also in the other, the larger of the two shares. The "
+                "code is what intake took in (a notebook's code cells, else the file), "
+                "normalised with Python's parser: comments, docstrings, formatting, redundant "
+                "parentheses, the names it chooses, how it spells its imports and the order of "
+                "its definitions do not matter. It is then compared with copydetect (winnowing, "
+                "k = {k} characters, window {window}), one definition at a time. A pair scoring "
+                "at or above the threshold that shares fewer characters than the floor is not "
+                "flagged: short generic lines are shared by chance. Nothing is run.").format(
+                    k=settings["k"], window=settings["window"]), 2000) + "</p>",
+            "<p>" + esc(_("Base code, which never counts: {files}.").format(
+                files=", ".join(settings["base"])), 3000) + "</p>"]
+    body.append(f"<h2>{esc(_('Clusters of more than two'))}</h2>")
     if big:
         body.append("<ul>" + "".join(
-            f"<li>{len(g)} submissions: " + ", ".join(esc(sources[k].label) for k in g) + "</li>"
+            "<li>" + esc(ngettext("{n} submission: {names}", "{n} submissions: {names}",
+                                  len(g)).format(n=len(g), names=", ".join(
+                                      sources[k].label for k in g)), 20000) + "</li>"
             for g in big) + "</ul>")
     else:
-        body.append("<p>None.</p>")
-    body.append("<h2>Pairs</h2>")
+        body.append(none)
+    body.append(f"<h2>{esc(_('Pairs'))}</h2>")
     table = flagged[:TABLE_PAIRS] + [p for p in pairs if not p.flagged][:max(0, min(
         20, TABLE_PAIRS - len(flagged)))]
-    body.append("<p>The flagged pairs, then the highest of the others; every pair is in "
-                "similarity.csv.</p>")
-    body.append("<table><tr><th>student</th><th>student</th><th class=\"num\">score</th>"
-                "<th class=\"num\">shared</th><th>lines</th><th>lines</th><th></th></tr>"
-                + "".join(_pair_row(p, sources) for p in table) + "</table>")
-    body.append("<h2>Score distribution</h2>" + _distribution(pairs))
-    body.append("<h2>Flagged pairs side by side</h2>")
+    body.append("<p>" + esc(_("The flagged pairs, then the highest of the others; every pair "
+                              "is in similarity.csv.")) + "</p>")
+    heads = [(_("Student A"), ""), (_("Student B"), ""), (_("Score"), "num"),
+             (_("Shared characters"), "num"), (_("Lines of A shared"), ""),
+             (_("Lines of B shared"), ""), (_("Flagged?"), "")]
+    body.append('<div class="scroll"><table class="pairs"><tr>' + "".join(
+        f'<th{f" class={chr(34)}{kind}{chr(34)}" if kind else ""}>{esc(text)}</th>'
+        for text, kind in heads) + "</tr>"
+        + "".join(_pair_row(p, sources, settings) for p in table) + "</table></div>")
+    body.append(f"<h2>{esc(_('Score distribution'))}</h2>" + _distribution(pairs))
+    body.append(f"<h2>{esc(_('Flagged pairs side by side'))}</h2>")
     if not flagged:
-        body.append("<p>No pair is flagged.</p>")
+        body.append("<p>" + esc(_("No pair is flagged.")) + "</p>")
     for pair in flagged[:detailed]:
         a, b = sources[pair.a], sources[pair.b]
-        body.append(f"<h3>{esc(a.label)} and {esc(b.label)}: score {pair.score:.2f}, "
-                    f"{pair.shared} shared characters</h3><div class=\"pair\">"
+        heading = ngettext("{a} and {b}: score {score}, {shared} shared character",
+                           "{a} and {b}: score {score}, {shared} shared characters",
+                           pair.shared).format(a=a.label, b=b.label, score=f"{pair.score:.2f}",
+                                               shared=pair.shared)
+        body.append(f"<h3>{esc(heading, 1000)}</h3><div class=\"pair\">"
                     f"<div><p>{esc(a.label)} ({esc(a.folder)})</p>{marked_code(a.text, pair.spans_a)}</div>"
                     f"<div><p>{esc(b.label)} ({esc(b.folder)})</p>{marked_code(b.text, pair.spans_b)}</div>"
                     "</div>")
     if len(flagged) > detailed:
-        body.append(f"<p>{len(flagged) - detailed} more flagged pairs are in the table and "
-                    "similarity.csv.</p>")
+        more = len(flagged) - detailed
+        body.append("<p>" + esc(ngettext(
+            "{n} more flagged pair is in the table and similarity.csv.",
+            "{n} more flagged pairs are in the table and similarity.csv.", more).format(n=more))
+            + "</p>")
     hidden = [src for src in sources.values() if src.hidden]
-    body.append("<h2>Read these yourself</h2>")
-    body.append("<p>Code that builds code from strings or bytes at run time: what it runs is a "
-                "string, which this comparison (and any token-based one) does not see into.</p>"
+    body.append(f"<h2>{esc(_('Read these yourself'))}</h2>")
+    body.append("<p>" + esc(_("Code that builds code from strings or bytes at run time: what it "
+                              "runs is a string, which this comparison (and any token-based one) "
+                              "does not see into.")) + "</p>"
                 + ("<ul>" + "".join(f"<li>{esc(src.label)} ({esc(src.folder)}): "
                                     + ", ".join(esc(c, 40) for c in src.hidden) + "</li>"
                                     for src in hidden[:MAX_SKIPPED]) + "</ul>"
-                   if hidden else "<p>None.</p>"))
-    body.append("<h2>Skipped</h2>")
+                   if hidden else none))
+    body.append(f"<h2>{esc(_('Skipped'))}</h2>")
     body.append("<ul>" + "".join(f"<li>{esc(s.label)} ({esc(s.folder)}): {esc(why, 600)}</li>"
                                  for s, why in skipped[:MAX_SKIPPED]) + "</ul>"
-                if skipped else "<p>None.</p>")
+                if skipped else none)
     if len(skipped) > MAX_SKIPPED:
-        body.append(f"<p>and {len(skipped) - MAX_SKIPPED} more.</p>")
-    page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        rest = len(skipped) - MAX_SKIPPED
+        body.append("<p>" + esc(ngettext("and {n} more.", "and {n} more.", rest).format(n=rest))
+                    + "</p>")
+    from .. import i18n
+    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    page = (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
             "<meta name=\"referrer\" content=\"no-referrer\">\n"
-            f"<title>Similarity of submissions</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")
     if len(page.encode("utf-8")) > PAGE_BYTES and detailed > 0:
         return page_html(pairs, groups, sources, skipped, settings, detailed // 2)

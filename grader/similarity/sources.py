@@ -2,7 +2,8 @@
 
 A row of DIR (gradebook.load_records: DIR/<folder>/gradebook-row.json) names the student
 (`student_id`, from the LMS's own fields, never from text the student chose) and its
-folder, where `grader grade` kept the code it graded (code.CODE_FILE). A row without code
+folder, where `grader grade` kept the code it graded (code.CODE_FILE) and what intake
+recorded of it (code.RECORD_FILE: a notebook's cells, or a plain file). A row without code
 (missing work, an upload intake refused, a row graded before the kit kept code) or with
 code over the cap is listed as skipped, with the reason. Code that calls exec, eval or the
 like is noted (HIDDEN_CODE: what it runs is a string, which no token-based comparison
@@ -12,9 +13,10 @@ import dataclasses
 import os
 import re
 
+from ..i18n import _
 from ..report import gradebook
 from ..textsafety import safe_text
-from .code import MAX_CODE_BYTES, CODE_FILE, Unreadable, read_code, review_text
+from .code import MAX_CODE_BYTES, Unreadable, read_code
 
 
 # Code built at run time from strings or bytes is invisible to any token-based comparison
@@ -31,6 +33,7 @@ class Source:
     name: str           # the student's name as the LMS gave it, else the submission's
     folder: str
     text: str = ""      # the code as the student wrote it (a notebook's cells)
+    code: object = None  # the code.Code read back (its blocks are what is compared)
     hidden: list = dataclasses.field(default_factory=list)  # calls that build code from data
 
     @property
@@ -48,10 +51,11 @@ def load(out_dir, limit=MAX_CODE_BYTES):
                         name=safe_text(row.get("student_name") or row.get("name") or "", 200),
                         folder=safe_text(row.get("folder") or "", 200))
         if row.get("status") == "missing work":
-            skipped.append((source, "missing work: nothing gradable was handed in"))
+            skipped.append((source, _("missing work: nothing gradable was handed in")))
             continue
         try:
-            source.text = review_text(read_code(os.path.join(out_dir, row["folder"], CODE_FILE), limit))
+            source.code = read_code(os.path.join(out_dir, row["folder"]), limit)
+            source.text = source.code.text
         except Unreadable as why:
             skipped.append((source, str(why)))
             continue
