@@ -5,7 +5,8 @@ believed): a top-level function or class reaches every api name its body mention
 a module built from a class, an attribute `mod.name`), and everything the top-level
 definitions it mentions reach in turn (a helper of the student's own counts as its caller's
 code). Names imported from an earlier assignment's module (`from earlier import Block as B`)
-are reached under the name they were imported as.
+are reached under the name they were imported as. A converted notebook's cells (strings
+intake hands its cell runner) are read as the top-level code they run as.
 
     graph = CallGraph.of_file("<module>.py")
     graph.defines("caller")                  # True: the file defines it at the top level
@@ -34,7 +35,7 @@ class CallGraph:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return cls({}, {}, {})
         definitions, mentions, imported = {}, {}, {}
-        for node in tree.body:
+        for node in _top_level(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 definitions[node.name] = "class" if isinstance(node, ast.ClassDef) else "function"
                 mentions[node.name] = _mentioned(node)
@@ -74,6 +75,25 @@ class CallGraph:
                     todo.append(mention)
         found.discard(name)
         return found
+
+
+CELL_RUNNER = "__attnkit_run_cell__"  # grader/intake/notebook.py: a converted notebook's cells
+
+
+def _top_level(tree, depth=0):
+    """The module's top-level statements; a converted notebook's cells (each handed as a
+    string to the runner intake writes) count as top-level code, as they run at the top."""
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if depth == 0 and isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id == CELL_RUNNER and len(call.args) == 2 \
+                and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
+            try:
+                yield from _top_level(ast.parse(call.args[1].value), depth + 1)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+        else:
+            yield node
 
 
 def _mentioned(node):

@@ -34,6 +34,7 @@ Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Cata
 `Catalog.of(assignment)`, built once per session); none falls back on another one.
 """
 from ..harness.failures import StudentFailure
+from ..i18n import N_, _
 from ..sandbox.replies import numel_bound
 from ..harness.answering import Answerer
 from .callgraph import CallGraph
@@ -45,11 +46,12 @@ DEFAULT = "on"
 class OwnCode:
     """The submission, with the api names in `names` answered by the solution (`pairs`:
     [module, name] of this assignment's api and of each earlier module the student
-    provides; a probe's own target is never answered). Its runs are never searched in the
-    catalog again. `log` collects, per run, (target, names the caller asked, why an ask was
+    provides; a probe's own target is never answered). A failing run is searched in the
+    catalog for the mistakes of the function itself only (its callees answer right):
+    `judged_apart`. `log` collects, per run, (target, names the caller asked, why an ask was
     refused or None)."""
 
-    diagnosable = False
+    judged_apart = True
 
     def __init__(self, student, reference, pairs, names=()):
         self._student, self._reference = student, reference
@@ -114,14 +116,19 @@ def named(diagnoses, catalog):
     return out
 
 
-def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(), *,
+# what a case judged on its own code says: the check's own message, run so
+JUDGED_APART = N_("With {callees} answering correctly: {message}")
+
+
+def carry_forward(tests, cases, diagnoses, reference, student, check, others=(), *,
                   catalog, assignment, graph=None):
     """Re-score the failed cases the rule carries (module docstring); edits `tests` (the
     recorder's entries) in place and returns how many it changed (carried, or noted why
     not).
 
     cases: {name: Case}; diagnoses: the session's diagnoses (with those of the parts only
-    run for it, --parts); grade(case, student) -> bool: the case's own check passes
+    run for it, --parts); check(case, student): the case's own check (checks.CHECKS),
+    raising StudentFailure with what failed
     (checks.passes); others: the entries of parts this session did not grade (--parts), run
     only so that their failures are known; graph: the submission's CallGraph (read from
     the student's file when not given)."""
@@ -147,8 +154,11 @@ def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(),
             continue  # nothing it calls failed: its failure is its own, as it ran
         own.names = set(callees)  # a callee that passes its own cases runs as written
         start = len(own.log)
+        failure = None
         try:
-            ok = grade(case, own)
+            check(case, own)
+        except StudentFailure as raised:
+            failure = raised
         except Exception as error:  # noqa: BLE001 - the grader's failure, said as such
             test.update(blame="grader", message="", grader_traceback=(
                 f"judging {case.target} on its own code: {type(error).__name__}: {error}")[:8000])
@@ -157,7 +167,7 @@ def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(),
         asked = _in_order(names, {n for _t, got, _r in runs for n in got})
         refused = next((r for _t, _got, r in runs if r), None)
         blamed = [n for n in callees if n in asked] or callees
-        if ok:
+        if failure is None:
             carried += 1
             test.update(outcome="passed", blame=None, message="", mistakes=[],
                         carried={"target": case.target, "in": blamed, "answered": asked,
@@ -170,7 +180,16 @@ def carry_forward(tests, cases, diagnoses, reference, student, grade, others=(),
         else:
             carried += 1
             test["carry_note"] = {"why": "differs", "target": case.target, "callees": blamed}
+            # what the student reads of the case is what was judged: its own code's result
+            test.update(message=_(JUDGED_APART).format(callees=_listed(blamed),
+                                                       message=str(failure)),
+                        mistakes=list(getattr(failure, "mistakes", None) or []),
+                        heatmap=getattr(failure, "heatmap", None))
     return carried
+
+
+def _listed(names):
+    return _(" and ").join(names) if len(names) == 2 else ", ".join(names)
 
 
 def _in_order(names, found):

@@ -465,11 +465,18 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
     return diagnoses
 
 
+def own_matches(ids, target, *, catalog):
+    """Of a case's matches, the mistakes in `target` itself (a combination only when each of
+    its members is)."""
+    return [i for i in ids or [] if catalog.by_id(i) is not None
+            and all(catalog.by_id(m).target == target for m in members(i))]
+
+
 def keep_own(entry, target, lang="en", *, catalog):
-    """A failing case's matches cut to the mistakes in `target` itself (and combinations of
-    them only), its "exactly what you get if" line rewritten to match; edits `entry`."""
+    """A failing case's matches cut to the mistakes in `target` itself, its "exactly what
+    you get if" line rewritten to match; edits `entry`."""
     found = [i for i in entry.get("mistakes") or [] if catalog.by_id(i)]
-    kept = [i for i in found if all(catalog.by_id(m).target == target for m in members(i))]
+    kept = own_matches(found, target, catalog=catalog)
     if kept == found:
         return
     message = str(entry.get("message") or "")

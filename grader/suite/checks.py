@@ -144,9 +144,12 @@ def diagnosing(session, case, student, probe, reference):
         raw = getattr(result, "raw", None)
         if not isinstance(raw, dict):
             raise
+        # judged on its own code (carry.OwnCode): its callees answer right, so only its
+        # own mistakes can explain what it gives
+        reaches = set() if getattr(student, "judged_apart", False) else \
+            session.reaches(case.target)
         found = diagnose.matching(case, probe, raw, reference.path, session.failed_parts,
-                                  session.search, catalog=session.catalog,
-                                  reaches=session.reaches(case.target))
+                                  session.search, catalog=session.catalog, reaches=reaches)
         if not found:
             raise
         explained = StudentFailure(

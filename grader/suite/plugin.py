@@ -112,8 +112,8 @@ def pytest_sessionfinish(session):
                 changed = carry.carry_forward(
                     tests, suite.table.by_id, config.attnkit_diagnoses + named, reference,
                     student,
-                    lambda case, implementation: checks.passes(suite, case, implementation,
-                                                               reference),
+                    lambda case, implementation: checks.CHECKS[case.check](
+                        suite, case, implementation, reference),
                     others=others, catalog=suite.catalog, assignment=suite.assignment,
                     graph=suite.graph)
                 if changed:  # the diagnosis the student reads is of the cases as they stand
@@ -127,17 +127,23 @@ def pytest_sessionfinish(session):
 
 
 def _as_judged(tests, as_run, suite):
-    """Each failed case back as its checks left it, for the final diagnosis; a case judged
+    """Each failed case back as its checks left it, for the final diagnosis. A case judged
     on its own code (carry.py: its failed callees answered right, and it still failed)
-    keeps only the matches of its own function's mistakes: a callee's mistake is named in
-    the callee's part, once."""
+    keeps what that run said and matched, its own function's mistakes only; where that run
+    matched none but the case as it ran matched a mistake of its own function (one edit
+    spanning it and its callees), the case as it ran, cut to those. A callee's mistake is
+    named in the callee's part, once."""
     for test in tests:
         if test.get("outcome") != "failed" or test["nodeid"] not in as_run:
             continue
-        test["mistakes"], test["message"] = (list(as_run[test["nodeid"]][0]),
-                                             as_run[test["nodeid"]][1])
         note = test.get("carry_note")
-        if note and note.get("why") == "differs":
+        judged = note and note.get("why") == "differs"
+        raw, message = as_run[test["nodeid"]]
+        if judged and (test.get("mistakes") or not diagnose.own_matches(
+                raw, note["target"], catalog=suite.catalog)):
+            continue
+        test["mistakes"], test["message"] = list(raw), message
+        if judged:
             diagnose.keep_own(test, note["target"], suite.lang, catalog=suite.catalog)
 
 
