@@ -26,6 +26,7 @@ import re
 import os
 import urllib.parse
 
+from .. import course as courses
 from .. import i18n
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
@@ -736,6 +737,8 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
             mean=f"{mean:.1f}", median=f"{median:g}", low=f"{ordered[0]:g}",
             high=f"{ordered[-1]:g}", top=f"{top:g}") + "</p>")
     known = _catalog(declared)
+    body += [f'<p class="note">{esc(courses.say(note), 1200)}</p>'
+             for note in courses.notes(rows + errors)]
     body += _review(rows, errors, review)
     body += _class_table(rows, known)
     body.append("<h2>" + _("Score distribution") + "</h2>")
