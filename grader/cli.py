@@ -419,6 +419,8 @@ def _grade(args):
     print(f"Grading {len(batch.submissions)} submission(s) ({shown}); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; error carried forward: "
           f"{options.carry_forward}; results in {args.out}")
+    import time
+    started = time.monotonic()
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,
@@ -441,9 +443,7 @@ def _grade(args):
     _warn_orphan_overrides(args.out)
     failed = [r for r in results if r.status == "grader error"]
     unchanged = sum(r.unchanged for r in results)
-    print(f"Wrote {args.out}/grades.csv: {len(results) - unchanged} graded"
-          + (f", {unchanged} unchanged since their last grading and kept" if unchanged else "")
-          + ".")
+    _summary(args.out, args.course, results, time.monotonic() - started, unchanged)
     if failed:
         from .textsafety import safe_text
         shown = ", ".join(safe_text(getattr(r, "folder", r.name), 100) for r in failed[:50])
@@ -452,6 +452,26 @@ def _grade(args):
               file=sys.stderr)
         return 2
     return 0
+
+
+def _summary(out_dir, course_file, results, seconds, unchanged):
+    """The batch's closing lines: its final rows counted (as grades.csv has them), what the
+    course file could not decide, and where grades.csv is."""
+    from . import course as courses
+    from . import overrides as ledger
+    from .report import console, gradebook
+    try:
+        kept = gradebook.load_records(out_dir)
+        rows = [kept.get(r.name) or gradebook.safe_record(r) for r in results]
+        final = gradebook.final_rows(rows, courses.find(out_dir, course_file),
+                                     ledger.load(out_dir))
+    except Exception:  # noqa: BLE001 - grades.csv is written; the summary counts what was graded
+        final = [gradebook.safe_record(r) for r in results]
+    lines = console.summary(final, seconds, unchanged)
+    lines += [courses.say(note) for note in courses.notes(final)]
+    lines.append(f"Wrote {out_dir}/grades.csv and {out_dir}/report.html.")
+    for line in lines:
+        console.print_line(sys.stdout, line)
 
 
 def _warn_orphan_overrides(out_dir):
