@@ -364,9 +364,10 @@ NEEDS_TIMES = N_("The course file's late policy ({kind}) counts days late, and {
                  "one with an extension is not charged but flagged; Canvas's own gradebook "
                  "shows each time.")
 NO_TIMEZONE = N_("{count} row(s) have times written without a time zone (Moodle's file "
-                 "times), and the course file gives no timezone: none of them is charged "
-                 "unless it is on time in every zone; add timezone = \"<the Moodle server's "
-                 "zone>\" (e.g. Asia/Shanghai) to the course file, then run grader gradebook.")
+                 "times), and the course file gives no timezone: none of them is charged a "
+                 "late penalty, and each that is late in some zone is flagged; add timezone = "
+                 "\"<the Moodle server's zone>\" (e.g. \"Asia/Shanghai\") to the course file, "
+                 "then run `grader gradebook`.")
 
 
 def row_notes(course, row):

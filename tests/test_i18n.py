@@ -322,7 +322,9 @@ CODE_WORDS = {"torch", "softmax", "d2l", "eval", "train", "None", "True", "False
               "Windows", "nbgrader",
               # names of programs, formats and parameters a Chinese text keeps as they are
               "zip", "matplotlib", "Jupyter", "pytest", "bool", "self", "value", "detach", "cuda",
-              "ln", "shell"}
+              "ln", "shell",
+              # the platforms a course runs on, named as they name themselves
+              "Canvas", "Moodle"}
 
 
 def _without(text, pattern, opener, closer):
