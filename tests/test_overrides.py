@@ -389,7 +389,7 @@ def test_report_lists_lateness_penalties_overrides_flags_and_what_to_review():
     entry = overrides.entry_for(rows, "10005", "mask", "40", "regrade <granted>")
     page = pages.report_html(gradebook.final_rows(rows, policy, [entry]), charts=False)
     table = page[page.index("<h2>Submissions</h2>"):]
-    assert "<td>late, 2 day(s)</td><td>-20</td>" in table
+    assert '<td class="wrap">late, 2 day(s)</td><td class="num">-20</td>' in table
     assert "mask: 30 &rarr; 40 (regrade &lt;granted&gt;" in table
     review = page[page.index("<h2>To review</h2>"):page.index("<h2>Submissions</h2>")]
     assert "<strong>gone_10003</strong>: missing work" in review
