@@ -1,10 +1,13 @@
-"""`grader export canvas|moodle --out FILE [--from DIR]`: the gradebook in DIR (the `--out`
-of `grader grade`) as the CSV each LMS imports.
+"""`grader export canvas|moodle --out FILE [--gradebook DIR]`: the gradebook in DIR (the
+`--gradebook` of `grader grade`) as the CSV each LMS imports (the feedback exports,
+canvas-comments and moodle-feedback-zip, and moodle --with-comments: feedback_export.py).
 
 Canvas (Grades → Import): the columns of Canvas's own gradebook export, `Student`, `ID`,
 `SIS User ID`, `SIS Login ID`, `Section`, then one column per assignment, named as Canvas
-names it, `Attention (12345)` (`--assignment`; a name without `(id)` makes Canvas offer a
-new assignment). A `Points Possible` row follows the header, as in Canvas's export. Canvas
+names it, `Attention (12345)` (`--assignment`, required: a name Canvas does not have makes it
+create a new assignment; or `--template`, the gradebook CSV downloaded from Canvas, of which
+only this assignment's column is filled: `canvas_from_template`). A `Points Possible` row
+follows the header, as in Canvas's export. Canvas
 matches a row on `ID` (its user id: what a Canvas download names), else `SIS User ID`
 (where a Gradescope export's SID goes), else `SIS Login ID` (nbgrader's and plain names);
 rows from a Moodle download are left out (a participant id means nothing to Canvas).
