@@ -340,5 +340,5 @@ def main(args):
                 if line and line[0].strip() != "Points Possible")
     print(f"Wrote {args.out}: {count} student(s) for {args.lms}"
           + (f" in the column {column!r}" if args.lms == "canvas" else "")
-          + (f", {len(notes)} note(s) (see above)" if notes else ""))
+          + (f", {len(notes)} row(s) left out (see above)" if notes else ""))
     return 0
