@@ -92,6 +92,7 @@ th button { font: inherit; font-weight: 600; color: inherit; background: none; b
 th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 th[aria-sort="descending"] button::after { content: " \\25BC"; }
 td.lost { font-weight: 700; color: #a3261b; }
+th code.partname { font: inherit; }  /* a part's name: an identifier, in the heading's type */
 dt { font-weight: 600; margin-top: 0.4rem; }
 dd { margin: 0 0 0 1rem; }
 @media (max-width: 30rem) { body { padding: 0.6rem; font-size: 0.95rem; }
@@ -668,8 +669,8 @@ def _class_table(rows, known, short=None):
         titled = f' title="{esc(title, 100)}"' if title else ""
         return f'<th{numeric}{titled}><button type="button">{text}</button></th>'
     heads = ([head(_("student")), head(_("id")), head(_("total"), True)]
-             + [head(f"{_breakable(esc(short.get(p) or p, 60))} /{tops[p]:g}", True, p)
-                for p in parts]
+             + [head(f'<code class="partname">{_breakable(esc(short.get(p) or p, 60))}</code> '
+                     f"/{tops[p]:g}", True, p) for p in parts]
              + [head(_("late")), head(_("penalty"), True), head(_("diagnoses")),
                 head(_("status")), head(_("overrides")), head(_("flags"))])
     lines = ["<h2>" + _("Submissions") + "</h2>",
