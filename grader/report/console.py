@@ -143,7 +143,7 @@ def duration(seconds):
     minutes = (seconds + 59) // 60
     if minutes < 60:
         return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60} min"
+    return f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")
 
 
 def counts(rows):
