@@ -35,6 +35,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
@@ -69,10 +70,10 @@ def _csv(path):
         return list(csv.reader(handle))
 
 
-def _through_the_course(download, out, student, export):
+def _through_the_course(download, out, student, export, course=COURSE):
     """grade -> course file -> override -> regrade (--force) -> export; returns the CSV's rows."""
     _grader("grade", str(download), "--out", str(out), "--jobs", "1")
-    (out / "course.toml").write_text(COURSE, encoding="utf-8")
+    (out / "course.toml").write_text(course, encoding="utf-8")
     _grader("override", "--out", str(out), student, *OVERRIDE, "--reason", "copied from a classmate")
     _grader("grade", str(download), "--out", str(out), "--jobs", "1", "--force")
     target = out.parent / "export.csv"
@@ -116,11 +117,15 @@ def test_moodle_download_with_a_zip_inside_late_policy_override_regrade_export(t
     with zipfile.ZipFile(fang / "作业.zip", "w") as archive:
         archive.write(ALICE, "attention.py")
     shutil.copy(SKELETON, lei / "attention.py")
+    # Moodle's times carry no zone: a folder unzipped here holds the server's wall clock in
+    # this machine's zone (as unzip writes it), and the course file names the server's zone
     late = DUE + datetime.timedelta(hours=33, minutes=30)
-    os.utime(fang / "作业.zip", (late.timestamp(), late.timestamp()))
-    early = (DUE - datetime.timedelta(days=1)).timestamp()
-    os.utime(lei / "attention.py", (early, early))
-    rows = _through_the_course(download, tmp_path / "grades", "10006", ["moodle"])
+    early = DUE - datetime.timedelta(days=1)
+    for path, when in ((fang / "作业.zip", late), (lei / "attention.py", early)):
+        wall = time.mktime(when.timetuple()[:6] + (0, 0, -1))
+        os.utime(path, (wall, wall))
+    rows = _through_the_course(download, tmp_path / "grades", "10006", ["moodle"],
+                               'timezone = "UTC"\n' + COURSE)
     assert rows[0] == MOODLE_COLUMNS
     by_id = {row[0]: row for row in rows[1:]}
     assert set(by_id) == {"Participant 10006", "Participant 10007"}
@@ -443,7 +448,9 @@ def test_moodle_times_read_in_the_servers_zone_give_the_same_scores_on_any_machi
             assert "carries no time zone and course.toml gives none" in rows[name]["flags"]
             assert rows[name]["time_zone"].startswith("this machine's, UTC")
         assert rows["Zhou Tao_10008"]["flags"] == ""
-        assert "have times written without a time zone (Moodle's file times)" in done.stdout
+        said = ("3 row(s) have times written without a time zone (Moodle's file times)"
+                if zone == "UTC" else "有 3 行的时间没有写明时区（Moodle 的文件时间）")
+        assert done.stdout.count(said) == 1
         # with the server's zone: the same final scores under either machine zone
         (out / "course.toml").write_text(MOODLE_COURSE.format(zone='timezone = "Asia/Shanghai"\n'),
                                          encoding="utf-8")
