@@ -128,12 +128,9 @@ def test_every_command_takes_the_gradebook_as_gradebook_and_its_older_spelling(a
 
 
 def test_version_is_the_installed_kits():
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    with open(os.path.join(KIT, "pyproject.toml"), "rb") as handle:
-        declared = tomllib.load(handle)["project"]["version"]
+    import re
+    with open(os.path.join(KIT, "pyproject.toml"), encoding="utf-8") as handle:
+        declared = re.search(r'(?m)^version = "([^"]+)"$', handle.read())[1]
     done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=KIT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"grader {declared}\n"
