@@ -17,14 +17,18 @@ class _Parser(argparse.ArgumentParser):
 def build_parser():
     parser = _Parser(
         prog="grader", description="Release, grade and validate an assignment of the kit "
-                                   "(tests_hidden/<name>/assignment.toml).")
+                                   "(tests_hidden/<name>/assignment.toml). The gradebook folder "
+                                   "is --gradebook DIR in every command (--out, --from: the "
+                                   "same).")
+    parser.add_argument("--version", action="version", version=f"grader {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     release = commands.add_parser("release", help="write the student skeleton from the solution")
     release.add_argument("--solution", default=None,
                          help="the instructor's solution (default: the assignment's)")
-    release.add_argument("--output", default=None,
-                         help="where the skeleton goes (default: the assignment's student folder)")
+    release.add_argument("--output", default=None, metavar="FILE",
+                         help="the skeleton alone, to FILE: the older spelling of --out FILE.py "
+                              "(default: the assignment's student folder)")
     release.add_argument("--check", action="store_true",
                          help="only check that the skeleton is up to date (exit 1 if not)")
     release.add_argument("--notebook", metavar="PATH", default=None,
@@ -37,9 +41,10 @@ def build_parser():
     release.add_argument("--lang", choices=("en", "zh"), default="en",
                          help="language of the skeleton's docstrings and comments and of the "
                               "notebook's README: en (default) or zh (needs --out or --output)")
-    release.add_argument("--out", metavar="DIR", default=None,
+    release.add_argument("--out", metavar="DIR|FILE.py", default=None,
                          help="write the whole student folder here (the assignment's student "
-                              "folder, with <module>.py in --lang); with --check, compare it")
+                              "folder, with <module>.py in --lang); a path ending in .py: the "
+                              "skeleton alone; with --check, compare it")
 
     grade = commands.add_parser(
         "grade", help="grade submissions against the hidden suite",
@@ -50,7 +55,7 @@ def build_parser():
                     "overrides and the course file's late policy). Exit status 0 when grading ran, whatever the scores; 2 when "
                     "the grader itself failed on some submission.")
     grade.add_argument("submissions", nargs="+", metavar="SUBMISSION")
-    grade.add_argument("--out", required=True, metavar="DIR")
+    _gradebook_argument(grade, "the gradebook folder: results, grades.csv, report.html")
     grade.add_argument("--jobs", type=int, default=1, metavar="N",
                        help="submissions graded at once (default 1)")
     grade.add_argument("--force", action="store_true",
@@ -101,14 +106,29 @@ def build_parser():
                     "(Grades > Import) or Moodle (the assignment's 'Upload grading worksheet') "
                     "imports. Rows the grader failed on, and rows without a student id, are "
                     "left out with a note.")
-    export.add_argument("lms", choices=("canvas", "moodle"))
-    export.add_argument("--out", required=True, metavar="FILE", help="the CSV to write")
-    export.add_argument("--from", dest="source", default="grades", metavar="DIR",
-                        help="the gradebook folder (default: grades)")
+    export.add_argument("lms", choices=("canvas", "moodle", "canvas-comments",
+                                        "moodle-feedback-zip"),
+                        help="canvas, moodle: the scores (moodle --with-comments: and each "
+                             "student's feedback); canvas-comments: a folder with each student's "
+                             "feedback and the script that posts it as submission comments; "
+                             "moodle-feedback-zip: the zip of feedback files Moodle uploads")
+    export.add_argument("--out", required=True, metavar="FILE",
+                        help="the CSV (or zip; canvas-comments: the folder) to write")
+    export.add_argument("--gradebook", "--from", dest="source", default="grades", metavar="DIR",
+                        help="the gradebook folder (default: grades; --from is the older "
+                             "spelling)")
     export.add_argument("--assignment", default=None,
                         help='Canvas: the assignment column, as Canvas names it in its export, '
-                             'e.g. "Attention (12345)" (default: the name of the assignment the '
-                             'rows were graded for, capitalized: a new assignment)')
+                             'e.g. "Attention (12345)" (needed, or --template)')
+    export.add_argument("--template", default=None, metavar="CSV",
+                        help="Canvas: the gradebook CSV downloaded from Canvas (Grades > "
+                             "Export): its students and identity columns, and the one column "
+                             "of this assignment (--assignment, or the one named after it), "
+                             "filled; nothing else is sent back")
+    export.add_argument("--with-comments", action="store_true",
+                        help="Moodle: add each student's feedback.txt as the worksheet's "
+                             "Feedback comments column (enable the assignment's feedback "
+                             "comments and offline grading worksheet)")
     export.add_argument("--export-missing-as-zero", action="store_true",
                         help="also export 'missing work' rows (nothing gradable was found) as 0; "
                              "by default they are left out with a note, for review")
@@ -119,8 +139,18 @@ def build_parser():
         description="Rebuild DIR/grades.csv, DIR/report.html and the feedback of students whose "
                     "adjustment changed, from the rows kept in DIR, the course file (late "
                     "policy, extensions) and DIR/overrides.json. Nothing is graded.")
-    book.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    _gradebook_argument(book)
     _course_argument(book)
+
+    show = commands.add_parser(
+        "show", help="print one student's result: parts, penalties, overrides and diagnoses",
+        description="Print one student's final row from the gradebook: each part (and its "
+                    "override), the submission time and the zone it was read in, lateness and "
+                    "penalty, overrides with their reasons, diagnoses and flags. STUDENT: a "
+                    "student id or a submission name as in grades.csv (exactly one row).")
+    show.add_argument("student", metavar="STUDENT")
+    _gradebook_argument(show)
+    _course_argument(show)
 
     override = commands.add_parser(
         "override", help="change a student's part or total score, with a reason (kept in "
@@ -131,7 +161,7 @@ def build_parser():
                     "name, or total. The graded row is never changed: removing the override "
                     "restores the graded score.")
     override.add_argument("target", nargs="*", metavar="STUDENT PART [POINTS]")
-    override.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    _gradebook_argument(override)
     override.add_argument("--reason", default=None, help="why (the student reads it)")
     override.add_argument("--remove", action="store_true",
                           help="end the override of STUDENT PART (the graded score is back)")
@@ -155,8 +185,9 @@ def build_parser():
     nbgrader.add_argument("assignment", metavar="ASSIGNMENT")
     nbgrader.add_argument("students", nargs="*", metavar="STUDENT",
                           help="only these students (default: everyone who submitted)")
-    nbgrader.add_argument("--out", default=None, metavar="DIR",
-                          help="the kit's own results (default: COURSE/grader/ASSIGNMENT)")
+    nbgrader.add_argument("--gradebook", "--out", dest="out", default=None, metavar="DIR",
+                          help="the kit's own results, its gradebook folder (default: "
+                               "COURSE/grader/ASSIGNMENT; --out is the older spelling)")
     nbgrader.add_argument("--jobs", type=int, default=1, metavar="N")
     nbgrader.add_argument("--force", action="store_true",
                           help="regrade also the submissions unchanged since their last grading")
@@ -181,11 +212,15 @@ def build_parser():
                     "DIR/merge.json (which machine graded which shard and part). Refuses, "
                     "writing nothing, with exit status 2 and the reason.")
     merge.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR")
-    merge.add_argument("--out", required=True, metavar="DIR", help="the gradebook folder")
+    _gradebook_argument(merge, "the gradebook folder to write")
     _course_argument(merge)
 
     from .similarity.command import add_parser as similarity_parser
     similarity_parser(commands)
+    # its --from is the gradebook folder: the one flag name every command takes for it
+    commands.choices["similarity"].add_argument(
+        "--gradebook", dest="source", default=argparse.SUPPRESS, metavar="DIR",
+        help="the gradebook folder (the same as --from)")
 
     validate = commands.add_parser(
         "validate", help="check the hidden suite: solution full marks, skeleton 0, every catalog "
@@ -199,6 +234,26 @@ def build_parser():
     _suite_arguments(validate)
     _assignment_argument(commands)
     return parser
+
+
+def _version():
+    """The installed kit's version (pyproject.toml's), or "unknown" from a bare checkout."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return "unknown"
+    for name in ("attention-kit", "attention_kit"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def _gradebook_argument(parser, what="the gradebook folder"):
+    """--gradebook DIR: the one name of the gradebook folder (--out: its older spelling)."""
+    parser.add_argument("--gradebook", "--out", dest="out", required=True, metavar="DIR",
+                        help=f"{what} (--out is the older spelling)")
 
 
 def _course_argument(parser):
@@ -339,6 +394,9 @@ def main(argv=None):
     if args.command == "override":
         from .gradebook_commands import override_main
         return override_main(args)
+    if args.command == "show":
+        from .gradebook_commands import show_main
+        return show_main(args)
     if args.command == "nbgrader":
         from .nbgrader_bridge import NbgraderMissing, command
         try:
@@ -419,6 +477,8 @@ def _grade(args):
     print(f"Grading {len(batch.submissions)} submission(s) ({shown}); isolation: {level.level}"
           f"{' with a throwaway uid' if level.uid is not None else ''}; error carried forward: "
           f"{options.carry_forward}; results in {args.out}")
+    import time
+    started = time.monotonic()
     try:
         results = grade_batch(batch.submissions, args.out, options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,
@@ -441,9 +501,7 @@ def _grade(args):
     _warn_orphan_overrides(args.out)
     failed = [r for r in results if r.status == "grader error"]
     unchanged = sum(r.unchanged for r in results)
-    print(f"Wrote {args.out}/grades.csv: {len(results) - unchanged} graded"
-          + (f", {unchanged} unchanged since their last grading and kept" if unchanged else "")
-          + ".")
+    _summary(args.out, args.course, results, time.monotonic() - started, unchanged)
     if failed:
         from .textsafety import safe_text
         shown = ", ".join(safe_text(getattr(r, "folder", r.name), 100) for r in failed[:50])
@@ -452,6 +510,26 @@ def _grade(args):
               file=sys.stderr)
         return 2
     return 0
+
+
+def _summary(out_dir, course_file, results, seconds, unchanged):
+    """The batch's closing lines: its final rows counted (as grades.csv has them), what the
+    course file could not decide, and where grades.csv is."""
+    from . import course as courses
+    from . import overrides as ledger
+    from .report import console, gradebook
+    try:
+        kept = gradebook.load_records(out_dir)
+        rows = [kept.get(r.name) or gradebook.safe_record(r) for r in results]
+        final = gradebook.final_rows(rows, courses.find(out_dir, course_file),
+                                     ledger.load(out_dir))
+    except Exception:  # noqa: BLE001 - grades.csv is written; the summary counts what was graded
+        final = [gradebook.safe_record(r) for r in results]
+    lines = console.summary(final, seconds, unchanged)
+    lines += [courses.say(note) for note in courses.notes(final)]
+    lines.append(f"Wrote {out_dir}/grades.csv and {out_dir}/report.html.")
+    for line in lines:
+        console.print_line(sys.stdout, line)
 
 
 def _warn_orphan_overrides(out_dir):

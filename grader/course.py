@@ -14,6 +14,9 @@ one line that names the key. Example (the README has it too):
     cutoff = 2026-12-05T23:59:00+08:00  # optional: no credit after this (kind "cutoff": default the due date)
     unknown_days = 1                    # the LMS said late without a time: charged as this many days
 
+    timezone = "Asia/Shanghai"          # the LMS server's time zone: what a time written
+                                        # without one (Moodle's file times) is read in
+
     [extensions]                        # student id (as grades.csv's student_id) -> new due date
     "10001" = 2026-12-03T23:59:00+08:00
     "10002" = { days = 2 }              # or { hours = 36 }: added to the due date
@@ -25,7 +28,17 @@ cut-off by the same amount. A time read from the file's own modification time on
 machine (`time_source` "file-mtime", which copying changes) is shown but never charged: the
 row is flagged for review instead. Without a time, an LMS that said "late" (Canvas's LATE)
 makes the row late by `unknown_days` days (flagged for review); past a cut-off only when the
-cut-off is the due date itself.
+cut-off is the due date itself. A student with an extension is never charged on such a
+flag: the LMS judged the time against its own due date, and without the time nobody can
+say whether it was inside the extension (not charged, flagged for the instructor).
+
+Time zones (`read_time`): a time that carries its zone (Gradescope's, nbgrader's, a file's
+own time, an instant) is read as written. Moodle's file times carry none (the zip keeps
+wall-clock times; `time_source` "moodle-file-time", kept as this machine read them): with
+`timezone` they are read in that zone, the same on any machine; without it the row's
+lateness is computed in no zone at all: on time only when it is on time in every zone
+(UTC-12 to UTC+14), else not charged and flagged. `zone_of` says, for grades.csv's
+`time_zone` column, which zone each time was read in.
 
 The penalty (`penalty`): per_day takes `percent` of the assignment's points (or `points`)
 per day late, up to `cap`; past the cut-off nothing is left; never below 0.
@@ -34,6 +47,9 @@ import dataclasses
 import datetime
 import math
 import os
+import zoneinfo
+
+from .i18n import N_, _
 
 try:
     import tomllib
@@ -43,9 +59,13 @@ except ModuleNotFoundError:  # Python 3.10
 FILE = "course.toml"
 MAX_BYTES = 1024 * 1024
 KINDS = ("none", "per_day", "cutoff")
-TOP_KEYS = {"due", "grace_minutes", "late_policy", "extensions"}
+TOP_KEYS = {"due", "grace_minutes", "late_policy", "extensions", "timezone"}
 POLICY_KEYS = {"kind", "percent", "points", "cap", "cutoff", "unknown_days"}
 UNCHARGED_SOURCES = ("file-mtime",)
+ZONELESS_SOURCES = ("moodle-file-time",)   # wall-clock times written without a zone
+# the earliest and latest zones in use: a zoneless time is some instant between these two
+EARLIEST_ZONE = datetime.timezone(datetime.timedelta(hours=14))
+LATEST_ZONE = datetime.timezone(datetime.timedelta(hours=-12))
 DAY = datetime.timedelta(days=1)
 
 
@@ -65,6 +85,8 @@ class Course:
     unknown_days: int = 1
     extensions: dict = dataclasses.field(default_factory=dict)  # id -> datetime
     path: str = ""
+    timezone: str = ""             # the LMS server's zone (IANA name), "" when not given
+    zone: object = None            # its zoneinfo.ZoneInfo
 
 
 def parse_time(value, where):
@@ -99,6 +121,21 @@ def _number(value, where, low=0.0, integer=False):
     return float(value)
 
 
+def _zone(value, where):
+    """(name, ZoneInfo) for an IANA time zone name ("Asia/Shanghai", "UTC")."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise CourseError(f"{where}: expected a time zone name such as \"Asia/Shanghai\", "
+                          f"got {value!r}")
+    name = value.strip()
+    try:
+        return name, zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise CourseError(f"{where}: {name!r} is not a time zone this machine knows (an IANA "
+                          f"name such as Asia/Shanghai, Europe/Berlin, America/New_York or "
+                          f"UTC: the Moodle server's own, under Site administration > "
+                          f"Location settings)") from None
+
+
 def _unknown(keys, allowed, where):
     extra = sorted(set(keys) - allowed)
     if extra:
@@ -115,6 +152,8 @@ def from_data(data, path=""):
     course.due = parse_time(data["due"], f"{where}due")
     if "grace_minutes" in data:
         course.grace_minutes = _number(data["grace_minutes"], f"{where}grace_minutes")
+    if "timezone" in data:
+        course.timezone, course.zone = _zone(data["timezone"], f"{where}timezone")
     policy = data.get("late_policy", {"kind": "none"})
     if not isinstance(policy, dict):
         raise CourseError(f"{where}late_policy must be a table ([late_policy])")
@@ -219,13 +258,49 @@ def due_for(course, student_id):
     return max([course.extensions[i] for i in ids if i in course.extensions] + [course.due])
 
 
+def _offset(moment):
+    """"+08:00" for an aware datetime."""
+    text = moment.isoformat()
+    return text[-6:] if text[-6] in "+-" else "+00:00"
+
+
+def read_time(course, row):
+    """The row's submission time as an aware datetime, read in the zone it was written in
+    (a zoneless Moodle file time: in the course's `timezone` when given, else as this
+    machine read it), or None when it has none."""
+    when = _submitted(row)
+    if when is None:
+        return None
+    if (row.get("time_source") or "") in ZONELESS_SOURCES and course is not None \
+            and course.zone is not None:
+        return when.replace(tzinfo=None).replace(tzinfo=course.zone)
+    return when
+
+
+def zone_of(course, row):
+    """grades.csv's `time_zone`: which zone the row's time was read in ("" without one)."""
+    when, source = _submitted(row), row.get("time_source") or ""
+    if when is None:
+        return ""
+    if source in ZONELESS_SOURCES:
+        if course is not None and course.zone is not None:
+            return f"{course.timezone} (course.toml timezone; {source} carries no zone)"
+        return f"this machine's, UTC{_offset(when)} ({source} carries no zone; no timezone in course.toml)"
+    if source in UNCHARGED_SOURCES:
+        return "UTC (the file's own time on this machine)"
+    return f"UTC{_offset(when)} (written with the time by {source or 'the platform'})"
+
+
 def lateness(course, row):
     """{"late": True/False/None, "days_late": int or None, "due": ISO or "", "past_cutoff":
-    bool, "review": [str]} for a gradebook row (its submitted_at, time_source, late_flag)."""
+    bool, "review": [str], "basis": "time" | "lms-flag" | ""} for a gradebook row (its
+    submitted_at, time_source, late_flag); basis: what a charge rests on (the time, or the
+    LMS's bare "late")."""
     flag = row.get("late_flag")
     flag = flag if isinstance(flag, bool) else None
-    when, source = _submitted(row), row.get("time_source") or ""
-    out = {"late": flag, "days_late": None, "due": "", "past_cutoff": False, "review": []}
+    when, source = read_time(course, row), row.get("time_source") or ""
+    out = {"late": flag, "days_late": None, "due": "", "past_cutoff": False, "review": [],
+           "basis": ""}
     if course is None:
         return out
     if when is None and row.get("submitted_at"):
@@ -235,19 +310,43 @@ def lateness(course, row):
     out["due"] = due.isoformat()
     cutoff = course.cutoff + (due - course.due) if course.cutoff else None
     grace = datetime.timedelta(minutes=course.grace_minutes)
+    if when is not None and source in ZONELESS_SOURCES and course.zone is None:
+        wall = when.replace(tzinfo=None)
+        if wall.replace(tzinfo=LATEST_ZONE) <= due + grace:   # on time in every zone
+            out["late"] = False
+            return out
+        here = "late" if when > due + grace else "on time"
+        out["late"] = None
+        out["review"].append(
+            f"its time ({wall.isoformat()}, {source}) carries no time zone and course.toml "
+            f"gives none: in this machine's zone (UTC{_offset(when)}) it is {here}, in another "
+            f"it may not be; not charged (add timezone = \"<the LMS server's zone>\" to "
+            f"course.toml, then grader gradebook)")
+        return out
     if when is not None and source not in UNCHARGED_SOURCES:
         late = when > due + grace
         out["late"] = late
         if late:
             out["days_late"] = math.ceil((when - due) / DAY)
             out["past_cutoff"] = cutoff is not None and when > cutoff + grace
+            out["basis"] = "time"
         if flag is False and late:
             out["review"].append(f"late by its time ({when.isoformat()}, {source}), "
                                  f"though the LMS did not mark it late")
         return out
     if flag is True:
+        if due > course.due:
+            # the LMS judged the time against its own due date: inside the extension or not,
+            # nothing here can tell
+            out["late"] = None
+            out["review"].append(
+                f"the LMS marked it late without a time, and this student's due date is "
+                f"extended to {due.isoformat()}: it may be inside the extension; not charged "
+                f"(check the time in the LMS; an override of the total can take a penalty)")
+            return out
         out["late"], out["days_late"] = True, course.unknown_days
         out["past_cutoff"] = cutoff is not None and cutoff <= due
+        out["basis"] = "lms-flag"
         out["review"].append(f"the LMS marked it late without a time: charged as "
                              f"{course.unknown_days} day(s) late")
         return out
@@ -256,6 +355,60 @@ def lateness(course, row):
         out["review"].append(f"only the file's own time ({when.isoformat()}) says it is late; "
                              f"not charged")
     return out
+
+
+# what the course file cannot do with a download, said once (console and report.html)
+NEEDS_TIMES = N_("The course file's late policy ({kind}) counts days late, and {count} "
+                 "row(s) came from a download that carries no submission time (Canvas's: only "
+                 "its LATE mark): each LATE one is charged as {days} day(s) late (unknown_days), "
+                 "one with an extension is not charged but flagged; Canvas's own gradebook "
+                 "shows each time.")
+NO_TIMEZONE = N_("{count} row(s) have times written without a time zone (Moodle's file "
+                 "times), and the course file gives no timezone: none of them is charged a "
+                 "late penalty, and each that is late in some zone is flagged; add timezone = "
+                 "\"<the Moodle server's zone>\" (e.g. \"Asia/Shanghai\") to the course file, "
+                 "then run `grader gradebook`.")
+
+
+def row_notes(course, row):
+    """What the course file cannot decide for this row, as data kept on its final row
+    (gradebook.final_row's "course_notes"): ["times", kind, unknown_days] when the policy
+    counts days and the row has only the LMS's late mark, ["timezone"] when its time has no
+    zone and the course file gives none."""
+    if course is None or not isinstance(row, dict):
+        return []
+    said = []
+    counts_days = course.kind == "per_day" or (course.cutoff is not None and course.cutoff > course.due)
+    if counts_days and isinstance(row.get("late_flag"), bool) and not row.get("submitted_at"):
+        said.append(["times", course.kind, course.unknown_days])
+    if course.zone is None and (row.get("time_source") or "") in ZONELESS_SOURCES \
+            and row.get("submitted_at"):
+        said.append(["timezone"])
+    return said
+
+
+def notes(rows):
+    """[(message, fields)]: the course_notes of final rows, each said once with how many
+    rows it concerns (translate the message with i18n._ and fill in the fields: `say`)."""
+    times, zoneless, policy = 0, 0, None
+    for row in rows:
+        for note in (row.get("course_notes") if isinstance(row, dict) else None) or []:
+            if isinstance(note, list) and note[:1] == ["times"] and len(note) == 3:
+                times, policy = times + 1, note
+            elif note == ["timezone"]:
+                zoneless += 1
+    said = []
+    if times:
+        said.append((NEEDS_TIMES, {"kind": policy[1], "count": times, "days": policy[2]}))
+    if zoneless:
+        said.append((NO_TIMEZONE, {"count": zoneless}))
+    return said
+
+
+def say(note):
+    """One of notes()'s lines in this process's language."""
+    message, fields = note
+    return _(message).format(**fields)
 
 
 def penalty(course, late, raw_total, maximum):

@@ -8,8 +8,9 @@ one, so the graded score is back. The ledger is never written into a graded row:
 applied each time the gradebook is built (gradebook.final_rows), so it survives regrades,
 `--force` and changes of the late policy.
 
-Checked when recorded (`record`): the student must match exactly one row (by student id or
-submission name), the part must be one of that row's parts or `total`, the points within
+Checked when recorded (`entry_for`): the student must match exactly one row (by its whole
+student id or submission name: an id that is part of another, `1000` beside `10001` or a
+member of a group's joined ids, never reaches that row), whose key no other row shares, the part must be one of that row's parts or `total`, the points within
 0..the part's maximum (`allow_bonus`: any points >= 0), a reason given; a row the grader
 failed on is refused (regrade it first). Checked again when read (`load`): a ledger that
 does not read is an error, never silently ignored.
@@ -124,17 +125,34 @@ def for_row(row, current):
     return {part: entry for (student, part), entry in current.items() if student == key}
 
 
+def _ids(row):
+    return [i.strip() for i in str(row.get("student_id") or "").split(";") if i.strip()]
+
+
 def find_row(rows, student):
-    """The one row STUDENT names (a student id or a submission name), or OverrideError."""
+    """The one row STUDENT names, exactly: its whole student id or its submission name, never
+    a part of either (`1000` is not `10001`; `10001` is not the group `10001;10002`, whose
+    score is its members' one score). OverrideError says why none or several."""
     student = str(student).strip()
-    matches = [r for r in rows if r.get("name") == student]
-    if not matches:
-        matches = [r for r in rows if str(r.get("student_id") or "") == student
-                   or student in str(r.get("student_id") or "").split(";")]
+    matches = []
+    for row in rows:
+        if row.get("name") == student or str(row.get("student_id") or "") == student:
+            if not any(row is m for m in matches):
+                matches.append(row)
     if len(matches) == 1:
         return matches[0]
     shown = safe_text(student, 100)
     if not matches:
+        groups = [r for r in rows if student in _ids(r)]
+        if groups:
+            group = groups[0]
+            raise OverrideError(
+                f"{shown!r} is one member of the group submission "
+                f"{safe_text(group.get('name', ''), 100)!r} (student ids "
+                f"{safe_text(group.get('student_id', ''), 200)}): its score is every member's, "
+                f"so an override of it changes theirs too; name the group as "
+                f"{safe_text(group.get('student_id', ''), 200)!r} (or its submission name) to "
+                f"change it for all of them")
         known = sorted(r.get("student_id") or r.get("name", "") for r in rows)
         more = f" and {len(known) - 20} more" if len(known) > 20 else ""
         raise OverrideError(f"no row for student {shown!r} in the gradebook (students: "
@@ -142,6 +160,20 @@ def find_row(rows, student):
     raise OverrideError(f"{shown!r} matches {len(matches)} rows ("
                         + ", ".join(safe_text(r.get("name", ""), 60) for r in matches[:10])
                         + "); give the submission name as in grades.csv")
+
+
+def _one_key(rows, row):
+    """An override is kept under the row's key (row_key) and reaches every row with that
+    key: refused when another row has it too (one student graded twice), never reaching
+    the other."""
+    key = row_key(row)
+    others = [r for r in rows if r is not row and row_key(r) == key]
+    if others:
+        raise OverrideError(
+            f"{safe_text(key, 100)!r} is the student id of {len(others) + 1} rows ("
+            + ", ".join(safe_text(r.get("name", ""), 60) for r in [row] + others[:9])
+            + "): an override would reach each of them; remove the row that is not theirs "
+              "(its folder in the gradebook), then override")
 
 
 def _part_max(row, part):
@@ -157,6 +189,8 @@ def _part_max(row, part):
 def entry_for(rows, student, part, points, reason, allow_bonus=False, action="set", at=None):
     """A checked ledger entry (OverrideError says why it cannot be)."""
     row = find_row(rows, student)
+    if action == "set":
+        _one_key(rows, row)
     part = str(part).strip()
     header = HEADER_PART.match(part)
     if header and header.group("part") in (row.get("parts") or {}):

@@ -1,8 +1,9 @@
 """Mistakes on the `grader` command line, found before anything runs, each said in one line.
 
 `problem(args)` looks at what the parsed arguments name: the files a command reads
-(`--solution`, `--hidden-tests`, `--readme`) must be there, of the right kind; the files it
-writes (`--out` of `gradescope` and `export`, `--output` and `--notebook` of `release`,
+(`--solution`, `--hidden-tests`, `--readme`, `export --template`) must be there, of the right kind; the files it
+writes (`--out` of `gradescope` and `export`, a folder for `export canvas-comments`,
+`--output` and `--notebook` of `release`,
 `--results-json`, `--docs`) must not be folders, and a single file's folder must exist; an
 output folder (`--out` of `validate` and `nbgrader`) must not be a file; `--jobs` must be
 at least 1 and every limit of the sandbox (`--memory-mb`, `--call-seconds`, ...) a number
@@ -106,11 +107,19 @@ def problem(args):
     if command in ("validate", "nbgrader") and getattr(args, "out", None):
         checks.append(lambda: _output_folder("--out", args.out))
     if command == "release":
+        if (getattr(args, "out", None) or "").endswith(".py"):
+            checks.append(lambda: _output_file("--out", args.out, make_folders=True))
         checks.append(lambda: _output_file("--output", args.output, make_folders=True))
         if args.notebook:
             checks.append(lambda: _output_file("--notebook", args.notebook, make_folders=True))
-    if command in ("gradescope", "export"):
+    if command == "export" and getattr(args, "lms", None) == "canvas-comments":
+        checks.append(lambda: _output_folder("--out", args.out))   # it writes a folder
+        checks.append(lambda: _output_file("--out", os.path.join(args.out, "comments.json"),
+                                           make_folders=True))
+    elif command in ("gradescope", "export"):
         checks.append(lambda: _output_file("--out", args.out))
+    if command == "export" and getattr(args, "template", None):
+        checks.append(lambda: _input_file("--template", args.template))
     if getattr(args, "results_json", None):
         checks.append(lambda: _output_file("--results-json", args.results_json))
     if getattr(args, "docs", None):

@@ -162,7 +162,9 @@ def test_gradebook_commands_follow_the_assignment_their_rows_name(tmp_path):
     assert recorded_assignment(str(tmp_path / "old")) is None
 
 
-def test_a_canvas_export_names_a_new_column_after_the_graded_assignment(tmp_path):
+def test_a_canvas_export_needs_its_column_and_suggests_one_after_the_graded_assignment(tmp_path):
+    """Issue 27: a Canvas column Canvas does not have creates a new assignment, so no column
+    is guessed: the refusal names the graded assignment's likely column."""
     from grader import export
     _row(tmp_path / "t", "ann", assignment="transformer", student_id="10001")
     assert export._new_column(str(tmp_path / "t")) == "Transformer"
@@ -171,9 +173,8 @@ def test_a_canvas_export_names_a_new_column_after_the_graded_assignment(tmp_path
     done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--from",
                            str(tmp_path / "t"), "--out", str(tmp_path / "c.csv")],
                           cwd=KIT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    header = (tmp_path / "c.csv").read_text(encoding="utf-8").splitlines()[0]
-    assert header.endswith(",Transformer")
+    assert done.returncode == 2 and not (tmp_path / "c.csv").exists()
+    assert 'name the Canvas column to fill: --assignment "Transformer (<id>)"' in done.stderr
 
 
 def test_an_assignment_without_a_catalog_has_an_empty_one(tmp_path):

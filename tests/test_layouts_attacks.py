@@ -319,8 +319,9 @@ def test_a_moodle_download_zip_keeps_moodles_times_as_unzip_does(tmp_path, shang
         ("Li Lei_10007_assignsubmission_file_/作业.zip",
          _inner_zip([("attention.py", source, (1980, 1, 1, 0, 0, 0)),
                      ("notes.txt", b"x", (2107, 12, 31, 0, 0, 0))]), (2026, 11, 30, 13, 30, 0))])
-    expected = {"10006": ("2026-11-30T04:00:00+00:00", "moodle-file-time"),
-                "10007": ("2026-11-30T05:30:00+00:00", "moodle-file-time")}
+    # kept as this machine's wall clock (issue 27: course.toml's timezone reads it)
+    expected = {"10006": ("2026-11-30T12:00:00+08:00", "moodle-file-time"),
+                "10007": ("2026-11-30T13:30:00+08:00", "moodle-file-time")}
     batch = layouts.resolve([str(download)])
     assert {s.student_id: (s.submitted_at, s.time_source) for s in batch.submissions} == expected
     if shutil.which("unzip"):   # the same download unzipped by hand: the same times

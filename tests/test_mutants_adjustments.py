@@ -42,8 +42,10 @@ def test_a_row_carries_an_adjustment_only_when_its_score_was_changed():
     assert adjustments.wanted(_final(penalty=None)) is None
     assert adjustments.wanted(_final(total=None, penalty=10.0, overrides=[MASK])) is None
     assert adjustments.wanted(_final(total=70.0, penalty=10.0)) == {
-        "graded": 80.0, "raw_total": 80.0, "late": True, "days_late": 2, "penalty": 10.0,
-        "final": 70.0, "max": 100.0, "overrides": []}
+        "graded": 80.0, "raw_total": 80.0, "late": True, "days_late": 2, "basis": "",
+        "penalty": 10.0, "final": 70.0, "max": 100.0, "overrides": []}
+    assert adjustments.wanted(_final(total=70.0, penalty=10.0, late_basis="lms-flag"))["basis"] \
+        == "lms-flag"
     found = adjustments.wanted(_final(total=90.0, raw=90.0, overrides=[MASK], penalty=None))
     assert found["penalty"] == 0.0 and found["overrides"] == [MASK]
 
@@ -64,6 +66,11 @@ def test_the_block_says_each_change_and_the_final_score():
         "Late penalty: -5 (? day(s) late, by the course's late policy)"
     unknown["days_late"] = 0
     assert "(? day(s) late" in adjustments.lines(unknown)[2]
+    # a penalty on the LMS's bare "late" says only that (issue 27): no time nobody saw
+    flagged = adjustments.wanted(_final(total=70.0, penalty=10.0, days=1, late_basis="lms-flag"))
+    assert adjustments.lines(flagged)[2] == (
+        "Late penalty: -10 (the course's system marked your submission late without giving its "
+        "time, which the course's late policy counts as 1 day(s) late)")
     cut = adjustments.lines(dict(_both(), overrides=[dict(MASK, reason="r" * 1500)]))[2]
     head = "mask: 30 changed to 40 by your instructor. Reason: "
     assert cut.startswith(head + "r" * 900) and len(cut) == len(head) + 1000

@@ -179,7 +179,8 @@ def test_the_lms_flag_without_a_time():
     assert _late(later, DUE, source="file-mtime")["review"] == []
     # no course: the flag as the LMS gave it, nothing computed
     assert course.lateness(None, {"late_flag": True, "submitted_at": "2026-12-09T00:00:00Z"}) == \
-        {"late": True, "days_late": None, "due": "", "past_cutoff": False, "review": []}
+        {"late": True, "days_late": None, "due": "", "past_cutoff": False, "review": [],
+         "basis": ""}
 
 
 def test_a_submission_time_that_is_not_text_is_no_time():

@@ -240,7 +240,8 @@ def test_the_command_writes_the_final_scores_with_a_byte_order_mark(tmp_path, ca
     # 王丽: 2 days started late at 5 points: 85 - 10; liu: the instructor's 90
     assert _lines(data.decode("utf-8-sig"))[2:] == [["liu_10001", "10001", "", "", "", "90"],
                                                    ["王丽", "10000", "", "", "", "75"]]
-    assert said.out == f"Wrote {target}: 2 student(s) for canvas, 2 row(s) left out (see above)\n"
+    assert said.out == (f"Wrote {target}: 2 student(s) for canvas in the column 'Attention (1)', "
+                        f"2 row(s) left out (see above)\n")
     assert said.err.splitlines() == [
         "grader export: warning: the override of 10099's total (1, gone) applies to no row in "
         "the gradebook: not applied",
@@ -261,7 +262,8 @@ def test_the_command_says_nothing_was_left_out_when_nothing_was(tmp_path, capsys
     out = _gradebook(tmp_path, [_row("wang", "10000")])
     assert export.main(_args(out, tmp_path / "c.csv")) == 0
     said = capsys.readouterr()
-    assert said.out == f"Wrote {tmp_path / 'c.csv'}: 1 student(s) for canvas\n" and said.err == ""
+    assert said.out == f"Wrote {tmp_path / 'c.csv'}: 1 student(s) for canvas in the column " \
+        f"'Attention (1)'\n" and said.err == ""
     out = _gradebook(tmp_path / "m", [_row("fang", "10006", layout="moodle"),
                                       _row("gone", "10007", layout="moodle",
                                            status="missing work", total=0.0)])
@@ -274,8 +276,8 @@ def test_the_command_says_nothing_was_left_out_when_nothing_was(tmp_path, capsys
 def test_each_refusal_of_the_command_says_why_and_writes_nothing(tmp_path, capsys):
     target = tmp_path / "c.csv"
     assert export.main(_args(tmp_path / "nothing", target)) == 2
-    assert capsys.readouterr().err == (f"grader export: --from {tmp_path / 'nothing'} is not a "
-                                       f"gradebook folder (the --out of grader grade)\n")
+    assert capsys.readouterr().err == (f"grader export: --gradebook {tmp_path / 'nothing'} is not "
+                                       f"a gradebook folder (the --gradebook of grader grade)\n")
     (tmp_path / "empty").mkdir()
     assert export.main(_args(tmp_path, tmp_path / "empty")) == 2
     assert capsys.readouterr().err == f"grader export: --out {tmp_path / 'empty'} is a folder\n"
@@ -294,8 +296,8 @@ def test_each_refusal_of_the_command_says_why_and_writes_nothing(tmp_path, capsy
 def test_a_long_path_or_error_in_a_refusal_is_cut(tmp_path, capsys):
     source = tmp_path / ("d" * 250)
     assert export.main(_args(source, tmp_path / "c.csv")) == 2
-    assert capsys.readouterr().err == (f"grader export: --from {_cut(str(source), 200)} is not "
-                                       f"a gradebook folder (the --out of grader grade)\n")
+    assert capsys.readouterr().err == (f"grader export: --gradebook {_cut(str(source), 200)} is "
+                                       f"not a gradebook folder (the --gradebook of grader grade)\n")
     folder = tmp_path / ("o" * 250)
     folder.mkdir()
     assert export.main(_args(tmp_path, folder)) == 2

@@ -16,8 +16,8 @@ from grader.report import gradebook
 from grader.report.gradebook import text_cell
 
 DUE = "2026-12-01T23:59:00+08:00"
-EXTRA = ["late", "days_late", "submitted_at", "time_source", "raw_total", "penalty",
-         "overrides", "flags"]
+EXTRA = ["late", "days_late", "submitted_at", "time_source", "time_zone", "raw_total",
+         "penalty", "overrides", "flags"]
 
 
 def _row(name, **more):
@@ -339,7 +339,8 @@ def test_grades_csv_says_each_column_of_a_final_row():
     assert lines[1] == ["wang_10000", "10000", "王丽", "graded", "80", "100", "40", "50", "0",
                         "mha-repeat softmax-neg-inf", "'=bad", "wang/attention.py",
                         "wang_10000", "yes", "2", "2026-12-03T12:00:00+08:00",
-                        "canvas-file-time", "90", "10", "mask 40 (" + "r" * 500 + ")",
+                        "canvas-file-time", "UTC+08:00 (written with the time by canvas-file-time)",
+                        "90", "10", "mask 40 (" + "r" * 500 + ")",
                         "the name claims 10001"]
     assert len(lines) == 2
     # the overrides and flags cells hold 1000 characters: 955 and the cut marker's line
@@ -365,7 +366,7 @@ def test_grades_csv_of_kept_rows_sorts_by_name_and_takes_the_largest_maximum():
     assert [line[0] for line in lines[1:]] == ["a", "b"]
     a, b = lines[1], lines[2]
     assert (a[6], a[-4], a[-3], a[-2], a[-1]) == ("2.5", "80", "", "", "f" * 400 + "; look")
-    assert (b[11], b[12], b[15], b[16]) == ("no", "", "80", "")
+    assert (b[11], b[12], b[16], b[17]) == ("no", "", "80", "")
     assert a[11] == "" and a[12] == ""
 
 

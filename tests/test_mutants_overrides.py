@@ -44,9 +44,11 @@ def test_now_is_utc_to_the_second():
     assert stamp.endswith("+00:00") and len(stamp) == len("2026-12-01T23:59:00+00:00")
 
 
-def test_a_row_is_found_by_name_then_by_any_id_of_a_group():
+def test_a_row_is_found_by_its_name_or_its_whole_id_never_by_one_member_of_a_group():
     assert overrides.find_row(ROWS, " pair ")["name"] == "pair"
-    assert overrides.find_row(ROWS, "20002")["name"] == "pair"
+    # issue 27: one member's id is not the group's (its score is both members')
+    with pytest.raises(OverrideError, match="'20002' is one member of the group submission 'pair'"):
+        overrides.find_row(ROWS, "20002")
     assert overrides.find_row(ROWS, "20001;20002")["name"] == "pair"
     assert overrides.find_row(ROWS, "noid")["name"] == "noid"
     # a row without an id is recorded under its name

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,8 +63,46 @@ def test_a_student_is_named_by_id_or_submission_name_and_bonus_needs_a_flag():
     by_id = overrides.entry_for(ROWS, "10000", "mask", "35", "regrade granted")
     by_name = overrides.entry_for(ROWS, "wangli_10000", "mask", "35", "regrade granted")
     assert by_id["student"] == by_name["student"] == "10000"
-    assert overrides.entry_for(ROWS, "dup_b", "total", "0", "integrity")["submission"] == "dup_b"
+    # two rows with one student id: an override kept under that id would reach both, so
+    # naming either is refused, with the reason (issue 27)
+    with pytest.raises(OverrideError, match="'10005' is the student id of 2 rows \\(dup_b, dup_a\\): "
+                                            "an override would reach each of them"):
+        overrides.entry_for(ROWS, "dup_b", "total", "0", "integrity")
     assert overrides.entry_for(ROWS, "10000", "mask", "45", "bonus", allow_bonus=True)["points"] == 45
+
+
+def test_an_override_names_exactly_one_student_never_a_part_of_another_id():
+    """Issue 27: `1000` beside `10001`, and one member of a group's joined ids, never reach
+    the other row: by the command (entry_for), by a ledger edited by hand (for_row) and in
+    what is exported."""
+    rows = [_row("a_1000", "1000"), _row("b_10001", "10001"),
+            _row("group", "10002;10003", layout="gradescope", student_name="Li Lei;Han Meimei")]
+
+    def totals(entries):
+        return {r["name"]: r["total"] for r in gradebook.final_rows(rows, None, entries)}
+    one = overrides.entry_for(rows, "1000", "total", "10", "integrity")
+    assert one["student"] == "1000"
+    assert totals([one]) == {"a_1000": 10.0, "b_10001": 80.0, "group": 80.0}
+    exact = overrides.entry_for(rows, "10001", "mask", "0", "regrade")
+    assert totals([exact]) == {"a_1000": 80.0, "b_10001": 50.0, "group": 80.0}
+    # one member of a group: refused, with the group's id to name instead
+    with pytest.raises(OverrideError) as refused:
+        overrides.entry_for(rows, "10002", "total", "10", "r")
+    assert str(refused.value).startswith(
+        "'10002' is one member of the group submission 'group' (student ids 10002;10003): "
+        "its score is every member's")
+    assert "name the group as '10002;10003'" in str(refused.value)
+    both = overrides.entry_for(rows, "10002;10003", "total", "60", "group regrade")
+    assert totals([both]) == {"a_1000": 80.0, "b_10001": 80.0, "group": 60.0}
+    # a ledger edited by hand: "100" and "10002" are keys of no row, reach none, and are said
+    stray = [dict(one, student="100"), dict(one, student="10002")]
+    assert totals(stray) == {"a_1000": 80.0, "b_10001": 80.0, "group": 80.0}
+    assert len(gradebook.orphans(rows, stray)) == 2
+    # exported: 1000's 10 goes to 1000 alone; the group's members keep the group's score
+    text, notes = export.canvas_text(gradebook.final_rows(rows, None, [one]), "A (1)")
+    lines = list(csv.reader(io.StringIO(text)))[2:]
+    assert sorted((line[1] or line[2] or line[3], line[-1]) for line in lines) == [
+        ("1000", "10"), ("10001", "80"), ("10002", "80"), ("10003", "80")]
 
 
 def test_the_last_action_per_student_and_part_is_in_effect():
@@ -142,13 +181,13 @@ def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_p
     assert lines[2:] == [["late_10004", "10004", "", "", "", "70"], ["王丽", "10000", "", "", "", "80"]]
     assert "left out gone_10003: no gradable work was found" in done.stderr
     assert "left out err_10002: the grader failed on it" in done.stderr
-    both = _export(out, "canvas", target, "--export-missing-as-zero")
+    both = _export(out, "canvas", target, "--export-missing-as-zero", "--assignment", "A (1)")
     rows_out = list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))[2:]
     assert ["gone_10003", "10003", "", "", "", "0"] in rows_out and len(rows_out) == 3
     assert "err_10002" in both.stderr and "gone_10003" not in both.stderr
     # an instructor's score makes missing work exportable without the flag
     overrides.append(str(out), [overrides.entry_for(rows, "10003", "total", "60", "emailed work")])
-    _export(out, "canvas", target)
+    _export(out, "canvas", target, "--assignment", "A (1)")
     assert ["gone_10003", "10003", "", "", "", "60"] in \
         list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
     moodle, notes = export.moodle_text(gradebook.final_rows(
@@ -350,7 +389,7 @@ def test_report_lists_lateness_penalties_overrides_flags_and_what_to_review():
     entry = overrides.entry_for(rows, "10005", "mask", "40", "regrade <granted>")
     page = pages.report_html(gradebook.final_rows(rows, policy, [entry]), charts=False)
     table = page[page.index("<h2>Submissions</h2>"):]
-    assert "<td>late, 2 day(s)</td><td>-20</td>" in table
+    assert '<td class="wrap">late, 2 day(s)</td><td class="num">-20</td>' in table
     assert "mask: 30 &rarr; 40 (regrade &lt;granted&gt;" in table
     review = page[page.index("<h2>To review</h2>"):page.index("<h2>Submissions</h2>")]
     assert "<strong>gone_10003</strong>: missing work" in review
@@ -411,8 +450,10 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
     fang = moodle / "Fang Wu_10006_assignsubmission_file_"
     fang.mkdir(parents=True)
     (fang / "attention.py").write_text(source, encoding="utf-8")
-    late = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=8)))
-    os.utime(fang / "attention.py", (late.timestamp(), late.timestamp()))
+    # Moodle's zip says 2026-12-03 12:00 (no zone; the server is in Shanghai); unzip writes
+    # that wall clock in this machine's zone, as time.mktime reads it
+    late = time.mktime((2026, 12, 3, 12, 0, 0, 0, 0, -1))
+    os.utime(fang / "attention.py", (late, late))
     empty = moodle / "Zhou Tao_10007_assignsubmission_file_"
     empty.mkdir()
     (empty / "notes.txt").write_text("I will send it by email", encoding="utf-8")
@@ -424,9 +465,10 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
         (gradescope / f"submission_{ident}" / "attention.py").write_text(source, encoding="utf-8")
     out = tmp_path / "grades"
     out.mkdir()
-    (out / "course.toml").write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\n'
-                                     'kind = "per_day"\npercent = 10\nunknown_days = 1\n'
-                                     '[extensions]\n"12347" = { days = 3 }\n', encoding="utf-8")
+    (out / "course.toml").write_text('due = 2026-12-01T23:59:00+08:00\ntimezone = "Asia/Shanghai"\n'
+                                     '[late_policy]\nkind = "per_day"\npercent = 10\n'
+                                     'unknown_days = 1\n[extensions]\n"12347" = { days = 3 }\n',
+                                     encoding="utf-8")
     done = _grade([canvas, moodle, gradescope], out)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {r["student_id"]: r for r in _csv(out).values()}
@@ -500,7 +542,7 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     assert done.returncode == 0 and said in done.stderr
     assert said.replace("'", "&#x27;") in (out / "report.html").read_text(encoding="utf-8")
     assert _csv(out)["liu_10001"]["total"] == "80"
-    exported = _export(out, "canvas", tmp_path / "c.csv")
+    exported = _export(out, "canvas", tmp_path / "c.csv", "--assignment", "A (1)")
     assert said in exported.stderr
     # ended by the ledger's own key, though no row has it any more
     done = _cli("override", "--out", out, "--remove", "10001", "total", no_grading=True)

@@ -130,7 +130,8 @@ def test_three_shards_merged_equal_one_run(graded):
     exported = []
     for source in (graded["one"], merged):
         target = os.path.join(graded["root"], f"canvas-{len(exported)}.csv")
-        done = _grader(graded["kit"], "export", "canvas", "--from", source, "--out", target)
+        done = _grader(graded["kit"], "export", "canvas", "--from", source, "--out", target,
+                       "--assignment", "Attention (12345)")
         assert done.returncode == 0, done.stderr
         with open(target, "rb") as handle:
             exported.append(handle.read())
@@ -566,7 +567,8 @@ def test_a_student_with_two_files_lands_in_one_shard(tmp_path):
     merged = os.path.join(root, "merged")
     assert _merge(kit, merged, *outs).returncode == 0
     target = os.path.join(root, "canvas.csv")
-    done = _grader(kit, "export", "canvas", "--from", merged, "--out", target)
+    done = _grader(kit, "export", "canvas", "--from", merged, "--out", target,
+                   "--assignment", "Attention")
     assert done.returncode == 0, done.stderr
     exported = {row["ID"]: row["Attention"] for row in csv.DictReader(
         io.StringIO(open(target, encoding="utf-8-sig").read()))

@@ -105,3 +105,44 @@ def test_a_zip_that_cannot_be_finished_leaves_no_file(tmp_path):
     with pytest.raises(OSError):
         build(str(tmp_path / "autograder.zip"), "2.13.0", kit_root=str(kit))
     assert sorted(os.listdir(tmp_path)) == ["kit"]
+
+
+# -- issue 27: one name for the gradebook folder, --version ----------------------------------
+
+@pytest.mark.parametrize("args, dest", [
+    (["grade", "a.py", "{flag}", "G"], "out"),
+    (["gradebook", "{flag}", "G"], "out"),
+    (["override", "{flag}", "G", "--list"], "out"),
+    (["show", "10000", "{flag}", "G"], "out"),
+    (["merge", "s1", "{flag}", "G"], "out"),
+    (["nbgrader", "--course", "c", "attention", "{flag}", "G"], "out"),
+    (["export", "moodle", "--out", "x.csv", "{flag}", "G"], "source"),
+    (["similarity", "{flag}", "G"], "source"),
+])
+def test_every_command_takes_the_gradebook_as_gradebook_and_its_older_spelling(args, dest):
+    from grader.cli import build_parser
+    older = "--from" if dest == "source" else "--out"
+    for flag in ("--gradebook", older):
+        parsed = build_parser().parse_args([a.replace("{flag}", flag) for a in args])
+        assert getattr(parsed, dest) == "G", (args, flag)
+
+
+def test_version_is_the_installed_kits():
+    import re
+    with open(os.path.join(KIT, "pyproject.toml"), encoding="utf-8") as handle:
+        declared = re.search(r'(?m)^version = "([^"]+)"$', handle.read())[1]
+    done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=KIT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == f"grader {declared}\n"
+
+
+def test_export_canvas_names_its_column_or_takes_a_template(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--gradebook",
+                           str(tmp_path), "--out", str(tmp_path / "x.csv"), "--template",
+                           str(tmp_path / "gone.csv")], cwd=KIT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and f"--template {tmp_path / 'gone.csv'}: no such file" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas-comments",
+                           "--gradebook", str(tmp_path), "--out", str(SOLUTION)], cwd=KIT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"--out {SOLUTION} exists and is not a folder" in done.stderr

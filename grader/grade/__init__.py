@@ -284,7 +284,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
             [items[i] for i in mine] for items in (identities, paths, names, folder_names))
     suite = fingerprint.suite_fingerprint(options)
     table = Table(parts, len(paths), **({"stream": stream} if stream else {}),
-                  short={part.name: part.short for part in options.assignment.parts})
+                  short={part.name: part.short for part in options.assignment.parts},
+                  course=policy, out_dir=out_dir)  # the console shows final scores
     table.header()
     results = [None] * len(paths)
     interrupted = False

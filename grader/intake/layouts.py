@@ -79,7 +79,8 @@ assignment's module name (its declaration's `module`: students hand in `<module>
 Submission times (`submitted_at`, ISO 8601, and `time_source`): Gradescope's
 `:created_at:` (gradescope-metadata), nbgrader's timestamp.txt (nbgrader-timestamp), the
 newest file time in a Moodle folder (moodle-file-time: Moodle's zip keeps its files'
-times, without a zone, so unzipping reads them in the local time), else the file's own time
+times, without a zone, so unzipping reads them in the local time; recorded as this machine's
+wall clock, which course.toml's `timezone` reads in the Moodle server's zone), else the file's own time
 (file-mtime, the last resort). A Moodle download zip unpacked here keeps its entries' times
 (as unzip does); other files it unpacked have no time. A Canvas download's file
 times are when the zip was made, so Canvas rows have no time; Canvas's own `LATE` is
@@ -617,6 +618,19 @@ def download_kind(names):
 
 
 _UNPACKED = []
+_ORIGINS = {}   # an unpacked download's folder -> the zip it came from
+
+
+def shown_source(path):
+    """What a row's `source` says of `path`: the path itself, or, for an entry of a
+    download zip unpacked into a temporary folder (gone when the process ends), the zip and
+    the entry ("subs/submissions.zip (entry wangli_10000_90000_attention.py)")."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+    for target, zip_path in _ORIGINS.items():
+        if text.startswith(target + os.sep):
+            entry = os.path.relpath(text, target).replace(os.sep, "/")
+            return f"{zip_path} (entry {entry})"
+    return text
 
 
 def _cleanup():
@@ -636,6 +650,7 @@ def _unpack_download(path, label):
     _UNPACKED.append(folder)
     target = os.path.join(folder, os.path.splitext(label)[0] or "download")
     os.mkdir(target)
+    _ORIGINS[target] = path
     notes = extract(path, target, label, deadline=Deadline(300, label),
                     limits=(DOWNLOAD_ENTRIES, DOWNLOAD_ZIP_BYTES, DOWNLOAD_ZIP_BYTES))
     _keep_entry_times(path, target)
@@ -1189,7 +1204,9 @@ class _Resolver:
             when, note = times.nbgrader_time(path)
             if when:
                 return when, "nbgrader-timestamp", None
-        when = times.file_time(path)
+        # Moodle's times carry no zone: kept as this machine's wall clock (course.py reads
+        # them in course.toml's timezone); any other file time is an instant
+        when = times.file_time(path, local=found.layout == "moodle")
         source = "moodle-file-time" if found.layout == "moodle" else "file-mtime"
         return when, source if when else "", note
 

@@ -7,8 +7,11 @@
 - `nbgrader_time(folder)`: the assignment folder's timestamp.txt, read like any upload
   (a regular file, never through a link, at most TIMESTAMP_BYTES); a time more than a day
   after now (a wrong clock, an edited file) is not used, with a note.
-- `file_time(path)`: the last resort, the newest modification time of the file (or of the
-  regular files directly in the folder), never through a link.
+- `file_time(path, local=False)`: the last resort, the newest modification time of the file
+  (or of the regular files directly in the folder), never through a link; `local`: as this
+  machine's wall clock with its offset (Moodle's file times, which unzip wrote from zoneless
+  wall-clock times in this machine's zone: the wall clock is what Moodle said, the offset is
+  only this machine's, and course.toml's `timezone` replaces it; grader/course.py).
 """
 import datetime
 import os
@@ -101,9 +104,10 @@ def nbgrader_time(folder):
     return found, None
 
 
-def file_time(path):
+def file_time(path, local=False):
     """The newest modification time of the file at `path`, or of the regular files directly
-    in the folder at `path` (at most MAX_LISTED looked at), as ISO 8601; "" when none."""
+    in the folder at `path` (at most MAX_LISTED looked at), as ISO 8601 (in UTC, or `local`:
+    this machine's wall clock and offset); "" when none."""
     try:
         info = os.lstat(path)
     except (OSError, ValueError):
@@ -128,6 +132,8 @@ def file_time(path):
     if newest is None:
         return ""
     try:
+        if local:
+            return datetime.datetime.fromtimestamp(newest).astimezone().replace(microsecond=0).isoformat()
         return iso(datetime.datetime.fromtimestamp(newest, datetime.timezone.utc).replace(microsecond=0))
     except (OverflowError, OSError, ValueError):
         return ""

@@ -3,7 +3,7 @@
 
     grader release                  the skeleton, and in the kit's student folder the
                                     generated files (Classroom workflow, README tables)
-    grader release --output FILE    the skeleton only, to FILE
+    grader release --out FILE.py    the skeleton only, to FILE.py (--output FILE: the same)
     grader release --out DIR        the whole student folder, in --lang
     --notebook PATH                 also nbgrader's source notebook, and beside it the
                                     given modules of the assignments it builds on
@@ -74,6 +74,27 @@ def _notebook(args, assignment, lang):
     return files
 
 
+def given_notice(assignment, where):
+    """The line that says which given modules went into `where`, and that each holds an
+    earlier assignment's solution; "" when the assignment provides none."""
+    from .. import assignment as declared
+    from ..i18n import _
+    kit_root = os.path.dirname(os.path.dirname(assignment.folder))
+    given = []
+    for dep in assignment.builds_on:
+        if dep.provide == "given":
+            earlier = declared.load(dep.assignment, kit_root)
+            given.append(_("{module} (the assignment {earlier}'s full solution)").format(
+                module=earlier.module_file, earlier=earlier.name))
+    if not given:
+        return ""
+    return _("Given code in {folder}: {modules}. Students read it whole: hand this folder out "
+             "only after the earlier assignment's deadline (builds_on, provide = \"given\" in "
+             "{declaration}).").format(folder=where, modules="; ".join(given),
+                                       declaration=os.path.join(assignment.folder,
+                                                                "assignment.toml"))
+
+
 def _folder(args, assignment, lang, out):
     """`--out DIR`: write (or with --check compare) the whole student folder."""
     if _same_folder(out, assignment.student_folder):
@@ -100,12 +121,19 @@ def _folder(args, assignment, lang, out):
     stubs = files[assignment.module_file].decode("utf-8").count(STUB_CALL)
     print(f"wrote {out}: the student folder in {lang} ({len(files)} files; "
           f"{assignment.module_file} has {stubs} stubs)")
-    _write_notebook(notebook)
+    notice = given_notice(assignment, out)
+    if notice:
+        print(notice)
+    _write_notebook(notebook, assignment)
     return 0
 
 
-def _write_notebook(notebook):
+def _write_notebook(notebook, assignment=None):
     """Write what _notebook made: the notebook first, then the given modules beside it."""
+    if notebook and assignment is not None:
+        notice = given_notice(assignment, os.path.dirname(os.path.abspath(next(iter(notebook)))))
+        if notice and len(notebook) > 1:
+            print(notice)
     for path, data in notebook.items():
         _write(path, data)
         if path.endswith(".ipynb"):
@@ -119,8 +147,11 @@ def main(args):
     assignment = _assignment(args)
     args.solution = getattr(args, "solution", None) or assignment.solution
     lang = getattr(args, "lang", None) or "en"
-    if getattr(args, "out", None):
-        return _folder(args, assignment, lang, args.out)
+    out = getattr(args, "out", None)
+    if out and out.endswith(".py"):   # --out FILE.py: the skeleton alone (as --output FILE)
+        args.output = out
+    elif out:
+        return _folder(args, assignment, lang, out)
     target = getattr(args, "output", None) or assignment.skeleton
     in_kit = os.path.abspath(target) == os.path.abspath(assignment.skeleton)
     if lang != "en" and in_kit:
@@ -157,5 +188,9 @@ def main(args):
     print(f"wrote {target} ({text.count(STUB_CALL)} stubs)"
           + (f" and {len(expected) - 1 - len(notebook)} generated files in "
              f"{assignment.student_folder}" if in_kit else ""))
-    _write_notebook(notebook)
+    if in_kit:
+        notice = given_notice(assignment, assignment.student_folder)
+        if notice:
+            print(notice)
+    _write_notebook(notebook, assignment)
     return 0

@@ -33,6 +33,7 @@ def wanted(row):
         return None
     return {"graded": row.get("graded_total"), "raw_total": row.get("raw_total"),
             "late": row.get("late"), "days_late": row.get("days_late"),
+            "basis": row.get("late_basis") or "",
             "penalty": row.get("penalty") or 0.0, "final": row.get("total"),
             "max": row.get("max"),
             "overrides": [{"part": o["part"], "graded": o["graded"], "points": o["points"],
@@ -51,8 +52,16 @@ def lines(adjustment):
                            reason=safe_text(item["reason"], 1000)))
     if adjustment["penalty"]:
         days = adjustment.get("days_late")
-        out.append(_("Late penalty: -{points} ({days} day(s) late, by the course's late policy)")
-                   .format(points=_g(adjustment["penalty"]), days=days if days else "?"))
+        if adjustment.get("basis") == "lms-flag":
+            # all that is known is the LMS's own "late": say that, not a time nobody saw
+            out.append(_("Late penalty: -{points} (the course's system marked your submission "
+                         "late without giving its time, which the course's late policy counts "
+                         "as {days} day(s) late)")
+                       .format(points=_g(adjustment["penalty"]), days=days if days else "?"))
+        else:
+            out.append(_("Late penalty: -{points} ({days} day(s) late, by the course's late "
+                         "policy)").format(points=_g(adjustment["penalty"]),
+                                           days=days if days else "?"))
     out.append(_("Final score: {score} of {max}").format(score=_g(adjustment["final"]),
                                                          max=_g(adjustment["max"])))
     return out

@@ -26,7 +26,9 @@ The row keeps what was graded; the final score is derived each time grades.csv i
 total), their sum is `raw_total`, the course's late policy (grader/course.py) takes
 `penalty`, and `total` is the final score (what the exports send). The columns after
 `folder`: `late` (yes/no, empty when unknown), `days_late`, `submitted_at` and
-`time_source` (as the layout found them), `raw_total`, `penalty`, `overrides` ("part
+`time_source` (as the layout found them; a zoneless Moodle time as read in course.toml's
+`timezone`), `time_zone` (which zone the time was read in, course.zone_of), `raw_total`,
+`penalty`, `overrides` ("part
 points (reason)", separated by "; ") and `flags` (identity warnings and what to review).
 grades.csv is written with a UTF-8 byte order mark (utf-8-sig), so Excel on a Chinese
 Windows reads names right; read it with encoding="utf-8-sig".
@@ -80,10 +82,17 @@ def record(result, fingerprint=None):
             "parts": {p: [round(float(s), 4), round(float(t), 4)]
                       for p, (s, t) in result.by_part().items()},
             "reason": safe_text(reason or "", GRADEBOOK_CELL_CHARS * 4),
-            "source": safe_text(result.source or "", 2000),
+            "source": safe_text(_shown(result.source), 2000),
             "folder": getattr(result, "folder", None) or safe_text(result.name, 200),
             "fingerprint": fingerprint, **identity(result),
             "diagnoses": mistake_ids(result)}
+
+
+def _shown(source):
+    """A row's source: never the temporary folder a download zip was unpacked into (gone
+    when grading ends), but the zip and its entry (intake.layouts.shown_source)."""
+    from ..intake.layouts import shown_source
+    return shown_source(source or "")
 
 
 def identity(result):
@@ -108,7 +117,7 @@ def safe_record(result, fingerprint=None):
         name = safe_text(getattr(result, "name", "?"), 1000)
         return {"name": name, "status": "grader error", "total": None, "max": 0, "parts": {},
                 "reason": f"the grader could not write this row: {error!r}"[:1000],
-                "source": safe_text(getattr(result, "source", ""), 2000),
+                "source": safe_text(_shown(getattr(result, "source", "")), 2000),
                 "folder": getattr(result, "folder", None) or name[:80], "fingerprint": None,
                 "student_id": "", "student_name": "", "layout": ""}
 
@@ -159,7 +168,8 @@ def final_row(row, course=None, current=None):
     """A copy of a kept row with its final score derived: overrides, then the late policy.
 
     Adds "graded_total" (what was graded), "raw_total" (after overrides), "penalty",
-    "late", "days_late", "due", "overrides" ([{"part", "graded", "points", "reason", "who",
+    "late", "days_late", "due", "late_basis" (what a penalty rests on: "time", "lms-flag"),
+    "time_zone", "overrides" ([{"part", "graded", "points", "reason", "who",
     "time"}]), "review" (what the instructor should look at) and sets "total" and "parts"
     to the final values. A row the grader failed on keeps its empty total."""
     row = dict(row)
@@ -167,7 +177,12 @@ def final_row(row, course=None, current=None):
                     if isinstance(v, (list, tuple)) and len(v) == 2}
     row["graded_total"] = row.get("total")
     late = courses.lateness(course, row)
-    row.update(late=late["late"], days_late=late["days_late"], due=late["due"])
+    row.update(late=late["late"], days_late=late["days_late"], due=late["due"],
+               late_basis=late["basis"], time_zone=courses.zone_of(course, row))
+    row["course_notes"] = courses.row_notes(course, row)
+    read = courses.read_time(course, row)
+    if read is not None:   # a zoneless time as read in the course's zone
+        row["submitted_at"] = read.isoformat()
     review = list(late["review"])
     found = ledger.for_row(row, current or {})
     row["overrides"] = []
@@ -252,13 +267,14 @@ def _cells(row, parts):
             + [_late_cell(row.get("late")),
                "" if row.get("days_late") is None else str(int(row["days_late"])),
                text_cell(row.get("submitted_at")), text_cell(row.get("time_source")),
+               text_cell(row.get("time_zone")),
                _score_cell(row.get("raw_total", row.get("total"))),
                _score_cell(row.get("penalty")), text_cell(_overrides_cell(row), 1000),
                text_cell(_flags_cell(row), 1000)])
 
 
-EXTRA_COLUMNS = ["late", "days_late", "submitted_at", "time_source", "raw_total", "penalty",
-                 "overrides", "flags"]
+EXTRA_COLUMNS = ["late", "days_late", "submitted_at", "time_source", "time_zone", "raw_total",
+                 "penalty", "overrides", "flags"]
 
 
 def gradebook_text(rows, parts):

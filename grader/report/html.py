@@ -26,6 +26,7 @@ import re
 import os
 import urllib.parse
 
+from .. import course as courses
 from .. import i18n
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
@@ -74,18 +75,24 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; paddi
       border-radius: 0.3rem; font-size: 0.85rem; max-width: 100%; }
 code { font-size: 0.9em; }
 details { margin: 0.4rem 0; }
-.wide { overflow-x: auto; max-width: 100%; margin: 0.4rem 0; }
-.wide table { width: 100%; }
+.wide { overflow-x: auto; max-width: 100%; margin: 0.4rem 0; overflow-wrap: normal; }
+.wide td.list, .wide td:first-child { overflow-wrap: break-word; }  /* no word cut in two */
+.wide table { width: 100%; font-size: 0.88rem; }
+.wide th, .wide td { padding: 0.25rem 0.3rem; }
 .wide td { white-space: nowrap; }
-.wide th { vertical-align: bottom; min-width: 3.5rem; }
-.wide td.list { white-space: normal; min-width: 20rem; }  /* long flags wrap in few lines */
+.wide th { vertical-align: bottom; min-width: 2.6rem; font-size: 0.85rem; }
+.wide td.list { white-space: normal; min-width: 7rem; max-width: 17rem; }  /* long flags wrap */
+.wide td.wrap { white-space: normal; min-width: 4rem; }
 body.class-view { max-width: 110rem; }
-.wide th:first-child, .wide td:first-child { position: sticky; left: 0; background: #fff; }
+.wide th:first-child, .wide td:first-child { position: sticky; left: 0; background: #fff;
+  z-index: 1; box-shadow: 1px 0 0 #ddd; }
+.wide td:first-child { white-space: normal; min-width: 7rem; max-width: 12rem; }
 th button { font: inherit; font-weight: 600; color: inherit; background: none; border: 0;
-            padding: 0; cursor: pointer; text-align: inherit; }
+            padding: 0; cursor: pointer; text-align: inherit; white-space: normal; }
 th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 th[aria-sort="descending"] button::after { content: " \\25BC"; }
 td.lost { font-weight: 700; color: #a3261b; }
+th code.partname { font: inherit; }  /* a part's name: an identifier, in the heading's type */
 dt { font-weight: 600; margin-top: 0.4rem; }
 dd { margin: 0 0 0 1rem; }
 @media (max-width: 30rem) { body { padding: 0.6rem; font-size: 0.95rem; }
@@ -564,7 +571,17 @@ def _adjustment_cells(row):
             "<br>".join(f"{esc(o.get('part'), 100)}: {esc(_fmt(o.get('graded')), 20)} &rarr; "
                         f"{esc(_fmt(o.get('points')), 20)} ({esc(o.get('reason'), 300)}, "
                         f"{esc(o.get('who'), 60)})" for o in overrides[:20]),
-            "<br>".join(esc(f, 400) for f in _flags(row)[:20])]
+            _long_cell([esc(f, 400) for f in _flags(row)[:20]],
+                       "; ".join(_flags(row)))]
+
+
+def _long_cell(lines, text, short=110):
+    """A table cell's lines; when they run long, folded: the start of the text, and all of
+    it one click away (<details>, no script), so a row stays a few lines tall at 1,280 px."""
+    if len(text) <= short:
+        return "<br>".join(lines)
+    return (f"<details><summary>{esc(text[:short - 30].rstrip(), 200)}&hellip;</summary>"
+            + "<br>".join(lines) + "</details>")
 
 
 def _quoted_flags(row):
@@ -641,16 +658,21 @@ def _breakable(name):
     return re.sub(r"(?<=_)|(?<=[a-z])(?=[A-Z])", "<wbr>", name)
 
 
-def _class_table(rows, known):
-    """The class at a glance: a row per submission, sortable by any column (SORT_SCRIPT)."""
+def _class_table(rows, known, short=None):
+    """The class at a glance: a row per submission, sortable by any column (SORT_SCRIPT).
+    short: {part: its short name} (the declaration's, as the console heads its columns);
+    the full name is the heading's title."""
     parts = _part_order(rows)
     tops = {part: max([_top(r, part) for r in rows] + [0.0]) for part in parts}
+    short = short or {}
 
-    def head(text, numeric=False):
+    def head(text, numeric=False, title=None):
         numeric = ' class="num" data-numeric' if numeric else ""
-        return f'<th{numeric}><button type="button">{text}</button></th>'
+        titled = f' title="{esc(title, 100)}"' if title else ""
+        return f'<th{numeric}{titled}><button type="button">{text}</button></th>'
     heads = ([head(_("student")), head(_("id")), head(_("total"), True)]
-             + [head(f"{_breakable(esc(p, 60))} /{tops[p]:g}", True) for p in parts]
+             + [head(f'<code class="partname">{_breakable(esc(short.get(p) or p, 60))}</code> '
+                     f"/{tops[p]:g}", True, p) for p in parts]
              + [head(_("late")), head(_("penalty"), True), head(_("diagnoses")),
                 head(_("status")), head(_("overrides")), head(_("flags"))])
     lines = ["<h2>" + _("Submissions") + "</h2>",
@@ -672,8 +694,8 @@ def _class_table(rows, known):
             f'<td class="num" data-key="{"" if total is None else f"{total:g}"}">'
             f"{'' if total is None else f'{total:g}'}</td>"
             + "".join(_part_cell(row, p) for p in parts)
-            + f"<td>{late}</td><td>{penalty}</td>"
-            + f'<td class="list">{diagnoses}</td><td>{_status(row)}</td>'
+            + f'<td class="wrap">{late}</td><td class="num">{penalty}</td>'
+            + f'<td class="list">{diagnoses}</td><td class="wrap">{_status(row)}</td>'
             + f'<td class="list">{overrides}</td><td class="list">{flags}</td></tr>')
     lines.append("</tbody></table></div>")
     return lines
@@ -738,8 +760,11 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
             mean=f"{mean:.1f}", median=f"{median:g}", low=f"{ordered[0]:g}",
             high=f"{ordered[-1]:g}", top=f"{top:g}") + "</p>")
     known = _catalog(declared)
+    body += [f'<p class="note">{esc(courses.say(note), 1200)}</p>'
+             for note in courses.notes(rows + errors)]
     body += _review(rows, errors, review)
-    body += _class_table(rows, known)
+    body += _class_table(rows, known, {p.name: p.short for p in getattr(declared, "parts", ())
+                                       if getattr(p, "short", None)})
     body.append("<h2>" + _("Score distribution") + "</h2>")
     if totals and charts:
         body.append(_img(_chart(lambda: pictures.histogram(
