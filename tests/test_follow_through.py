@@ -112,6 +112,10 @@ UNCATALOGUED = {
         "    X = X.permute(0, 2, 1, 3)  # (B, heads, n, hidden/heads)\n",
         "    X = X.reshape(X.shape[0], X.shape[1], -1, num_heads)  # (B, n, hidden/heads, heads)\n"
         "    X = X.permute(0, 3, 1, 2)  # (B, heads, n, hidden/heads)\n")]),
+    "output-heads-reversed": ("transpose_output", "a wrong reshape: the heads put back in "
+                              "reverse order", [(
+        "    return X.reshape(X.shape[0], X.shape[1], -1)  # (B, n, hidden)",
+        "    return X.flip(2).reshape(X.shape[0], X.shape[1], -1)  # (B, n, hidden)")]),
 }
 T_FFN = ("        self.dense1 = nn.Linear(ffn_num_input, ffn_num_hiddens)\n"
          "        self.relu = nn.ReLU()\n"
