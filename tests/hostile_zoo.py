@@ -550,11 +550,12 @@ ZOO = [
             expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
             reason="exited with status 3"),
     Hostile("memory-at-once", "allocates 40 GB in DotProductAttention.forward",
-            "RLIMIT_AS (the allocation fails in the submission)",
+            "RLIMIT_AS (the allocation fails in the submission); MultiHeadAttention, judged with "
+            "DotProductAttention answered (error carried forward), keeps its points",
             file("memory_once.py", solution(replace=[(
                 "        d = queries.shape[-1]", "        hog = torch.ones(10 * 2**30)\n        d = queries.shape[-1]")])),
-            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose",),
-            lost_parts=("DotProductAttention", "MultiHeadAttention")),
+            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose", "MultiHeadAttention"),
+            lost_parts=("DotProductAttention",)),
     Hostile("memory-growing", "grows its memory 100 MB at a time in AdditiveAttention.forward",
             "the resident-memory watchdog kills the worker",
             file("memory_grow.py", solution(replace=[(
@@ -718,8 +719,8 @@ ZOO = [
                 """), postlude=RAISE_EVERYWHERE))),
     Hostile("surrogate-message", "transpose_output raises a message of lone surrogates, terminal "
             "escapes and 200,000 newlines, passed on uncut by a patched describe_exception",
-            "strings in replies are made safe (safe_text) and capped; only the parts using "
-            "transpose_output lose points",
+            "strings in replies are made safe (safe_text) and capped; only transpose_output's part "
+            "loses points (MultiHeadAttention is judged with it answered: error carried forward)",
             file("surrogate_message.py", solution(postlude=FIND_RUNTIME + textwrap.dedent("""
                 _probes = _runtime("runtime.probes")
                 if _probes is not None:
@@ -733,8 +734,8 @@ ZOO = [
                 def transpose_output(X, num_heads):
                     raise ValueError(_BAD)
                 """))),
-            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
-            reason="ValueError"),
+            expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
+            lost_parts=("transpose",), reason="ValueError"),
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # No process's RSS shows these pages; the kernel's memory cgroup of the worker charges
     # them, so these entries run only where that cgroup exists.
@@ -1082,14 +1083,13 @@ DEGENERATE_DEFENCE = ("a degenerate case counts, and a function's GPU share is g
 WITHHELD = "cannot tell working code from a shortcut"
 
 ZOO += [
-    Hostile("degenerate-mask-returns-x", "sequence_mask returns X unchanged, so the book's "
-            "masked_softmax and the attentions built on it are a plain softmax: right wherever "
-            "nothing is masked or there is one key", DEGENERATE_DEFENCE,
-            file("degenerate_mask_returns_x.py", solution(postlude=MASK_RETURNS_X)),
+    Hostile("degenerate-mask-returns-x", "sequence_mask returns X unchanged (nothing else "
+            "written): right wherever nothing is masked or everything is kept", DEGENERATE_DEFENCE,
+            file("degenerate_mask_returns_x.py", zero_stub(postlude=MASK_RETURNS_X)),
             reason=WITHHELD, level_sensitive=False),
     Hostile("degenerate-uniform-weights", "masked_softmax returns uniform rows "
-            "(ones_like(X) / X.shape[-1]) under the solution's attentions: right for one key",
-            DEGENERATE_DEFENCE, file("degenerate_uniform.py", solution(postlude=UNIFORM_WEIGHTS)),
+            "(ones_like(X) / X.shape[-1]), nothing else written: right for one key",
+            DEGENERATE_DEFENCE, file("degenerate_uniform.py", zero_stub(postlude=UNIFORM_WEIGHTS)),
             reason=WITHHELD, level_sensitive=False),
     Hostile("degenerate-mean-of-values", "each attention module returns the mean of the values "
             "and stores uniform weights: right for one key", DEGENERATE_DEFENCE,

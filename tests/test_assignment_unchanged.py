@@ -67,7 +67,8 @@ def _validate_golden():
 def test_golden_class_scores_are_the_documented_ones():
     """The README's table of the examples (100, 83, 93, 69, 0, 0) and docs/mistakes.md's
     totals for the single-mistake submissions, read from the golden grades.csv; two-mistakes
-    (70) and import-fails (0) are as recorded."""
+    (74: each of its mistakes costs its own part, the GPU part nothing, issue 26) and
+    import-fails (0) are as recorded."""
     import csv
     import io
     for lang in golden.LANGS:
@@ -77,10 +78,10 @@ def test_golden_class_scores_are_the_documented_ones():
         totals = {name: rows[name]["total"] for name in rows}
         assert totals == {
             "alice": "100", "bob": "83", "chen": "93", "dana": "69", "erik": "0", "fatima": "0",
-            "mask-maxlen-from-batch": "91", "softmax-fill-small": "78", "additive-bias": "83",
+            "mask-maxlen-from-batch": "91", "softmax-fill-small": "80", "additive-bias": "83",
             "dot-scale-by-ndim": "92", "transpose-output-head-major": "97",
-            "mha-head-major": "73", "gpu-arange-no-device": "98", "softmax-repeat": "93",
-            "two-mistakes": "70", "import-fails": "0"}, lang
+            "mha-head-major": "74", "gpu-arange-no-device": "98", "softmax-repeat": "93",
+            "two-mistakes": "74", "import-fails": "0"}, lang
         assert rows["bob"]["diagnoses"] == "mha-repeat"
         assert rows["two-mistakes"]["diagnoses"] == "mask-off-by-one dot-no-scale"
         assert rows["bob"]["source"] == "<class>/bob.ipynb"

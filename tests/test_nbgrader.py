@@ -410,8 +410,10 @@ def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submiss
     transformer notebook imports their own attention. alice handed it in for the earlier
     assignment only (submitted/alice/attn-week/attention.ipynb, named by --earlier
     attention=attn-week), bob beside the transformer notebook as attention.py, with a
-    mistake in his MultiHeadAttention that his encoder block pays for; carol handed it in
-    nowhere, and her feedback says where it was looked for."""
+    mistake in his MultiHeadAttention: his encoder block's cases fail as they run with it,
+    and are judged on the block's own code with MultiHeadAttention answered (error carried
+    forward), so the mistake costs his attention assignment, not this one; carol handed it
+    in nowhere, and her feedback says where it was looked for."""
     from grader import assignment
     from conftest import student_provided_kit
     kit = student_provided_kit(tmp_path / "kit",
@@ -443,17 +445,22 @@ def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submiss
                 kit, env)
     rows = _export(course, env, "grades.csv")
     assert float(rows["alice"]["score"]) == 100.0, done.stdout
-    assert 0 < float(rows["bob"]["score"]) < 100.0, done.stdout
+    assert float(rows["bob"]["score"]) == 100.0, done.stdout
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "transformer-course") as book:
         assert book.find_grade("PositionalEncoding", "transformer", name, "bob").score == 24
-        assert book.find_grade("TransformerEncoderBlock", "transformer", name, "bob").score < 36
+        assert book.find_grade("TransformerEncoderBlock", "transformer", name, "bob").score == 36
         # carol's parts that need no attention stand; the block that imports it cannot run
         assert book.find_grade("AddNorm", "transformer", name, "carol").score == 18
         assert book.find_grade("TransformerEncoderBlock", "transformer", name, "carol").score == 0
     told = {s: (course / "feedback" / s / name / "feedback.txt").read_text(encoding="utf-8")
             for s in ("alice", "bob", "carol")}
     assert "taken from your submission" not in told["bob"]
+    # his own attention.py ran: the block's cases failed with it, and say how they were judged
+    assert ("give the right result once MultiHeadAttention answers correctly, so "
+            "TransformerEncoderBlock's own code is right there") in told["bob"]
+    assert "MultiHeadAttention comes from your attention.py" in told["bob"]
+    assert "answers correctly" not in told["alice"]
     assert ("attention.ipynb was taken from your submission of the earlier assignment "
             "(attn-week), because it was not handed in with this one") in told["alice"]
     assert ("attention.py, your module of the earlier assignment, was found neither beside "
