@@ -1086,7 +1086,7 @@ ZOO += [
     Hostile("degenerate-mask-returns-x", "sequence_mask returns X unchanged (nothing else "
             "written): right wherever nothing is masked or everything is kept", DEGENERATE_DEFENCE,
             file("degenerate_mask_returns_x.py", zero_stub(postlude=MASK_RETURNS_X)),
-            reason=WITHHELD, level_sensitive=False),
+            level_sensitive=False),  # its reasons come after feedback.txt's first lines
     Hostile("degenerate-uniform-weights", "masked_softmax returns uniform rows "
             "(ones_like(X) / X.shape[-1]), nothing else written: right for one key",
             DEGENERATE_DEFENCE, file("degenerate_uniform.py", zero_stub(postlude=UNIFORM_WEIGHTS)),
