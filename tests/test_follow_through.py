@@ -446,12 +446,19 @@ def real_style():
                 out[f"style-{name[:-3]}-scale"] = unscaled
             if "-1e6" in source:
                 out[f"style-{name[:-3]}-fill"] = source.replace("-1e6", "-1.0", 1)
+                out[f"style-{name[:-3]}-fill-zero"] = source.replace("-1e6", "0.0", 1)
     # masking inline, under another name: this file has no sequence_mask
     out["inline-mask"] = edited(SOLUTION, ("def sequence_mask(", "def _mask_past("),
                                 ("    X = sequence_mask(X.reshape", "    X = _mask_past(X.reshape"),
                                 ("    X = X.permute(0, 2, 1, 3)  # (B, heads, n, hidden/heads)\n",
                                  "    X = X.permute(0, 2, 3, 1)  # (B, heads, hidden/heads, n)\n"))
     out["fill-zero"] = with_mistakes(SOLUTION, CATALOG, "softmax-mask-zero")
+    # no sequence_mask at all (masking inline), and a DotProductAttention of its own that
+    # does not scale: nothing may blame a sequence_mask the file does not have
+    out["inline-mask-no-scale"] = with_mistakes(edited(
+        SOLUTION, ("def sequence_mask(", "def _mask_past("),
+        ("    X = sequence_mask(X.reshape", "    X = _mask_past(X.reshape")), CATALOG,
+        "dot-no-scale")
     return out
 
 

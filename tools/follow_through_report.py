@@ -182,8 +182,11 @@ def main(argv=None):
 
     sources = {**named, **styles}
     counts = sentences(helpers, os.path.join(out, "a-out"), rows, sources, set(named))
+    t_counts = sentences(helpers, os.path.join(out, "t-out"), t_rows, t_named, set(t_named))
     print("causal sentences over the attention files: " +
           ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print("causal sentences over the transformer files: " +
+          ", ".join(f"{k} {v}" for k, v in t_counts.items()))
     print(f"(graded in {out})")
 
 

@@ -31,6 +31,13 @@ def _helpers():
     return module
 
 
+def _children_cpu():
+    """CPU seconds of every process this one waited for (the batch's, whatever the load)."""
+    import resource
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run(name, setting, jobs, out):
     from grader.catalog import Catalog
     from grader.grade import SuiteOptions, grade_batch
@@ -53,10 +60,12 @@ def run(name, setting, jobs, out):
             handle.write(text)
         paths.append(path)
     started = time.monotonic()
+    cpu, own = _children_cpu(), time.process_time()
     results = grade_batch(paths, os.path.join(folder, "out"),
                           SuiteOptions(assignment=declared, carry_forward=setting), jobs=jobs,
                           force=True, stream=open(os.devnull, "w"))
     seconds = time.monotonic() - started
+    cpu = _children_cpu() - cpu + time.process_time() - own
     by_name = {r.name: r for r in results}
     broken = [(base, mistake_id, by_name[f"{base}+{mistake_id}"].score, by_name[base].score)
               for base, _s, mistake_id in pairs
@@ -64,7 +73,7 @@ def run(name, setting, jobs, out):
     print(f"{name}, carry forward {setting}: {len(found)} submissions, {len(pairs)} "
           f"submission x mistake pairs, {len(broken)} raise the total; "
           f"{len(named)} graded in {seconds:.0f} s ({seconds / len(named):.2f} s each, "
-          f"--jobs {jobs})")
+          f"--jobs {jobs}; CPU {cpu / len(named):.2f} s each, load {os.getloadavg()[0]:.1f})")
     for base, mistake_id, with_it, without in broken:
         print(f"  {base} + {mistake_id}: {with_it:g} > {without:g}")
     return broken
