@@ -3,16 +3,19 @@
 The worker runs student code, so each frame it sends is hostile until checked. A reply is
 read in three steps, all inside the call's time limit:
 
-1. the frame's zip directory (a `torch.save` frame is a zip archive) is inspected before
-   torch sees it: few entries, every one stored (not compressed), a small pickle and a
-   bounded amount of tensor storage (protocol.check_archive);
-2. `torch.load(weights_only=True)` reads it (protocol.decode);
+1. the frame's header (runtime/protocol.py: a small JSON header, then raw tensor bytes) is
+   bounded before anything is built: few tensors and storages, a small header and a bounded
+   amount of tensor bytes, each inside the frame (ARCHIVE);
+2. the header is read (protocol.decode): containers, numbers, strings and tensors as the
+   worker describes them (protocol.Sent: dtype, shape, strides and a view of the bytes, not
+   yet a tensor); nothing is unpickled, and a value of any other type refuses the frame;
 3. the result is walked against the schema below: types, string lengths (strings are made
    safe with textsafety.safe_text and capped), list lengths, dict sizes, nesting depth and
-   a budget counted on the EXPANDED structure (an object the pickle memo shares 1000 times
-   is counted 1000 times; the walk stops as soon as the budget is spent). Unknown keys are
+   a budget counted on the EXPANDED structure (a value the frame shares 1000 times is
+   counted 1000 times; the walk stops as soon as the budget is spent). Unknown keys are
    dropped. Tensors must be plain dense CPU tensors of a real dtype whose size is bounded
-   by what the reference returned; each comes out as a contiguous clone.
+   by what the reference returned, checked on the description before any tensor is built;
+   each comes out as a contiguous copy.
 
 A reply that breaks the schema raises ReplyRefused (a ProtocolError: the call fails, kind
 "protocol"). A tensor that is only odd (sparse, meta, complex, far too large...) does not
@@ -30,8 +33,8 @@ from .runtime import protocol
 
 # -- bounds -------------------------------------------------------------------------------
 MAX_FRAME_BYTES = 20 * 2**20       # a whole reply frame (a real one: a few KB)
-ARCHIVE = {"max_entries": 1024,    # zip entries of one frame (a few per tensor)
-           "max_pickle_bytes": 256 * 1024,  # data.pkl: all but the tensors (a real reply: ~2 KB)
+ARCHIVE = {"max_entries": 1024,    # tensors and storages of one frame
+           "max_pickle_bytes": 256 * 1024,  # the header: all but the tensors (a real reply: ~2 KB)
            "max_storage_bytes": 16 * 2**20}  # all tensor storage together
 MAX_DEPTH = 12                     # containers inside containers
 BUDGET_NODES = 50_000              # values visited, counted on the expanded structure
@@ -43,6 +46,7 @@ REAL_DTYPES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8",
                torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
                torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.float32: "float32", torch.float64: "float64"}
+REAL_NAMES = frozenset(REAL_DTYPES.values())
 
 
 class ReplyRefused(protocol.ProtocolError):
@@ -274,28 +278,44 @@ class Described:
 
 
 def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
-    """A contiguous clone of `value` if it is a tensor the comparison can use, else
+    """A contiguous copy of `value` (a tensor, or protocol.Sent: a tensor as a frame describes
+    it, checked before it is built) if it is a tensor the comparison can use, else
     _TensorRefused with the reason in a student's words."""
-    if type(value) is not torch.Tensor:
+    sent = type(value) is protocol.Sent
+    if sent and value.kind != "Tensor" or not sent and type(value) is not torch.Tensor:
         raise _TensorRefused(_("the process sent a {type} where a plain torch.Tensor belongs "
-                               "(tensor subclasses are not accepted)").format(type=_name(value)))
-    if value.is_nested:
+                               "(tensor subclasses are not accepted)").format(
+                                   type=value.kind if sent else _name(value)))
+    if sent:
+        odd = value.odd or {}
+        nested, layout = odd.get("nested", False), odd.get("layout", "strided")
+        quantized, device = odd.get("quantized", False), odd.get("device", "cpu")
+        dtype = value.dtype
+    else:
+        nested, layout = value.is_nested, str(value.layout).replace("torch.", "")
+        quantized, device = value.is_quantized, value.device.type
+        dtype = str(value.dtype).replace("torch.", "")
+    if nested:
         raise _TensorRefused(_("it is a nested tensor; return one ordinary (dense) tensor"))
-    if value.layout is not torch.strided:
+    if layout != "strided":
         raise _TensorRefused(_("it is a {layout} tensor; return an ordinary dense tensor "
-                               "(.to_dense()), as the reference does").format(
-                                   layout=str(value.layout).replace("torch.", "")))
-    if value.is_quantized:
+                               "(.to_dense()), as the reference does").format(layout=layout))
+    if quantized:
         raise _TensorRefused(_("it is a quantized tensor; return an ordinary floating-point tensor"))
-    if value.device.type != "cpu":
+    if device != "cpu":
         raise _TensorRefused(_("it is a tensor on the '{device}' device, which holds no values "
                                "(create tensors on the inputs' device: device=X.device)").format(
-                                   device=value.device.type))
-    if value.dtype not in REAL_DTYPES:
+                                   device=device))
+    if dtype not in REAL_NAMES:
         raise _TensorRefused(_("it is a {dtype} tensor; the grader compares real-valued tensors "
                                "only (bool, integers, float16, bfloat16, float32, "
-                               "float64)").format(dtype=str(value.dtype).replace("torch.", "")))
-    shape, strides = tuple(value.shape), value.stride()
+                               "float64)").format(dtype=dtype))
+    if sent:
+        shape, strides, offset = value.shape, value.strides, value.offset
+        nbytes, item = len(value.data), protocol.ITEM_BYTES[dtype]
+    else:
+        shape, strides, offset = tuple(value.shape), value.stride(), value.storage_offset()
+        nbytes, item = value.untyped_storage().nbytes(), value.element_size()
     if len(shape) > MAX_DIMS:
         raise _TensorRefused(_("it has {dims} dimensions, more than the {max} any result here "
                                "has").format(dims=len(shape), max=MAX_DIMS))
@@ -308,11 +328,13 @@ def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
         raise _TensorRefused(_("its shape {shape} is far larger than the expected result's, "
                                "though it holds no entries").format(shape=shape))
     if numel:
-        if any(s < 0 for s in strides) or value.storage_offset() < 0:
+        if any(s < 0 for s in strides) or offset < 0:
             raise _TensorRefused(_("its strides are negative"))
-        last = value.storage_offset() + sum((n - 1) * s for n, s in zip(shape, strides))
-        if (last + 1) * value.element_size() > value.untyped_storage().nbytes():
+        last = offset + sum((n - 1) * s for n, s in zip(shape, strides))
+        if (last + 1) * item > nbytes:
             raise _TensorRefused(_("its shape reaches beyond the memory it came with"))
+    if sent:
+        return value.build().detach().clone(memory_format=torch.contiguous_format)
     if value.is_conj() or value.is_neg():
         value = value.resolve_conj().resolve_neg()
     return value.detach().clone(memory_format=torch.contiguous_format)
@@ -382,6 +404,14 @@ class RngState:
 
     def check(self, value, walk, path, depth):
         walk.spend(path)
+        if type(value) is protocol.Sent:
+            if value.kind != "Tensor" or value.odd is not None or value.dtype != "uint8" \
+                    or len(value.shape) != 1 or value.shape[0] > 16384:
+                raise ReplyRefused(f"{_at(path)} is not a generator's state")
+            try:
+                return validate_tensor(value, 16384)
+            except _TensorRefused:
+                raise ReplyRefused(f"{_at(path)} is not a generator's state") from None
         if type(value) is not torch.Tensor or value.dtype != torch.uint8 or value.dim() != 1 \
                 or value.numel() > 16384 or value.layout is not torch.strided \
                 or value.device.type != "cpu" or value.is_nested:
@@ -429,14 +459,14 @@ def kind_of(message):
 
 
 def check(reply, kind, reference_numel=None, deadline=None):
-    """`reply` (as torch.load gave it) checked against the schema of `kind`, cleaned;
+    """`reply` (as protocol.decode gave it) checked against the schema of `kind`, cleaned;
     `reference_numel`: the largest tensor the reference returned for the same probe."""
     walk = _Walk(numel_bound(reference_numel), deadline)
     return SCHEMAS[kind].check(reply, walk, "", 0)
 
 
 def read(payload, kind, reference_numel=None, deadline=None, asks=False):
-    """Decode one frame's payload (its zip directory inspected first) and check it; with
+    """Decode one frame's payload (its header bounded first) and check it; with
     `asks` (an answered probe is running), a frame that is an ask is checked as one."""
     reply = protocol.decode(payload, archive=ARCHIVE)
     if deadline is not None and time.monotonic() > deadline:
