@@ -146,6 +146,8 @@ class Recorder:
                 "case_results": memo.counts(),
                 # error carried forward: on | off (grader/catalog/carry.py)
                 "carry_forward": getattr(self.config, "attnkit_carry_forward", None),
+                # round trips with the worker and its CPU seconds (grader/bench.py)
+                "costs": student.costs() if student and hasattr(student, "costs") else None,
             }
         data = json.dumps(payload).encode()
         with os.fdopen(fd, "wb", closefd=True) as out:

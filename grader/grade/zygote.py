@@ -38,6 +38,7 @@ class Zygote:
         self.lock = threading.Lock()
         self.changed = threading.Condition()
         self.statuses = {}
+        self.cpu = {}        # pid -> CPU seconds of that trusted process (and what it waited for)
         self.children = {}   # pid -> the generation of the server that forked it
         self.generation, self.restarts, self.stopped = 0, 0, None
         self._start()
@@ -79,6 +80,7 @@ class Zygote:
                 with self.changed:
                     if "exited" in message:
                         self.statuses[message["exited"]] = message["status"]
+                        self.cpu[message["exited"]] = message.get("cpu")
                     else:
                         self.replies.append(message)
                     self.changed.notify_all()
@@ -145,16 +147,20 @@ class Zygote:
             pass
 
     def close(self):
+        """Let the fork server go; returns the CPU seconds it and the trusted processes it
+        forked used (each child's alone is in self.cpu), or None."""
+        from ..sandbox.template import wait_cpu
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
             self.sock.close()
         except OSError:
             pass
         finally:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+            cpu = wait_cpu(self.proc, 5)
+            if self.proc.returncode is None:
                 self.proc.kill()
+                cpu = wait_cpu(self.proc, None)
+        return cpu
 
 
 # -- the server side ------------------------------------------------------------------
@@ -225,14 +231,14 @@ def serve(sock_fd):
                 os.close(fd)
         while children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
             children.discard(pid)
-            sock.sendall(json.dumps({"exited": pid,
-                                     "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            sock.sendall(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status),
+                                     "cpu": usage.ru_utime + usage.ru_stime}).encode() + b"\n")
         if sock in ready:
             try:
                 message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2 + len(FD_ENVIRONMENT))

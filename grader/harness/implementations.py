@@ -184,6 +184,7 @@ class Submission:
         self.broken = {}
         self.printed = []
         self.workers_started = 0
+        self.workers = []     # every Worker it started, for costs()
         self.limited_by = {}  # what limited its workers' memory and processes, as each said
         self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
         self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
@@ -198,6 +199,7 @@ class Submission:
         self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu,
                              assignment=self.assignment)
         self.workers_started += 1
+        self.workers.append(self.worker)
         self.loaded = False
         try:
             self.worker.start()
@@ -383,6 +385,15 @@ class Submission:
         out = "".join(o for o, _ in self.printed)
         err = "".join(e for _, e in self.printed)
         return out, err
+
+    def costs(self):
+        """What grading it cost on the worker's side: {"exchanges": round trips with its
+        workers (a correct submission: its hello, its load and one batch of probes),
+        "worker_cpu": CPU seconds its workers used (None where a keeper did not say)} (the
+        benchmark reads them; no report a student sees shows them)."""
+        cpu = [w.cpu for w in self.workers]
+        return {"exchanges": sum(w.exchanges for w in self.workers),
+                "worker_cpu": None if None in cpu else sum(cpu)}
 
     def summary(self):
         """Plain data about the submission's run, for the report."""

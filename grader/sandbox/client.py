@@ -109,6 +109,9 @@ class _CappedReader(threading.Thread):
 
 class Worker:
     imports = None  # stage.Imports: the module names it imports, resolved when it starts
+    exchanges = 0       # round trips: each time the trusted side waits for frames it asked for
+    _awaiting = False   # frames were sent since the last one came back
+    cpu = None          # CPU seconds the worker used, as its keeper said (a forked worker)
 
     def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True,
                  assignment=None):
@@ -295,6 +298,8 @@ class Worker:
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
         if not self.info:
+            self.exchanges += 1  # the worker speaks first: its hello is one exchange
+            self._awaiting = True
             self.info = self._receive(self.limits.startup_seconds, "starting Python and torch",
                                       kind="hello")
         return self.info
@@ -328,6 +333,9 @@ class Worker:
         if self.proc is None or self.failure is not None:
             raise WorkerFailure(_("the worker is not running"), "crash")
         self.wait_ready()
+        if not self._awaiting:  # the last frame came from the worker: a new exchange
+            self.exchanges += 1
+            self._awaiting = True
         try:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:
@@ -345,6 +353,7 @@ class Worker:
         try:
             payload = protocol.read_payload(self.reply_fd, timeout=timeout,
                                             max_bytes=replies.MAX_FRAME_BYTES)
+            self._awaiting = False
             reply = replies.read(payload, kind, reference_numel, deadline, asks=asks)
             if time.monotonic() > deadline:
                 raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
@@ -504,6 +513,7 @@ class Worker:
         self.stdout.join(timeout=2)
         self.stderr.join(timeout=2)
         if isinstance(self.proc, template_mod.ForkedProcess):
+            self.cpu = self.proc.cpu
             self.proc.close()
         self._stop_holder()
         try:
