@@ -169,6 +169,18 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = keep
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """The cases whose tests run here (selected and not skipped), for the hidden suite's one
+    batch of probes (grader/suite/ahead.py): none of another part's or a skipped kind."""
+    suite = getattr(session.config, "attnkit_suite", None)
+    if suite is None or not hasattr(suite, "selected"):
+        return
+    suite.selected = {case.id for item in session.items
+                      for case in [getattr(getattr(item, "callspec", None), "params", {}).get("case")]
+                      if hasattr(case, "id") and _skip_reason(item) is None}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     i18n.set_language(config.getoption("--attnkit-lang", "en") or "en")

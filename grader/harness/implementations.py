@@ -7,7 +7,7 @@ import time
 
 from .. import assignment as assignments
 from ..i18n import _
-from ..sandbox.client import Worker, WorkerFailure
+from ..sandbox.client import Worker, WorkerFailure, capped_text
 from ..textsafety import safe_text
 from ..sandbox.runtime.probes import run_probe
 from . import memo
@@ -189,6 +189,9 @@ class Submission:
         self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
         self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
         self.answered = {}    # digest of an answered probe -> (reply or failure, asked, refused)
+        self.pending = {}     # digest of a probe asked ahead, its reply not read yet -> its ask
+        self.held = {}        # digest of a speculative probe read -> (worker, what it printed)
+        self._queue = []      # those asks, in the order the worker answers them
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -266,8 +269,15 @@ class Submission:
             raise StudentFailure(self.refused[asked])
         if target in self.broken:
             raise StudentFailure(_("Not run: {reason}").format(reason=self.broken[target]))
+        if asked not in self.answers and asked in self.pending:
+            self._read_ahead(asked)  # a speculative probe's reply, now that its test asks
+            if asked in self.refused:
+                raise StudentFailure(self.refused[asked])
+        if asked in self.held:  # what it printed counts now that a test asks it
+            self._release(*self.held.pop(asked))
         if asked not in self.answers:
             self._remaining()
+            self._settle()
             self._ensure_loaded()
             timeout = min(self.limits.call_seconds, self._remaining())
             try:
@@ -294,6 +304,7 @@ class Submission:
             else:
                 try:
                     self._remaining()
+                    self._settle()
                     self._ensure_loaded()
                     timeout = min(self.limits.call_seconds, self._remaining())
                     try:
@@ -316,34 +327,85 @@ class Submission:
             return failure, names, refused
 
     def prefetch(self, asks):
-        """Ask the worker for many probes in one request: [(probe, call text, expected)],
-        in the order the tests will ask them. The worker runs them in turn and sends one
-        reply each, each within the per-call limit; run() then answers them with no round
-        trip. At the first failure of the worker (a hang, a crash, memory) that probe's
-        failure becomes its answer, as in run(), and the probes after it are asked one by
-        one when their tests come: a hang costs what it hits, once."""
-        asks = [(memo.digest(p), p, c, e) for p, c, e in asks]
+        """Ask the worker for many probes in one request: [(probe, call text, expected,
+        speculative)], in the order the tests will ask them (grader/suite/ahead.py). The
+        worker runs them in turn and sends one reply each, each within the per-call limit;
+        run() then answers them with no round trip.
+
+        The replies of the probes that are not speculative are read now, before any test
+        compares: at the first failure of the worker (a hang, a crash, memory) that probe's
+        failure becomes its answer, as in run(), and the probes after it are asked one by one
+        when their tests come: a hang costs what it hits, once. A speculative probe may never
+        be asked by a test (a device probe of a case wrong on the CPU): its reply is read when
+        a test asks for it (the worker meanwhile computes the next), what it printed is held
+        back by the worker and counted only then, and a failure of the worker on it costs
+        nothing but the time: the probes left, it among them, are asked one by one when their
+        tests come."""
+        asks = [(memo.digest(a[0]), *a[:3], a[3] if len(a) > 3 else False) for a in asks]
         asks = [a for a in asks if a[0] not in self.answers and a[1]["target"] not in self.broken]
         if len(asks) < 2:
             return
         try:
             self._remaining()
             self._ensure_loaded()
-            self.worker.send({"op": "probes", "probes": [p for _, p, _, _ in asks]})
+            self.worker.send({"op": "probes", "probes": [a[1] for a in asks],
+                              "hold": [i for i, a in enumerate(asks) if a[4]],
+                              "hold_bytes": self.limits.output_kb * 1024})
         except (StudentFailure, WorkerFailure):
             return  # the tests meet the same failure one by one, and report it there
-        for asked, probe, call_text, expected in asks:
+        self.pending = {a[0]: a for a in asks}
+        self._queue = list(asks)
+        certain = [a[0] for a in asks if not a[4]]
+        if certain:
+            self._read_ahead(certain[-1])
+
+    def _read_ahead(self, until=None):
+        """Read the replies of the probes asked ahead, in order, up to `until` (a digest;
+        None: all of them) or the worker's first failure (see prefetch)."""
+        while self._queue:
+            asked, probe, call_text, expected, speculative = self._queue[0]
             try:
                 timeout = min(self.limits.call_seconds, self._remaining())
             except StudentFailure:
+                self._drop_ahead()
                 self.abandon_worker()  # out of time: it may still be answering
                 return
             try:
                 reply = self.worker.receive(timeout, kind="probe", reference_numel=_numel(expected))
             except WorkerFailure as failure:
-                self.refused[asked] = self._call_failed(probe["target"], call_text, failure, timeout)
+                self._drop_ahead()
+                if not speculative:
+                    self.refused[asked] = self._call_failed(probe["target"], call_text, failure,
+                                                            timeout)
                 return
-            self.answers[asked] = reply
+            self._queue.pop(0)
+            self.pending.pop(asked, None)
+            held = reply.pop("held", None)
+            if speculative and held is not None:
+                self.held[asked] = (self.worker, held)
+            self.answers.setdefault(asked, reply)
+            if asked == until:
+                return
+
+    def _release(self, worker, held):
+        """What a probe asked ahead printed, counted now: in its worker's output, or after
+        it when that worker is done."""
+        if worker is self.worker and worker is not None and worker.failure is None:
+            worker.feed_held(held)
+            return
+        if worker is self.worker and worker is not None:  # it failed since: its output first
+            self._collect_output()
+            self.worker = None
+        self.printed.append((capped_text(held[0], held[1]), capped_text(held[2], held[3])))
+
+    def _drop_ahead(self):
+        self._queue, self.pending = [], {}
+
+    def _settle(self):
+        """Before any other request: the replies still coming for the batch, read."""
+        if self._queue and self.worker is not None and self.worker.failure is None:
+            self._read_ahead()
+        self._drop_ahead()
 
     def _call_failed(self, target, call_text, failure, timeout):
         """What a student reads when a call failed the worker; later calls to `target`
@@ -368,13 +430,16 @@ class Submission:
             self.printed.append(self.worker.output())
 
     def stop(self):
+        busy = bool(self._queue)  # still answering probes asked ahead that no test read
+        self._drop_ahead()
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.stop(goodbye=not busy)
             self._collect_output()
             self.worker = None
 
     def abandon_worker(self):
         """Called when a test was stopped mid-call: that worker's state is unknown."""
+        self._drop_ahead()
         if self.worker is not None:
             self.worker.stop()
             self._collect_output()

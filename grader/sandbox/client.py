@@ -80,31 +80,65 @@ def become_subreaper():
 
 
 class _CappedReader(threading.Thread):
-    """Reads a pipe to its end, keeping only the first `limit` bytes."""
+    """Reads a pipe to its end, keeping only the first `limit` bytes. Output a probe asked
+    ahead printed and held back (runtime/worker.py) joins it with feed(), after everything
+    the pipe holds by then: every read is made under one lock, so nothing overtakes."""
 
     def __init__(self, stream, limit):
         super().__init__(daemon=True)
         self.stream, self.limit = stream, limit
         self.kept, self.total = bytearray(), 0
+        self.lock = threading.Lock()
+        self.done = False
+        self.fd = stream.fileno()
+        os.set_blocking(self.fd, False)
 
     def run(self):
-        try:
-            while True:
-                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                room = self.limit - len(self.kept)
-                if room > 0:
-                    self.kept += chunk[:room]
-        except (OSError, ValueError):
-            pass
+        import select
+        while not self.done:
+            try:
+                select.select([self.fd], [], [])
+            except (OSError, ValueError):
+                break
+            with self.lock:
+                self._drain()
+
+    def _drain(self):
+        """Keep what the pipe holds now (the lock held); done at its end."""
+        while not self.done:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                self.done = True
+                return
+            self._keep(chunk, len(chunk))
+
+    def _keep(self, chunk, size):
+        self.total += size
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+    def feed(self, data, size):
+        """`size` bytes printed elsewhere, of which `data` is the start, as if they came now."""
+        with self.lock:
+            self._drain()
+            self._keep(data, size)
 
     def text(self):
-        text = safe_text(self.kept.decode("utf-8", "replace"))
-        if self.total > len(self.kept):
-            text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
-        return text
+        return capped_text(self.kept, self.total)
+
+
+def capped_text(kept, total):
+    """What was kept of `total` bytes printed, as text, with a note of what was not kept."""
+    text = safe_text(bytes(kept).decode("utf-8", "replace"))
+    if total > len(kept):
+        text += f"\n[... {total - len(kept)} more bytes not kept]"
+    return text
 
 
 class Worker:
@@ -481,19 +515,26 @@ class Worker:
                 return
 
     # -- stopping -------------------------------------------------------------------
+    def feed_held(self, held):
+        """Output a probe asked ahead printed and held back ([out, bytes printed, err, bytes
+        printed], replies.py "held"), counted now, as if printed now."""
+        self.stdout.feed(held[0], held[1])
+        self.stderr.feed(held[2], held[3])
+
     def output(self):
         """What the submission printed: (stdout, stderr), capped."""
         if self.proc is None:
             return "", ""
         return self.stdout.text(), self.stderr.text()
 
-    def stop(self):
-        """End the worker and every process it started; safe to call more than once."""
+    def stop(self, goodbye=True):
+        """End the worker and every process it started; safe to call more than once.
+        `goodbye`: ask it to exit first (False: it is busy with work no one will read)."""
         if self.proc is None:
             self._release()
             return
         self._stop_watch.set()
-        if self.proc.poll() is None and self.failure is None:
+        if goodbye and self.proc.poll() is None and self.failure is None:
             try:
                 protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"})
                 self.proc.wait(timeout=1)

@@ -41,6 +41,7 @@ BUDGET_NODES = 50_000              # values visited, counted on the expanded str
 BUDGET_CHARS = 2_000_000           # characters of all strings, counted likewise
 BUDGET_ELEMENTS = 4 * 2**20        # tensor elements of all tensors, counted likewise
 MAX_DIMS = 8
+MAX_HELD_BYTES = 1 << 20           # a held probe's output, per stream (the kit keeps 64 KB)
 GLOBAL_MAX_NUMEL = 2**20           # one tensor, when no reference result bounds it
 REAL_DTYPES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8",
                torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
@@ -149,6 +150,22 @@ class Null:
             raise ReplyRefused(f"{_at(path)} should be None, not a {_name(value)}")
         walk.spend(path)
         return None
+
+
+class Bytes:
+    """Bytes as printed (a held probe's output), at most `limit` of them."""
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def check(self, value, walk, path, depth):
+        if type(value) is not bytes:
+            raise ReplyRefused(f"{_at(path)} should be bytes, not a {_name(value)}")
+        walk.spend(path, chars=len(value))
+        if len(value) > self.limit:
+            raise ReplyRefused(f"{_at(path)} holds {len(value)} bytes, more than the "
+                               f"{self.limit} allowed")
+        return value
 
 
 class Either:
@@ -447,7 +464,11 @@ SCHEMAS = {
     "load": Record({"ok": Bool(), "api": Map(Str(40), 32, key_limit=80),
                     "cell_errors": List(Row(Int(), Str(200), Str(2000)), 50),
                     "seconds": Num(), "error": ERROR}, required=("ok",)),
-    "probe": Record({"ok": Bool(), "result": RESULT, "error": ERROR}, required=("ok",)),
+    # "held": what a probe asked ahead printed, held back (runtime/worker.py): [stdout,
+    # bytes printed, stderr, bytes printed], the first MAX_HELD_BYTES of each
+    "probe": Record({"ok": Bool(), "result": RESULT, "error": ERROR,
+                     "held": Row(Bytes(MAX_HELD_BYTES), Int(0), Bytes(MAX_HELD_BYTES), Int(0))},
+                    required=("ok",)),
     "other": Record({"ok": Bool(), "error": ERROR}, required=("ok",)),
 }
 
