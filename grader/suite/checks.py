@@ -168,8 +168,10 @@ def passes(session, case, implementation, reference):
 def ask_ahead(session, student, reference):
     """Once per session: every probe the suite will ask, to the submission in one request, in
     the order the tests ask them (ahead.py; Submission.prefetch: one reply each, each within
-    the per-call limit); the tests then compare without a round trip each."""
-    if session.asked_ahead or not hasattr(student, "prefetch"):
+    the per-call limit); the tests then compare without a round trip each. Only the
+    submission itself asks ahead: a run judged apart (carry.OwnCode) asks other probes."""
+    if session.asked_ahead or not hasattr(student, "prefetch") \
+            or not getattr(student, "diagnosable", True):
         return
     session.asked_ahead = True
     student.prefetch(ahead.asks(session, reference, lambda case: _state(case, reference)))
