@@ -105,6 +105,27 @@ class Zygote:
         except OSError:
             raise ZygoteGone("the fork server could not be started again") from None
 
+    def prepare(self, hidden_tests, solution):
+        """Have the fork server prepare the suite once for the batch (grader/suite/warm.py):
+        what every trusted process needs, computed before it forks any. Returns how many
+        reference results it computed, or None when it could not (each trusted process then
+        computes what it needs, as before)."""
+        request = json.dumps({"prepare": {"hidden_tests": hidden_tests,
+                                          "solution": solution}}).encode() + b"\n"
+        with self.lock:
+            self._restart_if_gone()
+            try:
+                self.sock.sendall(request)
+            except OSError:
+                return None
+            with self.changed:
+                while not self.replies and self.alive:
+                    self.changed.wait(1)
+                if not self.replies:
+                    return None
+                said = self.replies.pop(0)
+        return said.get("prepared") if isinstance(said.get("prepared"), int) else None
+
     def spawn(self, args, report_fd, console_fd, cwd, fds=None):
         """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
         (named in its environment: see _child)."""
@@ -204,6 +225,16 @@ def warm_up():
     torch.testing.assert_close(torch.zeros(2, requires_grad=True), torch.zeros(2))
 
 
+def _prepare(what):
+    """The suite prepared here once (grader/suite/warm.py); a failure is no failure of the
+    batch: each trusted process then computes what it needs itself."""
+    try:
+        from ..suite import warm
+        return {"prepared": warm.prepare(what["hidden_tests"], what["solution"])}
+    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
+        return {"prepared": None, "error": f"{type(error).__name__}: {error}"[:500]}
+
+
 def serve(sock_fd):
     import importlib
     for name in PRELOAD:
@@ -247,6 +278,9 @@ def serve(sock_fd):
             if not message:
                 return  # the batch is over
             request = json.loads(message)
+            if "prepare" in request:
+                sock.sendall(json.dumps(_prepare(request["prepare"])).encode() + b"\n")
+                continue
             memo_r, memo_w = os.pipe()
             pid = os.fork()
             if pid == 0:

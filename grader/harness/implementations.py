@@ -68,16 +68,27 @@ def earlier_solutions_of(solution_path):
     return contextlib.nullcontext()
 
 
+_REFERENCES = {}  # (path, its size and time, assignment) -> the solution's module, per process
+
+
 class Reference:
     """The instructor's solution, imported into this trusted process (as
-    `<module>_reference`: the declaration's module name)."""
+    `<module>_reference`: the declaration's module name), once per process (a trusted
+    process forked from the batch's fork server finds it imported: grader/suite/warm.py)."""
 
     def __init__(self, path, assignment=None):
         self.path = os.path.abspath(path)
         self.assignment = assignment or assignments.load()
         try:
-            with earlier_solutions(self.assignment):
-                self.module = load_module_from(self.path, f"{self.assignment.module}_reference")
+            info = os.stat(self.path)
+            key = (self.path, info.st_size, info.st_mtime_ns, self.assignment.name,
+                   self.assignment.folder)
+            self.module = _REFERENCES.get(key)
+            if self.module is None:
+                with earlier_solutions(self.assignment):
+                    self.module = load_module_from(self.path,
+                                                   f"{self.assignment.module}_reference")
+                _REFERENCES[key] = self.module
         except Exception as exc:
             raise GraderError(f"cannot import the reference solution {self.path}: {exc}") from exc
 
@@ -86,8 +97,7 @@ class Reference:
         owner = ("reference", self.path)
         raw = memo.get(owner, probe)
         if raw is None:
-            raw = run_probe(self.module, probe)
-            memo.put(owner, probe, raw)
+            raw = memo.put(owner, probe, run_probe(self.module, probe))
         return ProbeResult(raw, probe, "reference", call_text,
                            self.assignment.module_file).check_ran()
 
@@ -110,11 +120,16 @@ class Reference:
         return self._answering
 
     def fresh_state(self, target, init, seed):
-        """The weights of a freshly built reference module: what the student's module loads."""
-        from ..sandbox.runtime.probes import seed as seed_generators
-        seed_generators(seed)
-        module = getattr(self.module, target)(**init)
-        return {name: t.detach().clone() for name, t in module.state_dict().items()}
+        """The weights of a freshly built reference module: what the student's module loads
+        (built once per batch per case: memo.state; the same dict each time, write-protected
+        tensors: read it, never write)."""
+        def build():
+            from ..sandbox.runtime.probes import seed as seed_generators
+            seed_generators(seed)
+            module = getattr(self.module, target)(**init)
+            return {name: t.detach().clone() for name, t in module.state_dict().items()}
+        key = (self.path, target, tuple(sorted(init.items(), key=repr)), seed)
+        return memo.state(key, build)
 
 
 def _numel(expected):
@@ -285,8 +300,8 @@ class Submission:
                                             reference_numel=_numel(expected))
             except WorkerFailure as failure:
                 raise StudentFailure(self._call_failed(target, call_text, failure, timeout)) from None
-            self.answers[asked] = reply  # kept as it came; every caller gets a copy
-        return self._answer(memo.copy_of(self.answers[asked]), probe, call_text)
+            self.answers[asked] = reply  # kept as it came (read-only tensors: replies.py)
+        return self._answer(self.answers[asked], probe, call_text)
 
     def run_answered(self, probe, call_text, expected, answerer):
         """run() for a probe whose `answered` names are the solution's answers while it runs
@@ -322,7 +337,7 @@ class Submission:
         if isinstance(kept, StudentFailure):
             return kept, names, refused
         try:
-            return self._answer(memo.copy_of(kept), probe, call_text), names, refused
+            return self._answer(kept, probe, call_text), names, refused
         except StudentFailure as failure:
             return failure, names, refused
 

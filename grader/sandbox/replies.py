@@ -262,11 +262,15 @@ class Record:
 
 
 class Tensor:
-    """A plain dense CPU tensor of a real dtype, no larger than the walk's bound."""
+    """A plain dense CPU tensor of a real dtype, no larger than the walk's bound; `frozen`:
+    read-only (an inference tensor: a probe's result is read and compared, never written)."""
+
+    def __init__(self, frozen=False):
+        self.frozen = frozen
 
     def check(self, value, walk, path, depth):
         walk.spend(path)
-        plain = validate_tensor(value, walk.max_numel)
+        plain = validate_tensor(value, walk.max_numel, frozen=self.frozen)
         walk.elements += plain.numel()
         if walk.elements > BUDGET_ELEMENTS:
             raise ReplyRefused(f"the reply holds more than {BUDGET_ELEMENTS} tensor entries in all "
@@ -294,10 +298,11 @@ class Described:
         return out
 
 
-def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
+def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL, frozen=False):
     """A contiguous copy of `value` (a tensor, or protocol.Sent: a tensor as a frame describes
     it, checked before it is built) if it is a tensor the comparison can use, else
-    _TensorRefused with the reason in a student's words."""
+    _TensorRefused with the reason in a student's words. `frozen`: the copy is read-only
+    (an inference tensor)."""
     sent = type(value) is protocol.Sent
     if sent and value.kind != "Tensor" or not sent and type(value) is not torch.Tensor:
         raise _TensorRefused(_("the process sent a {type} where a plain torch.Tensor belongs "
@@ -351,9 +356,12 @@ def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
         if (last + 1) * item > nbytes:
             raise _TensorRefused(_("its shape reaches beyond the memory it came with"))
     if sent:
-        return value.build().detach().clone(memory_format=torch.contiguous_format)
-    if value.is_conj() or value.is_neg():
+        value = value.build()
+    elif value.is_conj() or value.is_neg():
         value = value.resolve_conj().resolve_neg()
+    if frozen:
+        with torch.inference_mode():
+            return value.detach().clone(memory_format=torch.contiguous_format)
     return value.detach().clone(memory_format=torch.contiguous_format)
 
 
@@ -363,7 +371,7 @@ FRAME = Record({"file": Str(200), "line": Either(Int(), Null()), "function": Str
 ERROR = Record({"type": Str(100), "message": Str(4000), "where": List(FRAME, 16)})
 SHAPE = List(Int(0, 2**62), 16)
 VALUE = Described({
-    "tensor": Record({"tensor": Tensor(), "device": Str(40), "dtype": Str(40)},
+    "tensor": Record({"tensor": Tensor(frozen=True), "device": Str(40), "dtype": Str(40)},
                      required=("tensor",)),
     "tensor-on-meta": Record({"device": Str(40), "dtype": Str(40), "shape": SHAPE}),
     "other": Record({"type": Str(100), "repr": Str(400)}),
