@@ -610,6 +610,9 @@ class Worker:
         """SIGKILL the worker's process group, its descendants (orphans come to us: we are a
         subreaper) and, with a throwaway uid, every process of that uid; reap our children."""
         roots = set(self._roots())
+        if self._contained():
+            self._kill_contained(roots)
+            return
         for attempt in range(50):
             left = set()
             for root in roots:
@@ -631,6 +634,39 @@ class Worker:
                     pass
             _reap(left - roots)
             time.sleep(0.02)
+
+
+    def _contained(self):
+        """Is every process of this worker inside its pids cgroup and its namespaces? (At
+        bwrap and unshare, with cgroups: what it starts joins its cgroup, which no process of
+        its own may leave, and its orphans stay in its PID namespace.)"""
+        groups = self.cgroups
+        return groups is not None and "pids" in groups.folders \
+            and self.isolation.level in ("bwrap", "unshare")
+
+    def _kill_contained(self, roots):
+        """_kill_tree by the worker's cgroups: kill what they hold until they hold nothing
+        (no scan of /proc a round), then, with a throwaway uid, one look for any process of it."""
+        groups = self.cgroups
+        for attempt in range(300):
+            for root in roots:
+                try:
+                    os.killpg(root, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            groups.kill()
+            left = groups.pids() | {p.pid for p in self._processes() if p.poll() is None}
+            if not left:
+                break
+            _reap(left - roots)
+            time.sleep(0.002 if attempt < 10 else 0.02)
+        if self.isolation.uid is not None:
+            table = procfs.proc_table()
+            for pid in (p for p, (_, owner, _) in table.items() if owner == self.isolation.uid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 WORKER_STARTS = {"forked": "forked from a template that imported torch once per batch",
