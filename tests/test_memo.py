@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 
 import pytest
 import torch
@@ -109,8 +110,15 @@ def test_a_whole_session_leaves_every_kept_result_as_it_was(tmp_path, monkeypatc
     args = Options(no_gpu=True).pytest_args() + [
         "--submission", os.path.join(EXAMPLES, "chen.py"), "--stage-dir", str(tmp_path),
         "--attnkit-report-fd", str(write), "-p", "no:randomly"]
-    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-        code = runner.main(args)
+    modules, path = dict(sys.modules), list(sys.path)
+    try:
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            code = runner.main(args)
+    finally:  # the suite's own conftest and test module leave this process's imports
+        for name in set(sys.modules) - set(modules):
+            del sys.modules[name]
+        sys.modules.update(modules)
+        sys.path[:] = path
     assert select.select([read], [], [], 5)[0], f"no report (pytest exited {code})"
     report = json.loads(os.read(read, 1 << 24))
     os.close(read)

@@ -202,7 +202,7 @@ def start_zygote(options=None):
         zygote = Zygote(_environment(), _inherited_fds())
     except OSError:
         return None
-    if options is not None:
+    if options is not None:  # served beside the batch's catalog (zygote.prepare)
         zygote.prepare(os.path.abspath(options.hidden_tests), os.path.abspath(options.solution))
     return zygote
 

@@ -39,6 +39,8 @@ class Zygote:
         self.changed = threading.Condition()
         self.statuses = {}
         self.cpu = {}        # pid -> CPU seconds of that trusted process (and what it waited for)
+        self.prepared = {}   # what the server said of prepare()'s requests
+        self._later, self._asked = [], []  # prepare()'s requests; those not sent yet
         self.children = {}   # pid -> the generation of the server that forked it
         self.generation, self.restarts, self.stopped = 0, 0, None
         self._start()
@@ -81,6 +83,8 @@ class Zygote:
                     if "exited" in message:
                         self.statuses[message["exited"]] = message["status"]
                         self.cpu[message["exited"]] = message.get("cpu")
+                    elif "prepared" in message or "warmed" in message:
+                        self.prepared.update(message)
                     else:
                         self.replies.append(message)
                     self.changed.notify_all()
@@ -104,27 +108,29 @@ class Zygote:
             self._start()
         except OSError:
             raise ZygoteGone("the fork server could not be started again") from None
+        self._asked = list(self._later)  # a new server prepares the suite again
 
     def prepare(self, hidden_tests, solution):
         """Have the fork server prepare the suite once for the batch (grader/suite/warm.py):
-        what every trusted process needs, computed before it forks any. Returns how many
-        reference results it computed, or None when it could not (each trusted process then
-        computes what it needs, as before)."""
-        request = json.dumps({"prepare": {"hidden_tests": hidden_tests,
-                                          "solution": solution}}).encode() + b"\n"
-        with self.lock:
-            self._restart_if_gone()
+        what every trusted process needs, computed before it forks any of them, and what
+        follow-through marking imports (torch's symbolic shapes, for autograd with given
+        gradients), then. Both are asked after the next spawn (the batch's catalog: prepared
+        while it is collected), the second after the one after it (while the first submission
+        is graded); a server started again is asked again. A server that cannot prepare
+        leaves each trusted process to compute what it needs, as before."""
+        self._later = [json.dumps({"prepare": {"hidden_tests": hidden_tests,
+                                               "solution": solution}}).encode() + b"\n",
+                       json.dumps({"warm": True}).encode() + b"\n"]
+        self._asked = list(self._later)
+
+    def _ask_later(self):
+        """After a spawn: the next request prepare() left for later, if any (no answer
+        awaited: the server serves it while the child it just forked runs)."""
+        if self._asked:
             try:
-                self.sock.sendall(request)
+                self.sock.sendall(self._asked.pop(0))
             except OSError:
-                return None
-            with self.changed:
-                while not self.replies and self.alive:
-                    self.changed.wait(1)
-                if not self.replies:
-                    return None
-                said = self.replies.pop(0)
-        return said.get("prepared") if isinstance(said.get("prepared"), int) else None
+                pass
 
     def spawn(self, args, report_fd, console_fd, cwd, fds=None):
         """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
@@ -144,7 +150,8 @@ class Zygote:
                     raise ZygoteGone("the fork server did not answer")
                 pid = self.replies.pop(0)["pid"]
                 self.children[pid] = self.generation
-                return pid
+            self._ask_later()
+            return pid
 
     def wait(self, pid, timeout):
         """The child's exit status (as os.waitstatus_to_exitcode gives it), or None on timeout.
@@ -217,12 +224,29 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
     os._exit(int(code))
 
 
-def warm_up():
-    """What every trusted process would otherwise import on first use, once here: the
-    comparison's torch.testing.assert_close pulls in torch.distributed.tensor and sympy
-    (about a second)."""
-    import torch
-    torch.testing.assert_close(torch.zeros(2, requires_grad=True), torch.zeros(2))
+# imported once the suite is prepared, while the batch's first submission is graded: what
+# follow-through marking needs (autograd with given gradients imports torch's symbolic shapes,
+# and sympy with them: 0.3 s in each trusted process that asks)
+WARM = ("torch.fx.experimental.symbolic_shapes", "torch.nested._internal.nested_tensor")
+
+
+def _warm():
+    import importlib
+    try:
+        for name in WARM:
+            importlib.import_module(name)
+        return {"warmed": True}
+    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
+        return {"warmed": False, "error": f"{type(error).__name__}: {error}"[:500]}
+
+
+def _freeze():
+    """What this server holds now is left out of every garbage collection of the processes it
+    forks (gc.freeze): a collection there would otherwise touch each object and copy every
+    page of it (torch's and pytest's modules, the prepared suite) into the child."""
+    import gc
+    gc.collect()
+    gc.freeze()
 
 
 def _prepare(what):
@@ -239,7 +263,7 @@ def serve(sock_fd):
     import importlib
     for name in PRELOAD:
         importlib.import_module(name)
-    warm_up()
+    _freeze()
     from ..harness import memo
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
     children = set()
@@ -279,7 +303,14 @@ def serve(sock_fd):
                 return  # the batch is over
             request = json.loads(message)
             if "prepare" in request:
-                sock.sendall(json.dumps(_prepare(request["prepare"])).encode() + b"\n")
+                said = _prepare(request["prepare"])
+                _freeze()
+                sock.sendall(json.dumps(said).encode() + b"\n")
+                continue
+            if "warm" in request:
+                said = _warm()
+                _freeze()
+                sock.sendall(json.dumps(said).encode() + b"\n")
                 continue
             memo_r, memo_w = os.pipe()
             pid = os.fork()

@@ -534,6 +534,12 @@ class Worker:
             self._release()
             return
         self._stop_watch.set()
+        if not goodbye and isinstance(self.proc, template_mod.ForkedProcess):
+            try:  # the worker alone first: its keeper then says what it cost
+                os.kill(self.proc.worker_pid, signal.SIGKILL)
+                self.proc.wait(timeout=1)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         if goodbye and self.proc.poll() is None and self.failure is None:
             try:
                 protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"})
