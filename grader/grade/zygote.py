@@ -209,10 +209,16 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     import pytest
     args = [a.replace("{report_fd}", str(report_fd)) for a in args]
+    _begin_sandbox(args)
     try:
         code = pytest.main(args)
     except BaseException:
         code = 3
+    try:
+        from ..harness.implementations import discard_early
+        discard_early()
+    except BaseException:
+        pass
     sys.stdout.flush()
     sys.stderr.flush()
     try:  # what it computed that every submission needs, for the children forked after it
@@ -228,6 +234,36 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
 # follow-through marking needs (autograd with given gradients imports torch's symbolic shapes,
 # and sympy with them: 0.3 s in each trusted process that asks)
 WARM = ("torch.fx.experimental.symbolic_shapes", "torch.nested._internal.nested_tensor")
+
+
+def _begin_sandbox(args):
+    """Before pytest starts: the submission's first sandbox set going (harness start_early),
+    so that bwrap builds it while pytest configures itself and collects; the suite's
+    Submission then finishes it. Anything unexpected: nothing begun, it starts as before."""
+    import argparse
+    try:
+        parser = argparse.ArgumentParser(add_help=False)
+        for name in ("--submission", "--stage-dir", "--isolation", "--limits"):
+            parser.add_argument(name)
+        parser.add_argument("--no-gpu", action="store_true")
+        parser.add_argument("--collect-only", action="store_true")
+        known, _rest = parser.parse_known_args(args)
+        if not known.submission or not known.stage_dir or known.collect_only:
+            return
+        import torch
+        if torch.cuda.is_available() and not known.no_gpu:
+            return  # GPU workers start fresh, in the suite's session
+        from .. import assignment as assignments
+        from ..harness.implementations import start_early
+        from ..sandbox import isolation
+        from ..sandbox.limits import Limits
+        declared = assignments.load_folder(args[0])
+        os.chmod(known.stage_dir, 0o711)
+        start_early(known.submission, isolation.choose(known.isolation or "auto"),
+                    Limits(**json.loads(known.limits or "{}")), known.stage_dir,
+                    assignment=declared)
+    except Exception:  # noqa: BLE001 - an optimisation: the session starts its worker itself
+        return
 
 
 def _warm():

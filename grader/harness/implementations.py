@@ -179,6 +179,47 @@ def explain_import_error(error, imports=None, module_file=None):
              "`if __name__ == '__main__':`.").format(module=module_file) + "\n" + text
 
 
+_EARLY = {}  # (submission path, stage folder) -> (a Worker begun early, what it was begun with)
+
+
+def start_early(path, isolation, limits, stage_dir, gpu=False, assignment=None):
+    """Begin the sandbox of `path`'s first worker now (Worker.begin: bwrap builds it while
+    this process does other work, pytest's configuration and collection), for the Submission
+    of the same path, folder and settings to finish (the batch's fork server calls this in
+    each trusted process before pytest starts: grade/zygote.py). A worker no Submission takes
+    is stopped by discard_early()."""
+    path = os.path.abspath(path)
+    worker = Worker(path, isolation, limits, stage_dir, gpu=gpu, assignment=assignment)
+    try:
+        worker.begin()
+    except WorkerFailure:
+        worker.stop()
+        return None
+    _EARLY[(path, stage_dir)] = (worker, (isolation, limits, gpu, assignment))
+    return worker
+
+
+def _take_early(submission):
+    found = _EARLY.pop((submission.path, submission.stage_dir), None)
+    if found is None:
+        return None
+    worker, (isolation, limits, gpu, assignment) = found
+    if (isolation.level, isolation.uid is None) != (submission.isolation.level,
+                                                    submission.isolation.uid is None) \
+            or limits != submission.limits or gpu != submission.gpu \
+            or assignment.folder != submission.assignment.folder:
+        worker.stop()  # begun with other settings than the suite's: not this one
+        return None
+    return worker
+
+
+def discard_early():
+    """Stop every worker begun early and not taken (a run that stopped before its session)."""
+    while _EARLY:
+        worker, _settings = _EARLY.pop(next(iter(_EARLY)))
+        worker.stop()
+
+
 class Submission:
     """The student's module file, reached only through a sandboxed worker process.
 
@@ -214,13 +255,17 @@ class Submission:
         self._new_worker()
 
     def _new_worker(self):
-        self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu,
-                             assignment=self.assignment)
+        early = _take_early(self)
+        self.worker = early or Worker(self.path, self.isolation, self.limits, self.stage_dir,
+                                      gpu=self.gpu, assignment=self.assignment)
         self.workers_started += 1
         self.workers.append(self.worker)
         self.loaded = False
         try:
-            self.worker.start()
+            if early is not None:
+                self.worker.finish()
+            else:
+                self.worker.start()
         except WorkerFailure as failure:
             raise GraderError(failure.reason) from None
         for key, value in self.worker.limited_by().items():

@@ -192,6 +192,13 @@ class Worker:
         return self.assignment.module
 
     def start(self):
+        self.begin()
+        self.finish()
+
+    def begin(self):
+        """The first half of start(): the worker's folder, uid, cgroups and, at the namespace
+        levels, its sandbox's placeholder set going, not waited for (bwrap builds the sandbox
+        while the trusted process does other work: harness/implementations.py start_early)."""
         try:
             self.imports = stage.imports_of(self.assignment)
             given = stage.given_files(self.imports)
@@ -225,14 +232,29 @@ class Worker:
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
         if self.isolation.level == "none":  # a private TMPDIR (namespaces give a private /tmp)
             env.update(TMPDIR=self.view.tmp_dir, TMP=self.view.tmp_dir, TEMP=self.view.tmp_dir)
-        template = None if self.gpu else template_mod.current()
-        if template is not None:
+        self._plan = (worker_py, rlimits, submission, env, prefix)
+        self._template = None if self.gpu else template_mod.current()
+        if self._template is not None:
             try:
-                self._start_forked(template, worker_py, rlimits, submission, env, prefix)
+                self._begin_forked(env, prefix)
             except template_mod.TemplateGone as gone:
-                self.fresh_because = str(gone)[:300]  # said in results.json (limited_by)
-                template_mod.give_up()  # this process's next workers start fresh at once
-                self._stop_holder()
+                self._gone(gone)
+
+    def _gone(self, gone):
+        self.fresh_because = str(gone)[:300]  # said in results.json (limited_by)
+        template_mod.give_up()  # this process's next workers start fresh at once
+        self._stop_holder()
+        self._template = None
+
+    def finish(self):
+        """The second half of start(): the worker itself, forked into the sandbox begin() set
+        going (or started fresh), its output read, its memory watched."""
+        worker_py, rlimits, submission, env, prefix = self._plan
+        if self._template is not None:
+            try:
+                self._start_forked(self._template, worker_py, rlimits, submission, env, prefix)
+            except template_mod.TemplateGone as gone:
+                self._gone(gone)
         if self.proc is None:
             self._start_fresh(worker_py, rlimits, submission, env, prefix)
         self.stdout = _CappedReader(self.proc.stdout, self.limits.output_kb * 1024)
@@ -266,11 +288,9 @@ class Worker:
         self.reply_fd = read_fd
         self.started = "fresh"
 
-    def _start_forked(self, template, worker_py, rlimits, submission, env, prefix):
-        """The sandbox around a placeholder (the same command line as a fresh worker's, with
-        a shell that waits for Python), then a worker forked from the template inside it (template.py).
-        Raises template.TemplateGone when that cannot be done: the worker then starts fresh."""
-        namespaces, ns_fds = [], []
+    def _begin_forked(self, env, prefix):
+        """At the namespace levels: the sandbox around a placeholder (the same command line as
+        a fresh worker's, with a shell that waits for Python), started, not waited for."""
         if self.isolation.level in ("bwrap", "unshare"):
             # says its pid, then waits for its stdin to close: should the trusted process die
             # without stopping it, the placeholder ends, and its PID namespace with it
@@ -283,6 +303,13 @@ class Worker:
             except OSError as exc:
                 raise template_mod.TemplateGone(f"no placeholder: {exc}") from None
             _LIVE_WORKERS.add(self._holder.pid)
+
+    def _start_forked(self, template, worker_py, rlimits, submission, env, prefix):
+        """A worker forked from the template (template.py) inside the sandbox _begin_forked
+        started. Raises template.TemplateGone when that cannot be done: the worker then starts
+        fresh."""
+        namespaces, ns_fds = [], []
+        if self.isolation.level in ("bwrap", "unshare"):
             inner = _first_line(self._holder.stdout, self.limits.startup_seconds)
             host_pid = procfs.host_pid(self._holder.pid, inner) if inner.isdigit() else None
             if host_pid is None:
@@ -530,7 +557,10 @@ class Worker:
     def stop(self, goodbye=True):
         """End the worker and every process it started; safe to call more than once.
         `goodbye`: ask it to exit first (False: it is busy with work no one will read)."""
-        if self.proc is None:
+        if self.proc is None:  # never started, or only begun
+            self._stop_holder()
+            if getattr(self, "view", None) is not None:
+                shutil.rmtree(self.view.home, ignore_errors=True)
             self._release()
             return
         self._stop_watch.set()
