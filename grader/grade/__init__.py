@@ -252,7 +252,7 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     options = dataclasses.replace(options, isolation=chosen.level)
     trusted.vouch_isolation(chosen)  # the trusted processes take it as checked
     workers = trusted.start_worker_template()  # torch imported once for every worker
-    zygote = trusted.start_zygote(options)     # torch, pytest and the suite once for the batch
+    zygote = trusted.start_zygote(options, max(1, jobs))  # torch, pytest, the suite: once
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
                             {"feedback": feedback, "visibility": visibility}, policy,

@@ -194,16 +194,18 @@ def stop_zygote(zygote):
         SERVERS_CPU["zygote"] = zygote.close() or 0.0
 
 
-def start_zygote(options=None):
+def start_zygote(options=None, jobs=1):
     """A fork server with torch and pytest imported (see zygote.py), or None; with `options`
-    (a SuiteOptions), the suite prepared in it once for the batch (grader/suite/warm.py)."""
+    (a SuiteOptions), the suite prepared in it once for the batch (grader/suite/warm.py),
+    beside the batch's catalog, and what follow-through imports once `jobs` submissions run."""
     from .zygote import Zygote
     try:
         zygote = Zygote(_environment(), _inherited_fds())
     except OSError:
         return None
-    if options is not None:  # served beside the batch's catalog (zygote.prepare)
-        zygote.prepare(os.path.abspath(options.hidden_tests), os.path.abspath(options.solution))
+    if options is not None:
+        zygote.prepare(os.path.abspath(options.hidden_tests), os.path.abspath(options.solution),
+                       jobs)
     return zygote
 
 

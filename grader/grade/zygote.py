@@ -110,16 +110,17 @@ class Zygote:
             raise ZygoteGone("the fork server could not be started again") from None
         self._asked = list(self._later)  # a new server prepares the suite again
 
-    def prepare(self, hidden_tests, solution):
+    def prepare(self, hidden_tests, solution, jobs=1):
         """Have the fork server prepare the suite once for the batch (grader/suite/warm.py):
         what every trusted process needs, computed before it forks any of them, and what
         follow-through marking imports (torch's symbolic shapes, for autograd with given
-        gradients), then. Both are asked after the next spawn (the batch's catalog: prepared
-        while it is collected), the second after the one after it (while the first submission
-        is graded); a server started again is asked again. A server that cannot prepare
-        leaves each trusted process to compute what it needs, as before."""
+        gradients), then. The first is asked after the next spawn (the batch's catalog:
+        prepared while it is collected), the second once the batch's first `jobs` submissions
+        are forked (so none of them waits for it); a server started again is asked again. A
+        server that cannot prepare leaves each trusted process to compute what it needs."""
         self._later = [json.dumps({"prepare": {"hidden_tests": hidden_tests,
                                                "solution": solution}}).encode() + b"\n",
+                       *[None] * max(0, jobs - 1),
                        json.dumps({"warm": True}).encode() + b"\n"]
         self._asked = list(self._later)
 
@@ -127,8 +128,10 @@ class Zygote:
         """After a spawn: the next request prepare() left for later, if any (no answer
         awaited: the server serves it while the child it just forked runs)."""
         if self._asked:
+            request = self._asked.pop(0)
             try:
-                self.sock.sendall(self._asked.pop(0))
+                if request is not None:
+                    self.sock.sendall(request)
             except OSError:
                 pass
 
