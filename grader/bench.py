@@ -27,8 +27,8 @@ Measures, in one run and on one machine, each against the bare torch import (med
   for 10,000 submissions on N machines from these figures;
 - where one trusted process's time goes (`--phases`, in this process, warm as the fork
   server's children are): pytest's configuration and collection, the tests, the session's
-  end, and within the tests the worker protocol's encoding and decoding (torch.save and the
-  weights-only torch.load) — CPU seconds, median of 5 runs of the solution.
+  end, and within the tests the worker protocol's encoding and decoding (the frame codec,
+  runtime/protocol.py) — CPU seconds, median of 5 runs of the solution.
 
 `--fresh` grades the copies again with workers started fresh (ATTNKIT_WORKER_START=fresh:
 each imports torch itself), for the worker template's share. Run it on an idle machine;
@@ -321,7 +321,7 @@ def _phases(level, declared, runs=5):
             finally:
                 spent["protocol"] += time.process_time() - started
         return wrapper
-    protocol.encode, protocol.decode = timed(protocol.encode), timed(protocol.decode)
+    protocol.encode_payload, protocol.decode = timed(protocol.encode_payload), timed(protocol.decode)
 
     class Phases:
         def __init__(self):
