@@ -9,6 +9,11 @@ Measures, in one run and on one machine, each against the bare torch import (med
   batch's wall time (worker template, fork server and catalog included) per submission;
 - a class of `--class-size` submissions at --jobs 2: copies of examples/ (files, a
   notebook, a zip, a folder; right and wrong), wall time in all and per submission;
+- for each of those three batches, its CPU seconds per submission by side (the trusted
+  processes with their fork server, the workers with their template, and this parent
+  process: the kernel's accounting, so the figures hold on a loaded machine), the round
+  trips each submission took with its workers, the load average around it, and its ratio
+  to a bare import timed just before and after it (3 runs each);
 - `grader validate` at --jobs 2 (solution, skeleton, alternatives and every catalog
   mistake, each diagnosed), wall time in all and per check;
 - `grader similarity` on a class of `--similarity-class` submissions (rows and kept code
@@ -22,8 +27,8 @@ Measures, in one run and on one machine, each against the bare torch import (med
   for 10,000 submissions on N machines from these figures;
 - where one trusted process's time goes (`--phases`, in this process, warm as the fork
   server's children are): pytest's configuration and collection, the tests, the session's
-  end, and within the tests the worker protocol's encoding and decoding (torch.save and the
-  weights-only torch.load) — CPU seconds, median of 5 runs of the solution.
+  end, and within the tests the worker protocol's encoding and decoding (the frame codec,
+  runtime/protocol.py) — CPU seconds, median of 5 runs of the solution.
 
 `--fresh` grades the copies again with workers started fresh (ATTNKIT_WORKER_START=fresh:
 each imports torch itself), for the worker template's share. Run it on an idle machine;
@@ -32,6 +37,7 @@ no test asserts these numbers.
 import argparse
 import contextlib
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,14 +53,95 @@ from .sandbox import isolation, template
 EXAMPLES = os.path.join(paths.KIT_ROOT, "examples")
 
 
-def bare_torch_import(repeats=5):
-    times = []
+def bare_import(repeats=5):
+    """[(wall seconds, CPU seconds)] of `repeats` runs of a bare `python -c "import torch"`."""
+    runs = []
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import torch"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        proc = subprocess.Popen([sys.executable, "-c", "import torch"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise RuntimeError("python -c 'import torch' failed")
+        runs.append((time.perf_counter() - started, usage.ru_utime + usage.ru_stime))
+    return runs
+
+
+def bare_torch_import(repeats=5):
+    """The median wall seconds of a bare `python -c "import torch"`."""
+    return statistics.median(wall for wall, _ in bare_import(repeats))
+
+
+class Figures:
+    """One batch, measured: wall seconds, and CPU seconds by side (from the kernel's
+    accounting: each trusted process as its fork server reaped it, each worker as its keeper
+    did, the fork servers as `grader grade` did, and this process), the round trips of each
+    submission, the machine's load average around it, and a bare import measured beside it."""
+
+    def __init__(self, label, results, wall, cpu, load, bare):
+        self.label, self.results, self.wall, self.load, self.bare = label, results, wall, load, bare
+        self.cpu = cpu  # {"trusted", "worker", "parent"}: seconds for the whole batch
+        self.count = max(1, len(results))
+
+    def lines(self):
+        bare_wall = statistics.median(w for w, _ in self.bare)
+        bare_cpu = statistics.median(c for _, c in self.bare)
+        per = self.wall / self.count
+        cpu = {k: v / self.count for k, v in self.cpu.items()}
+        total = sum(cpu.values())
+        exchanges = [r.costs.get("exchanges") for r in self.results if r.costs]
+        right = [e for r, e in zip(self.results, exchanges)
+                 if e is not None and r.score == r.max_score]
+        wrong = [e for r, e in zip(self.results, exchanges)
+                 if e is not None and r.score != r.max_score]
+
+        def spread(values):
+            return "-" if not values else (f"{min(values)}" if min(values) == max(values)
+                                           else f"{min(values)}..{max(values)} "
+                                                f"(median {statistics.median(values):g})")
+        yield (f"{self.label}: {self.wall:.2f} s wall, {per:.3f} s per submission "
+               f"= {per / bare_wall:.2f} x a bare import ({bare_wall:.2f} s wall beside it); "
+               f"load {self.load[0]:.1f} -> {self.load[1]:.1f}")
+        yield (f"  CPU per submission: trusted {cpu['trusted']:.3f} s, worker "
+               f"{cpu['worker']:.3f} s, parent {cpu['parent']:.3f} s; {total:.3f} s in all "
+               f"= {total / bare_cpu:.2f} x the bare import's {bare_cpu:.2f} s of CPU "
+               f"(fork servers' start-up included)")
+        own = [(r.costs.get("trusted_cpu"), r.costs.get("worker_cpu")) for r in self.results
+               if r.costs and None not in (r.costs.get("trusted_cpu"), r.costs.get("worker_cpu"))]
+        if own:
+            yield (f"  one submission's own processes (median): trusted "
+                   f"{statistics.median(t for t, _ in own):.3f} s, worker "
+                   f"{statistics.median(w for _, w in own):.3f} s of CPU")
+        yield (f"  round trips per submission: full marks {spread(right)}; "
+               f"the others {spread(wrong)}")
+
+
+def measure(label, submissions, out, options, jobs, shard=None, bare_repeats=3):
+    """A Figures of grading `submissions` at `jobs`, with a bare import timed just before and
+    just after it (bare_repeats each)."""
+    from .grade import trusted
+    bare = bare_import(bare_repeats)
+    load = os.getloadavg()[0]
+    me, children = (resource.getrusage(resource.RUSAGE_SELF),
+                    resource.getrusage(resource.RUSAGE_CHILDREN))
+    wall, results = _batch(submissions, out, options, jobs, shard)
+    me2, children2 = (resource.getrusage(resource.RUSAGE_SELF),
+                      resource.getrusage(resource.RUSAGE_CHILDREN))
+    load = (load, os.getloadavg()[0])
+    bare += bare_import(bare_repeats)
+
+    def spent(before, after):
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    servers = dict(trusted.SERVERS_CPU)
+    trusted_cpu = servers.get("zygote") or sum((r.costs or {}).get("trusted_cpu") or 0.0
+                                               for r in results)
+    template = servers.get("template") or 0.0
+    worker_cpu = template + sum((r.costs or {}).get("worker_cpu") or 0.0 for r in results)
+    others = spent(children, children2) - (servers.get("zygote") or 0.0) - template
+    cpu = {"trusted": trusted_cpu, "worker": worker_cpu,
+           "parent": spent(me, me2) + max(0.0, others)}
+    return Figures(label, results, wall, cpu, load, bare)
 
 
 def _copies(folder, count, sources):
@@ -123,7 +210,8 @@ def main(argv=None):
     options = SuiteOptions(isolation=args.isolation, assignment=declared)
     bare = bare_torch_import()
     print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
-    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5)", flush=True)
+    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
 
     def line(what, seconds, count=None, unit="submission"):
         per = seconds / count if count else seconds
@@ -131,16 +219,22 @@ def main(argv=None):
         print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
               f"= {per / bare:.2f} x the bare import", flush=True)
 
+    def show(figures):
+        for text in figures.lines():
+            print(text, flush=True)
+
     workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
     try:
         os.makedirs(os.path.join(workdir, "copies"))
         copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
-        wall, results = _batch(copies, os.path.join(workdir, "out1"), options, 1)
+        figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
+                          os.path.join(workdir, "out1"), options, 1)
+        results = figures.results
         assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
         line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
-        line(f"batch of {len(copies)} at --jobs 1, wall", wall, len(copies))
-        wall, _ = _batch(copies, os.path.join(workdir, "out2"), options, 2)
-        line(f"batch of {len(copies)} at --jobs 2, wall", wall, len(copies))
+        show(figures)
+        show(measure(f"batch of {len(copies)} at --jobs 2", copies,
+                     os.path.join(workdir, "out2"), options, 2))
         if args.shards:
             _shard_path(copies, workdir, options, args.shards, line, bare)
         if args.fresh:
@@ -152,9 +246,10 @@ def main(argv=None):
                              if not n.startswith("."))
             os.makedirs(os.path.join(workdir, "class"))
             members = _copies(os.path.join(workdir, "class"), args.class_size, sources)
-            wall, results = _batch(members, os.path.join(workdir, "out4"), options, 2)
-            errors = sum(r.status == "grader error" for r in results)
-            line(f"class of {len(members)} (copies of examples/) at --jobs 2", wall, len(members))
+            figures = measure(f"class of {len(members)} (copies of examples/) at --jobs 2",
+                              members, os.path.join(workdir, "out4"), options, 2)
+            show(figures)
+            errors = sum(r.status == "grader error" for r in figures.results)
             if errors:
                 print(f"  ({errors} grader errors)")
         if not args.no_validate:
@@ -226,7 +321,7 @@ def _phases(level, declared, runs=5):
             finally:
                 spent["protocol"] += time.process_time() - started
         return wrapper
-    protocol.encode, protocol.decode = timed(protocol.encode), timed(protocol.decode)
+    protocol.encode_payload, protocol.decode = timed(protocol.encode_payload), timed(protocol.decode)
 
     class Phases:
         def __init__(self):

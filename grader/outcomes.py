@@ -55,6 +55,9 @@ class SubmissionResult:
     # {"reference": {"computed": n, "reused": m}, "mistake": {...}}: see harness/memo.py
     case_results: dict = None
     carry_forward: str = None    # "on" | "off": the policy it was graded with (carry.py)
+    # {"exchanges", "worker_cpu", "trusted_cpu"}: what grading it cost (grade/outcome.py
+    # costs_from; grader/bench.py reads it, no report shows it)
+    costs: dict = None
 
     @property
     def score(self):

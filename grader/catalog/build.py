@@ -47,8 +47,7 @@ class MistakeImplementation:
         owner = ("mistake", self.solution_path, self.mistake.id)
         raw = memo.get(owner, probe)
         if raw is None:
-            raw = run_probe(self.module, probe)
-            memo.put(owner, probe, raw)
+            raw = memo.put(owner, probe, run_probe(self.module, probe))
         return raw
 
     def run(self, probe, call_text, expected=None):

@@ -117,7 +117,7 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
         isolation=report.get("isolation"), summary=report.get("submission"),
         seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report),
         case_results=outcome.case_results_from(report),
-        carry_forward=outcome.carry_setting(report))
+        carry_forward=outcome.carry_setting(report), costs=outcome.costs_from(report))
     if report.get("errors"):
         result.grader_error = "; ".join(report["errors"])[:2000]
     result.console = report.get("console", "")
@@ -247,16 +247,18 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     ledger.load(out_dir)  # a ledger that does not read stops the batch before it starts
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
-    options = dataclasses.replace(options, isolation=isolation.choose(options.isolation).level)
+    trusted.SERVERS_CPU.clear()
+    chosen = isolation.choose(options.isolation)
+    options = dataclasses.replace(options, isolation=chosen.level)
+    trusted.vouch_isolation(chosen)  # the trusted processes take it as checked
     workers = trusted.start_worker_template()  # torch imported once for every worker
-    zygote = trusted.start_zygote()            # torch and pytest once for every trusted process
+    zygote = trusted.start_zygote(options, max(1, jobs))  # torch, pytest, the suite: once
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
                             {"feedback": feedback, "visibility": visibility}, policy,
                             shard, parts)
     finally:
-        if zygote is not None:
-            zygote.close()
+        trusted.stop_zygote(zygote)
         trusted.stop_worker_template(workers)
 
 

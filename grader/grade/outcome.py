@@ -3,7 +3,7 @@ from ..i18n import _
 from ..textsafety import safe_text
 from ..outcomes import SubmissionResult, TestOutcome
 
-__all__ = ["SubmissionResult", "TestOutcome", "carry_setting", "case_results_from",
+__all__ = ["SubmissionResult", "TestOutcome", "carry_setting", "case_results_from", "costs_from",
            "diagnoses_from", "from_catalog", "from_suite"]
 
 
@@ -65,6 +65,18 @@ def case_results_from(report):
                          and not isinstance(entry.get(how), bool) and 0 <= entry[how] < 10**9 else 0
                          for how in ("computed", "reused")}
     return out or None
+
+
+def costs_from(report):
+    """{"exchanges": int, "worker_cpu": s, "trusted_cpu": s} from the report, checked (None
+    for what it does not say); the benchmark reads them."""
+    found = report.get("costs") if isinstance(report.get("costs"), dict) else {}
+    out = {}
+    for key in ("exchanges", "worker_cpu", "trusted_cpu"):
+        value = found.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
+        out[key] = value if ok else None
+    return out
 
 
 class _Known:

@@ -64,6 +64,12 @@ class SuiteOptions:
                 "--tb=native",
                 # nothing here logs; its capture around each test phase cost 2 ms a test
                 "-p", "no:logging",
+                # nor writes XML, runs doctests or a debugger, pastes, steps, plans setups,
+                # uses the legacy tmpdir, subtests or thread-exception warnings: 6 ms a
+                # trusted process (of its 41 ms of configuration and collection)
+                *[arg for name in ("junitxml", "doctest", "pastebin", "setuponly", "setupplan",
+                                   "stepwise", "debugging", "legacypath", "threadexception",
+                                   "subtests") for arg in ("-p", f"no:{name}")],
                 "-q", "--no-header", "-rN",
                 "--reference", os.path.abspath(self.solution),
                 "--isolation", self.isolation,
@@ -93,8 +99,16 @@ class SuiteFailed(Exception):
 
 # the batch's worker template (its socket is inherited by trusted processes), the templates
 # that died (kept open until the batch ends), how many times it was restarted and why
-_BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None}
+_BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None,
+          "checked": None}
 _TEMPLATE_LOCK = threading.Lock()
+
+
+def vouch_isolation(chosen):
+    """The batch's isolation level, checked once by grade_batch (isolation.choose): its
+    trusted processes take it as checked (isolation.CHECKED_ENV) instead of each starting a
+    Python under the sandbox to check it again."""
+    _BATCH["checked"] = isolation.checked(chosen)
 
 
 def _environment():
@@ -106,6 +120,8 @@ def _environment():
            # the hidden suite needs no other installed pytest plugin (hypothesis's, say,
            # imports hypothesis in every trusted process)
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    if _BATCH["checked"]:
+        env[isolation.CHECKED_ENV] = _BATCH["checked"]
     if _BATCH["template_fd"] is not None:
         env[template.ENV_FD] = str(_BATCH["template_fd"])
     elif os.environ.get(template.ENV_MODE):
@@ -154,25 +170,43 @@ def current_template_fd():
         return fresh.fileno()
 
 
+# CPU seconds of the last batch's fork servers: {"zygote": the fork server and every trusted
+# process it forked, "template": the worker template alone (its keepers report their workers)}
+SERVERS_CPU = {}
+
+
 def stop_worker_template(started):
     if started is not None:
         with _TEMPLATE_LOCK:
             current, dead = _BATCH["template"], _BATCH["dead"]
             _BATCH.update(template=None, template_fd=None, dead=[])
+        spent = 0.0
         for each in [current or started, *dead]:
             try:
-                each.close()
+                spent += each.close() or 0.0
             except OSError:
                 pass
+        SERVERS_CPU["template"] = spent
 
 
-def start_zygote():
-    """A fork server with torch and pytest imported (see zygote.py), or None."""
+def stop_zygote(zygote):
+    if zygote is not None:
+        SERVERS_CPU["zygote"] = zygote.close() or 0.0
+
+
+def start_zygote(options=None, jobs=1):
+    """A fork server with torch and pytest imported (see zygote.py), or None; with `options`
+    (a SuiteOptions), the suite prepared in it once for the batch (grader/suite/warm.py),
+    beside the batch's catalog, and what follow-through imports once `jobs` submissions run."""
     from .zygote import Zygote
     try:
-        return Zygote(_environment(), _inherited_fds())
+        zygote = Zygote(_environment(), _inherited_fds())
     except OSError:
         return None
+    if options is not None:
+        zygote.prepare(os.path.abspath(options.hidden_tests), os.path.abspath(options.solution),
+                       jobs)
+    return zygote
 
 
 _RUNNING = {}  # pid -> how to interrupt it, for the trusted processes now running
@@ -300,6 +334,7 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     if template_fd is not None:
         fds["template"] = template_fd
     lost = object()  # the status of a child whose fork server died before it
+    child_cpu = None  # its CPU seconds, as the fork server saw them when it ended
     with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
         pid = None
         if zygote is not None:
@@ -331,6 +366,7 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
                     if status is None:
                         zygote.kill(pid)
                         zygote.wait(pid, 10)
+                    child_cpu = zygote.cpu.pop(pid, None)
                 except ZygoteGone:
                     # the child runs on without its parent: its report still comes
                     readers[0].join(timeout)
@@ -375,9 +411,13 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
         raise SuiteFailed(f"the hidden suite exited with status {how} and wrote no "
                           f"report:\n{console[-4000:]}")
     try:
-        return json.loads(data), console
+        report = json.loads(data)
     except json.JSONDecodeError as error:
         raise SuiteFailed(f"the hidden suite's report is not JSON ({error})") from None
+    if isinstance(report, dict):  # what it cost (grader/bench.py reads it)
+        costs = report.get("costs") if isinstance(report.get("costs"), dict) else {}
+        report["costs"] = dict(costs, trusted_cpu=child_cpu)
+    return report, console
 
 
 def catalog(options, zygote=None):

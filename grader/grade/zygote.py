@@ -38,6 +38,9 @@ class Zygote:
         self.lock = threading.Lock()
         self.changed = threading.Condition()
         self.statuses = {}
+        self.cpu = {}        # pid -> CPU seconds of that trusted process (and what it waited for)
+        self.prepared = {}   # what the server said of prepare()'s requests
+        self._later, self._asked = [], []  # prepare()'s requests; those not sent yet
         self.children = {}   # pid -> the generation of the server that forked it
         self.generation, self.restarts, self.stopped = 0, 0, None
         self._start()
@@ -79,6 +82,9 @@ class Zygote:
                 with self.changed:
                     if "exited" in message:
                         self.statuses[message["exited"]] = message["status"]
+                        self.cpu[message["exited"]] = message.get("cpu")
+                    elif "prepared" in message or "warmed" in message:
+                        self.prepared.update(message)
                     else:
                         self.replies.append(message)
                     self.changed.notify_all()
@@ -102,6 +108,32 @@ class Zygote:
             self._start()
         except OSError:
             raise ZygoteGone("the fork server could not be started again") from None
+        self._asked = list(self._later)  # a new server prepares the suite again
+
+    def prepare(self, hidden_tests, solution, jobs=1):
+        """Have the fork server prepare the suite once for the batch (grader/suite/warm.py):
+        what every trusted process needs, computed before it forks any of them, and what
+        follow-through marking imports (torch's symbolic shapes, for autograd with given
+        gradients), then. The first is asked after the next spawn (the batch's catalog:
+        prepared while it is collected), the second once the batch's first `jobs` submissions
+        are forked (so none of them waits for it); a server started again is asked again. A
+        server that cannot prepare leaves each trusted process to compute what it needs."""
+        self._later = [json.dumps({"prepare": {"hidden_tests": hidden_tests,
+                                               "solution": solution}}).encode() + b"\n",
+                       *[None] * max(0, jobs - 1),
+                       json.dumps({"warm": True}).encode() + b"\n"]
+        self._asked = list(self._later)
+
+    def _ask_later(self):
+        """After a spawn: the next request prepare() left for later, if any (no answer
+        awaited: the server serves it while the child it just forked runs)."""
+        if self._asked:
+            request = self._asked.pop(0)
+            try:
+                if request is not None:
+                    self.sock.sendall(request)
+            except OSError:
+                pass
 
     def spawn(self, args, report_fd, console_fd, cwd, fds=None):
         """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
@@ -121,7 +153,8 @@ class Zygote:
                     raise ZygoteGone("the fork server did not answer")
                 pid = self.replies.pop(0)["pid"]
                 self.children[pid] = self.generation
-                return pid
+            self._ask_later()
+            return pid
 
     def wait(self, pid, timeout):
         """The child's exit status (as os.waitstatus_to_exitcode gives it), or None on timeout.
@@ -145,16 +178,20 @@ class Zygote:
             pass
 
     def close(self):
+        """Let the fork server go; returns the CPU seconds it and the trusted processes it
+        forked used (each child's alone is in self.cpu), or None."""
+        from ..sandbox.template import wait_cpu
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
             self.sock.close()
         except OSError:
             pass
         finally:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
+            cpu = wait_cpu(self.proc, 5)
+            if self.proc.returncode is None:
                 self.proc.kill()
+                cpu = wait_cpu(self.proc, None)
+        return cpu
 
 
 # -- the server side ------------------------------------------------------------------
@@ -175,10 +212,16 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     import pytest
     args = [a.replace("{report_fd}", str(report_fd)) for a in args]
+    _begin_sandbox(args)
     try:
         code = pytest.main(args)
     except BaseException:
         code = 3
+    try:
+        from ..harness.implementations import discard_early
+        discard_early()
+    except BaseException:
+        pass
     sys.stdout.flush()
     sys.stderr.flush()
     try:  # what it computed that every submission needs, for the children forked after it
@@ -190,19 +233,76 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
     os._exit(int(code))
 
 
-def warm_up():
-    """What every trusted process would otherwise import on first use, once here: the
-    comparison's torch.testing.assert_close pulls in torch.distributed.tensor and sympy
-    (about a second)."""
-    import torch
-    torch.testing.assert_close(torch.zeros(2, requires_grad=True), torch.zeros(2))
+# imported once the suite is prepared, while the batch's first submission is graded: what
+# follow-through marking needs (autograd with given gradients imports torch's symbolic shapes,
+# and sympy with them: 0.3 s in each trusted process that asks)
+WARM = ("torch.fx.experimental.symbolic_shapes", "torch.nested._internal.nested_tensor")
+
+
+def _begin_sandbox(args):
+    """Before pytest starts: the submission's first sandbox set going (harness start_early),
+    so that bwrap builds it while pytest configures itself and collects; the suite's
+    Submission then finishes it. Anything unexpected: nothing begun, it starts as before."""
+    import argparse
+    try:
+        parser = argparse.ArgumentParser(add_help=False)
+        for name in ("--submission", "--stage-dir", "--isolation", "--limits"):
+            parser.add_argument(name)
+        parser.add_argument("--no-gpu", action="store_true")
+        parser.add_argument("--collect-only", action="store_true")
+        known, _rest = parser.parse_known_args(args)
+        if not known.submission or not known.stage_dir or known.collect_only:
+            return
+        import torch
+        if torch.cuda.is_available() and not known.no_gpu:
+            return  # GPU workers start fresh, in the suite's session
+        from .. import assignment as assignments
+        from ..harness.implementations import start_early
+        from ..sandbox import isolation
+        from ..sandbox.limits import Limits
+        declared = assignments.load_folder(args[0])
+        os.chmod(known.stage_dir, 0o711)
+        start_early(known.submission, isolation.choose(known.isolation or "auto"),
+                    Limits(**json.loads(known.limits or "{}")), known.stage_dir,
+                    assignment=declared)
+    except Exception:  # noqa: BLE001 - an optimisation: the session starts its worker itself
+        return
+
+
+def _warm():
+    import importlib
+    try:
+        for name in WARM:
+            importlib.import_module(name)
+        return {"warmed": True}
+    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
+        return {"warmed": False, "error": f"{type(error).__name__}: {error}"[:500]}
+
+
+def _freeze():
+    """What this server holds now is left out of every garbage collection of the processes it
+    forks (gc.freeze): a collection there would otherwise touch each object and copy every
+    page of it (torch's and pytest's modules, the prepared suite) into the child."""
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
+def _prepare(what):
+    """The suite prepared here once (grader/suite/warm.py); a failure is no failure of the
+    batch: each trusted process then computes what it needs itself."""
+    try:
+        from ..suite import warm
+        return {"prepared": warm.prepare(what["hidden_tests"], what["solution"])}
+    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
+        return {"prepared": None, "error": f"{type(error).__name__}: {error}"[:500]}
 
 
 def serve(sock_fd):
     import importlib
     for name in PRELOAD:
         importlib.import_module(name)
-    warm_up()
+    _freeze()
     from ..harness import memo
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
     children = set()
@@ -225,14 +325,14 @@ def serve(sock_fd):
                 os.close(fd)
         while children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
             children.discard(pid)
-            sock.sendall(json.dumps({"exited": pid,
-                                     "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            sock.sendall(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status),
+                                     "cpu": usage.ru_utime + usage.ru_stime}).encode() + b"\n")
         if sock in ready:
             try:
                 message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2 + len(FD_ENVIRONMENT))
@@ -241,6 +341,16 @@ def serve(sock_fd):
             if not message:
                 return  # the batch is over
             request = json.loads(message)
+            if "prepare" in request:
+                said = _prepare(request["prepare"])
+                _freeze()
+                sock.sendall(json.dumps(said).encode() + b"\n")
+                continue
+            if "warm" in request:
+                said = _warm()
+                _freeze()
+                sock.sendall(json.dumps(said).encode() + b"\n")
+                continue
             memo_r, memo_w = os.pipe()
             pid = os.fork()
             if pid == 0:

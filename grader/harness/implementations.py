@@ -7,7 +7,7 @@ import time
 
 from .. import assignment as assignments
 from ..i18n import _
-from ..sandbox.client import Worker, WorkerFailure
+from ..sandbox.client import Worker, WorkerFailure, capped_text
 from ..textsafety import safe_text
 from ..sandbox.runtime.probes import run_probe
 from . import memo
@@ -68,16 +68,27 @@ def earlier_solutions_of(solution_path):
     return contextlib.nullcontext()
 
 
+_REFERENCES = {}  # (path, its size and time, assignment) -> the solution's module, per process
+
+
 class Reference:
     """The instructor's solution, imported into this trusted process (as
-    `<module>_reference`: the declaration's module name)."""
+    `<module>_reference`: the declaration's module name), once per process (a trusted
+    process forked from the batch's fork server finds it imported: grader/suite/warm.py)."""
 
     def __init__(self, path, assignment=None):
         self.path = os.path.abspath(path)
         self.assignment = assignment or assignments.load()
         try:
-            with earlier_solutions(self.assignment):
-                self.module = load_module_from(self.path, f"{self.assignment.module}_reference")
+            info = os.stat(self.path)
+            key = (self.path, info.st_size, info.st_mtime_ns, self.assignment.name,
+                   self.assignment.folder)
+            self.module = _REFERENCES.get(key)
+            if self.module is None:
+                with earlier_solutions(self.assignment):
+                    self.module = load_module_from(self.path,
+                                                   f"{self.assignment.module}_reference")
+                _REFERENCES[key] = self.module
         except Exception as exc:
             raise GraderError(f"cannot import the reference solution {self.path}: {exc}") from exc
 
@@ -86,8 +97,7 @@ class Reference:
         owner = ("reference", self.path)
         raw = memo.get(owner, probe)
         if raw is None:
-            raw = run_probe(self.module, probe)
-            memo.put(owner, probe, raw)
+            raw = memo.put(owner, probe, run_probe(self.module, probe))
         return ProbeResult(raw, probe, "reference", call_text,
                            self.assignment.module_file).check_ran()
 
@@ -110,11 +120,16 @@ class Reference:
         return self._answering
 
     def fresh_state(self, target, init, seed):
-        """The weights of a freshly built reference module: what the student's module loads."""
-        from ..sandbox.runtime.probes import seed as seed_generators
-        seed_generators(seed)
-        module = getattr(self.module, target)(**init)
-        return {name: t.detach().clone() for name, t in module.state_dict().items()}
+        """The weights of a freshly built reference module: what the student's module loads
+        (built once per batch per case: memo.state; the same dict each time, write-protected
+        tensors: read it, never write)."""
+        def build():
+            from ..sandbox.runtime.probes import seed as seed_generators
+            seed_generators(seed)
+            module = getattr(self.module, target)(**init)
+            return {name: t.detach().clone() for name, t in module.state_dict().items()}
+        key = (self.path, target, tuple(sorted(init.items(), key=repr)), seed)
+        return memo.state(key, build)
 
 
 def _numel(expected):
@@ -164,6 +179,47 @@ def explain_import_error(error, imports=None, module_file=None):
              "`if __name__ == '__main__':`.").format(module=module_file) + "\n" + text
 
 
+_EARLY = {}  # (submission path, stage folder) -> (a Worker begun early, what it was begun with)
+
+
+def start_early(path, isolation, limits, stage_dir, gpu=False, assignment=None):
+    """Begin the sandbox of `path`'s first worker now (Worker.begin: bwrap builds it while
+    this process does other work, pytest's configuration and collection), for the Submission
+    of the same path, folder and settings to finish (the batch's fork server calls this in
+    each trusted process before pytest starts: grade/zygote.py). A worker no Submission takes
+    is stopped by discard_early()."""
+    path = os.path.abspath(path)
+    worker = Worker(path, isolation, limits, stage_dir, gpu=gpu, assignment=assignment)
+    try:
+        worker.begin()
+    except WorkerFailure:
+        worker.stop()
+        return None
+    _EARLY[(path, stage_dir)] = (worker, (isolation, limits, gpu, assignment))
+    return worker
+
+
+def _take_early(submission):
+    found = _EARLY.pop((submission.path, submission.stage_dir), None)
+    if found is None:
+        return None
+    worker, (isolation, limits, gpu, assignment) = found
+    if (isolation.level, isolation.uid is None) != (submission.isolation.level,
+                                                    submission.isolation.uid is None) \
+            or limits != submission.limits or gpu != submission.gpu \
+            or assignment.folder != submission.assignment.folder:
+        worker.stop()  # begun with other settings than the suite's: not this one
+        return None
+    return worker
+
+
+def discard_early():
+    """Stop every worker begun early and not taken (a run that stopped before its session)."""
+    while _EARLY:
+        worker, _settings = _EARLY.pop(next(iter(_EARLY)))
+        worker.stop()
+
+
 class Submission:
     """The student's module file, reached only through a sandboxed worker process.
 
@@ -184,10 +240,14 @@ class Submission:
         self.broken = {}
         self.printed = []
         self.workers_started = 0
+        self.workers = []     # every Worker it started, for costs()
         self.limited_by = {}  # what limited its workers' memory and processes, as each said
         self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
         self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
         self.answered = {}    # digest of an answered probe -> (reply or failure, asked, refused)
+        self.pending = {}     # digest of a probe asked ahead, its reply not read yet -> its ask
+        self.held = {}        # digest of a speculative probe read -> (worker, what it printed)
+        self._queue = []      # those asks, in the order the worker answers them
         self.deadline = time.monotonic() + limits.submission_seconds
 
     def start(self):
@@ -195,12 +255,17 @@ class Submission:
         self._new_worker()
 
     def _new_worker(self):
-        self.worker = Worker(self.path, self.isolation, self.limits, self.stage_dir, gpu=self.gpu,
-                             assignment=self.assignment)
+        early = _take_early(self)
+        self.worker = early or Worker(self.path, self.isolation, self.limits, self.stage_dir,
+                                      gpu=self.gpu, assignment=self.assignment)
         self.workers_started += 1
+        self.workers.append(self.worker)
         self.loaded = False
         try:
-            self.worker.start()
+            if early is not None:
+                self.worker.finish()
+            else:
+                self.worker.start()
         except WorkerFailure as failure:
             raise GraderError(failure.reason) from None
         for key, value in self.worker.limited_by().items():
@@ -264,8 +329,15 @@ class Submission:
             raise StudentFailure(self.refused[asked])
         if target in self.broken:
             raise StudentFailure(_("Not run: {reason}").format(reason=self.broken[target]))
+        if asked not in self.answers and asked in self.pending:
+            self._read_ahead(asked)  # a speculative probe's reply, now that its test asks
+            if asked in self.refused:
+                raise StudentFailure(self.refused[asked])
+        if asked in self.held:  # what it printed counts now that a test asks it
+            self._release(*self.held.pop(asked))
         if asked not in self.answers:
             self._remaining()
+            self._settle()
             self._ensure_loaded()
             timeout = min(self.limits.call_seconds, self._remaining())
             try:
@@ -273,8 +345,8 @@ class Submission:
                                             reference_numel=_numel(expected))
             except WorkerFailure as failure:
                 raise StudentFailure(self._call_failed(target, call_text, failure, timeout)) from None
-            self.answers[asked] = reply  # kept as it came; every caller gets a copy
-        return self._answer(memo.copy_of(self.answers[asked]), probe, call_text)
+            self.answers[asked] = reply  # kept as it came (read-only tensors: replies.py)
+        return self._answer(self.answers[asked], probe, call_text)
 
     def run_answered(self, probe, call_text, expected, answerer):
         """run() for a probe whose `answered` names are the solution's answers while it runs
@@ -292,6 +364,7 @@ class Submission:
             else:
                 try:
                     self._remaining()
+                    self._settle()
                     self._ensure_loaded()
                     timeout = min(self.limits.call_seconds, self._remaining())
                     try:
@@ -309,39 +382,90 @@ class Submission:
         if isinstance(kept, StudentFailure):
             return kept, names, refused
         try:
-            return self._answer(memo.copy_of(kept), probe, call_text), names, refused
+            return self._answer(kept, probe, call_text), names, refused
         except StudentFailure as failure:
             return failure, names, refused
 
     def prefetch(self, asks):
-        """Ask the worker for many probes in one request: [(probe, call text, expected)],
-        in the order the tests will ask them. The worker runs them in turn and sends one
-        reply each, each within the per-call limit; run() then answers them with no round
-        trip. At the first failure of the worker (a hang, a crash, memory) that probe's
-        failure becomes its answer, as in run(), and the probes after it are asked one by
-        one when their tests come: a hang costs what it hits, once."""
-        asks = [(memo.digest(p), p, c, e) for p, c, e in asks]
+        """Ask the worker for many probes in one request: [(probe, call text, expected,
+        speculative)], in the order the tests will ask them (grader/suite/ahead.py). The
+        worker runs them in turn and sends one reply each, each within the per-call limit;
+        run() then answers them with no round trip.
+
+        The replies of the probes that are not speculative are read now, before any test
+        compares: at the first failure of the worker (a hang, a crash, memory) that probe's
+        failure becomes its answer, as in run(), and the probes after it are asked one by one
+        when their tests come: a hang costs what it hits, once. A speculative probe may never
+        be asked by a test (a device probe of a case wrong on the CPU): its reply is read when
+        a test asks for it (the worker meanwhile computes the next), what it printed is held
+        back by the worker and counted only then, and a failure of the worker on it costs
+        nothing but the time: the probes left, it among them, are asked one by one when their
+        tests come."""
+        asks = [(memo.digest(a[0]), *a[:3], a[3] if len(a) > 3 else False) for a in asks]
         asks = [a for a in asks if a[0] not in self.answers and a[1]["target"] not in self.broken]
         if len(asks) < 2:
             return
         try:
             self._remaining()
             self._ensure_loaded()
-            self.worker.send({"op": "probes", "probes": [p for _, p, _, _ in asks]})
+            self.worker.send({"op": "probes", "probes": [a[1] for a in asks],
+                              "hold": [i for i, a in enumerate(asks) if a[4]],
+                              "hold_bytes": self.limits.output_kb * 1024})
         except (StudentFailure, WorkerFailure):
             return  # the tests meet the same failure one by one, and report it there
-        for asked, probe, call_text, expected in asks:
+        self.pending = {a[0]: a for a in asks}
+        self._queue = list(asks)
+        certain = [a[0] for a in asks if not a[4]]
+        if certain:
+            self._read_ahead(certain[-1])
+
+    def _read_ahead(self, until=None):
+        """Read the replies of the probes asked ahead, in order, up to `until` (a digest;
+        None: all of them) or the worker's first failure (see prefetch)."""
+        while self._queue:
+            asked, probe, call_text, expected, speculative = self._queue[0]
             try:
                 timeout = min(self.limits.call_seconds, self._remaining())
             except StudentFailure:
+                self._drop_ahead()
                 self.abandon_worker()  # out of time: it may still be answering
                 return
             try:
                 reply = self.worker.receive(timeout, kind="probe", reference_numel=_numel(expected))
             except WorkerFailure as failure:
-                self.refused[asked] = self._call_failed(probe["target"], call_text, failure, timeout)
+                self._drop_ahead()
+                if not speculative:
+                    self.refused[asked] = self._call_failed(probe["target"], call_text, failure,
+                                                            timeout)
                 return
-            self.answers[asked] = reply
+            self._queue.pop(0)
+            self.pending.pop(asked, None)
+            held = reply.pop("held", None)
+            if speculative and held is not None:
+                self.held[asked] = (self.worker, held)
+            self.answers.setdefault(asked, reply)
+            if asked == until:
+                return
+
+    def _release(self, worker, held):
+        """What a probe asked ahead printed, counted now: in its worker's output, or after
+        it when that worker is done."""
+        if worker is self.worker and worker is not None and worker.failure is None:
+            worker.feed_held(held)
+            return
+        if worker is self.worker and worker is not None:  # it failed since: its output first
+            self._collect_output()
+            self.worker = None
+        self.printed.append((capped_text(held[0], held[1]), capped_text(held[2], held[3])))
+
+    def _drop_ahead(self):
+        self._queue, self.pending = [], {}
+
+    def _settle(self):
+        """Before any other request: the replies still coming for the batch, read."""
+        if self._queue and self.worker is not None and self.worker.failure is None:
+            self._read_ahead()
+        self._drop_ahead()
 
     def _call_failed(self, target, call_text, failure, timeout):
         """What a student reads when a call failed the worker; later calls to `target`
@@ -366,13 +490,16 @@ class Submission:
             self.printed.append(self.worker.output())
 
     def stop(self):
+        busy = bool(self._queue)  # still answering probes asked ahead that no test read
+        self._drop_ahead()
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.stop(goodbye=not busy)
             self._collect_output()
             self.worker = None
 
     def abandon_worker(self):
         """Called when a test was stopped mid-call: that worker's state is unknown."""
+        self._drop_ahead()
         if self.worker is not None:
             self.worker.stop()
             self._collect_output()
@@ -383,6 +510,15 @@ class Submission:
         out = "".join(o for o, _ in self.printed)
         err = "".join(e for _, e in self.printed)
         return out, err
+
+    def costs(self):
+        """What grading it cost on the worker's side: {"exchanges": round trips with its
+        workers (a correct submission: its hello, its load and one batch of probes),
+        "worker_cpu": CPU seconds its workers used (None where a keeper did not say)} (the
+        benchmark reads them; no report a student sees shows them)."""
+        cpu = [w.cpu for w in self.workers]
+        return {"exchanges": sum(w.exchanges for w in self.workers),
+                "worker_cpu": None if None in cpu else sum(cpu)}
 
     def summary(self):
         """Plain data about the submission's run, for the report."""

@@ -80,35 +80,72 @@ def become_subreaper():
 
 
 class _CappedReader(threading.Thread):
-    """Reads a pipe to its end, keeping only the first `limit` bytes."""
+    """Reads a pipe to its end, keeping only the first `limit` bytes. Output a probe asked
+    ahead printed and held back (runtime/worker.py) joins it with feed(), after everything
+    the pipe holds by then: every read is made under one lock, so nothing overtakes."""
 
     def __init__(self, stream, limit):
         super().__init__(daemon=True)
         self.stream, self.limit = stream, limit
         self.kept, self.total = bytearray(), 0
+        self.lock = threading.Lock()
+        self.done = False
+        self.fd = stream.fileno()
+        os.set_blocking(self.fd, False)
 
     def run(self):
-        try:
-            while True:
-                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                room = self.limit - len(self.kept)
-                if room > 0:
-                    self.kept += chunk[:room]
-        except (OSError, ValueError):
-            pass
+        import select
+        while not self.done:
+            try:
+                select.select([self.fd], [], [])
+            except (OSError, ValueError):
+                break
+            with self.lock:
+                self._drain()
+
+    def _drain(self):
+        """Keep what the pipe holds now (the lock held); done at its end."""
+        while not self.done:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                self.done = True
+                return
+            self._keep(chunk, len(chunk))
+
+    def _keep(self, chunk, size):
+        self.total += size
+        room = self.limit - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+    def feed(self, data, size):
+        """`size` bytes printed elsewhere, of which `data` is the start, as if they came now."""
+        with self.lock:
+            self._drain()
+            self._keep(data, size)
 
     def text(self):
-        text = safe_text(self.kept.decode("utf-8", "replace"))
-        if self.total > len(self.kept):
-            text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
-        return text
+        return capped_text(self.kept, self.total)
+
+
+def capped_text(kept, total):
+    """What was kept of `total` bytes printed, as text, with a note of what was not kept."""
+    text = safe_text(bytes(kept).decode("utf-8", "replace"))
+    if total > len(kept):
+        text += f"\n[... {total - len(kept)} more bytes not kept]"
+    return text
 
 
 class Worker:
     imports = None  # stage.Imports: the module names it imports, resolved when it starts
+    exchanges = 0       # round trips: each time the trusted side waits for frames it asked for
+    _awaiting = False   # frames were sent since the last one came back
+    cpu = None          # CPU seconds the worker used, as its keeper said (a forked worker)
 
     def __init__(self, submission_file, isolation, limits, stage_dir, gpu=False, use_cgroups=True,
                  assignment=None):
@@ -155,6 +192,13 @@ class Worker:
         return self.assignment.module
 
     def start(self):
+        self.begin()
+        self.finish()
+
+    def begin(self):
+        """The first half of start(): the worker's folder, uid, cgroups and, at the namespace
+        levels, its sandbox's placeholder set going, not waited for (bwrap builds the sandbox
+        while the trusted process does other work: harness/implementations.py start_early)."""
         try:
             self.imports = stage.imports_of(self.assignment)
             given = stage.given_files(self.imports)
@@ -188,14 +232,29 @@ class Worker:
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
         if self.isolation.level == "none":  # a private TMPDIR (namespaces give a private /tmp)
             env.update(TMPDIR=self.view.tmp_dir, TMP=self.view.tmp_dir, TEMP=self.view.tmp_dir)
-        template = None if self.gpu else template_mod.current()
-        if template is not None:
+        self._plan = (worker_py, rlimits, submission, env, prefix)
+        self._template = None if self.gpu else template_mod.current()
+        if self._template is not None:
             try:
-                self._start_forked(template, worker_py, rlimits, submission, env, prefix)
+                self._begin_forked(env, prefix)
             except template_mod.TemplateGone as gone:
-                self.fresh_because = str(gone)[:300]  # said in results.json (limited_by)
-                template_mod.give_up()  # this process's next workers start fresh at once
-                self._stop_holder()
+                self._gone(gone)
+
+    def _gone(self, gone):
+        self.fresh_because = str(gone)[:300]  # said in results.json (limited_by)
+        template_mod.give_up()  # this process's next workers start fresh at once
+        self._stop_holder()
+        self._template = None
+
+    def finish(self):
+        """The second half of start(): the worker itself, forked into the sandbox begin() set
+        going (or started fresh), its output read, its memory watched."""
+        worker_py, rlimits, submission, env, prefix = self._plan
+        if self._template is not None:
+            try:
+                self._start_forked(self._template, worker_py, rlimits, submission, env, prefix)
+            except template_mod.TemplateGone as gone:
+                self._gone(gone)
         if self.proc is None:
             self._start_fresh(worker_py, rlimits, submission, env, prefix)
         self.stdout = _CappedReader(self.proc.stdout, self.limits.output_kb * 1024)
@@ -229,11 +288,9 @@ class Worker:
         self.reply_fd = read_fd
         self.started = "fresh"
 
-    def _start_forked(self, template, worker_py, rlimits, submission, env, prefix):
-        """The sandbox around a placeholder (the same command line as a fresh worker's, with
-        a shell that waits for Python), then a worker forked from the template inside it (template.py).
-        Raises template.TemplateGone when that cannot be done: the worker then starts fresh."""
-        namespaces, ns_fds = [], []
+    def _begin_forked(self, env, prefix):
+        """At the namespace levels: the sandbox around a placeholder (the same command line as
+        a fresh worker's, with a shell that waits for Python), started, not waited for."""
         if self.isolation.level in ("bwrap", "unshare"):
             # says its pid, then waits for its stdin to close: should the trusted process die
             # without stopping it, the placeholder ends, and its PID namespace with it
@@ -246,6 +303,13 @@ class Worker:
             except OSError as exc:
                 raise template_mod.TemplateGone(f"no placeholder: {exc}") from None
             _LIVE_WORKERS.add(self._holder.pid)
+
+    def _start_forked(self, template, worker_py, rlimits, submission, env, prefix):
+        """A worker forked from the template (template.py) inside the sandbox _begin_forked
+        started. Raises template.TemplateGone when that cannot be done: the worker then starts
+        fresh."""
+        namespaces, ns_fds = [], []
+        if self.isolation.level in ("bwrap", "unshare"):
             inner = _first_line(self._holder.stdout, self.limits.startup_seconds)
             host_pid = procfs.host_pid(self._holder.pid, inner) if inner.isdigit() else None
             if host_pid is None:
@@ -295,6 +359,8 @@ class Worker:
     def wait_ready(self):
         """Wait for the worker's hello (Python and torch imported, limits applied)."""
         if not self.info:
+            self.exchanges += 1  # the worker speaks first: its hello is one exchange
+            self._awaiting = True
             self.info = self._receive(self.limits.startup_seconds, "starting Python and torch",
                                       kind="hello")
         return self.info
@@ -328,6 +394,9 @@ class Worker:
         if self.proc is None or self.failure is not None:
             raise WorkerFailure(_("the worker is not running"), "crash")
         self.wait_ready()
+        if not self._awaiting:  # the last frame came from the worker: a new exchange
+            self.exchanges += 1
+            self._awaiting = True
         try:
             protocol.write_frame(self.proc.stdin.fileno(), message)
         except OSError:
@@ -345,6 +414,7 @@ class Worker:
         try:
             payload = protocol.read_payload(self.reply_fd, timeout=timeout,
                                             max_bytes=replies.MAX_FRAME_BYTES)
+            self._awaiting = False
             reply = replies.read(payload, kind, reference_numel, deadline, asks=asks)
             if time.monotonic() > deadline:
                 raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
@@ -472,19 +542,35 @@ class Worker:
                 return
 
     # -- stopping -------------------------------------------------------------------
+    def feed_held(self, held):
+        """Output a probe asked ahead printed and held back ([out, bytes printed, err, bytes
+        printed], replies.py "held"), counted now, as if printed now."""
+        self.stdout.feed(held[0], held[1])
+        self.stderr.feed(held[2], held[3])
+
     def output(self):
         """What the submission printed: (stdout, stderr), capped."""
         if self.proc is None:
             return "", ""
         return self.stdout.text(), self.stderr.text()
 
-    def stop(self):
-        """End the worker and every process it started; safe to call more than once."""
-        if self.proc is None:
+    def stop(self, goodbye=True):
+        """End the worker and every process it started; safe to call more than once.
+        `goodbye`: ask it to exit first (False: it is busy with work no one will read)."""
+        if self.proc is None:  # never started, or only begun
+            self._stop_holder()
+            if getattr(self, "view", None) is not None:
+                shutil.rmtree(self.view.home, ignore_errors=True)
             self._release()
             return
         self._stop_watch.set()
-        if self.proc.poll() is None and self.failure is None:
+        if not goodbye and isinstance(self.proc, template_mod.ForkedProcess):
+            try:  # the worker alone first: its keeper then says what it cost
+                os.kill(self.proc.worker_pid, signal.SIGKILL)
+                self.proc.wait(timeout=1)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if goodbye and self.proc.poll() is None and self.failure is None:
             try:
                 protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"})
                 self.proc.wait(timeout=1)
@@ -504,6 +590,7 @@ class Worker:
         self.stdout.join(timeout=2)
         self.stderr.join(timeout=2)
         if isinstance(self.proc, template_mod.ForkedProcess):
+            self.cpu = self.proc.cpu
             self.proc.close()
         self._stop_holder()
         try:
@@ -559,6 +646,9 @@ class Worker:
         """SIGKILL the worker's process group, its descendants (orphans come to us: we are a
         subreaper) and, with a throwaway uid, every process of that uid; reap our children."""
         roots = set(self._roots())
+        if self._contained():
+            self._kill_contained(roots)
+            return
         for attempt in range(50):
             left = set()
             for root in roots:
@@ -580,6 +670,39 @@ class Worker:
                     pass
             _reap(left - roots)
             time.sleep(0.02)
+
+
+    def _contained(self):
+        """Is every process of this worker inside its pids cgroup and its namespaces? (At
+        bwrap and unshare, with cgroups: what it starts joins its cgroup, which no process of
+        its own may leave, and its orphans stay in its PID namespace.)"""
+        groups = self.cgroups
+        return groups is not None and "pids" in groups.folders \
+            and self.isolation.level in ("bwrap", "unshare")
+
+    def _kill_contained(self, roots):
+        """_kill_tree by the worker's cgroups: kill what they hold until they hold nothing
+        (no scan of /proc a round), then, with a throwaway uid, one look for any process of it."""
+        groups = self.cgroups
+        for attempt in range(300):
+            for root in roots:
+                try:
+                    os.killpg(root, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            groups.kill()
+            left = groups.pids() | {p.pid for p in self._processes() if p.poll() is None}
+            if not left:
+                break
+            _reap(left - roots)
+            time.sleep(0.002 if attempt < 10 else 0.02)
+        if self.isolation.uid is not None:
+            table = procfs.proc_table()
+            for pid in (p for p, (_, owner, _) in table.items() if owner == self.isolation.uid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 WORKER_STARTS = {"forked": "forked from a template that imported torch once per batch",

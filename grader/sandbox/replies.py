@@ -3,16 +3,19 @@
 The worker runs student code, so each frame it sends is hostile until checked. A reply is
 read in three steps, all inside the call's time limit:
 
-1. the frame's zip directory (a `torch.save` frame is a zip archive) is inspected before
-   torch sees it: few entries, every one stored (not compressed), a small pickle and a
-   bounded amount of tensor storage (protocol.check_archive);
-2. `torch.load(weights_only=True)` reads it (protocol.decode);
+1. the frame's header (runtime/protocol.py: a small JSON header, then raw tensor bytes) is
+   bounded before anything is built: few tensors and storages, a small header and a bounded
+   amount of tensor bytes, each inside the frame (ARCHIVE);
+2. the header is read (protocol.decode): containers, numbers, strings and tensors as the
+   worker describes them (protocol.Sent: dtype, shape, strides and a view of the bytes, not
+   yet a tensor); nothing is unpickled, and a value of any other type refuses the frame;
 3. the result is walked against the schema below: types, string lengths (strings are made
    safe with textsafety.safe_text and capped), list lengths, dict sizes, nesting depth and
-   a budget counted on the EXPANDED structure (an object the pickle memo shares 1000 times
-   is counted 1000 times; the walk stops as soon as the budget is spent). Unknown keys are
+   a budget counted on the EXPANDED structure (a value the frame shares 1000 times is
+   counted 1000 times; the walk stops as soon as the budget is spent). Unknown keys are
    dropped. Tensors must be plain dense CPU tensors of a real dtype whose size is bounded
-   by what the reference returned; each comes out as a contiguous clone.
+   by what the reference returned, checked on the description before any tensor is built;
+   each comes out as a contiguous copy.
 
 A reply that breaks the schema raises ReplyRefused (a ProtocolError: the call fails, kind
 "protocol"). A tensor that is only odd (sparse, meta, complex, far too large...) does not
@@ -30,19 +33,21 @@ from .runtime import protocol
 
 # -- bounds -------------------------------------------------------------------------------
 MAX_FRAME_BYTES = 20 * 2**20       # a whole reply frame (a real one: a few KB)
-ARCHIVE = {"max_entries": 1024,    # zip entries of one frame (a few per tensor)
-           "max_pickle_bytes": 256 * 1024,  # data.pkl: all but the tensors (a real reply: ~2 KB)
+ARCHIVE = {"max_entries": 1024,    # tensors and storages of one frame
+           "max_pickle_bytes": 256 * 1024,  # the header: all but the tensors (a real reply: ~2 KB)
            "max_storage_bytes": 16 * 2**20}  # all tensor storage together
 MAX_DEPTH = 12                     # containers inside containers
 BUDGET_NODES = 50_000              # values visited, counted on the expanded structure
 BUDGET_CHARS = 2_000_000           # characters of all strings, counted likewise
 BUDGET_ELEMENTS = 4 * 2**20        # tensor elements of all tensors, counted likewise
 MAX_DIMS = 8
+MAX_HELD_BYTES = 1 << 20           # a held probe's output, per stream (the kit keeps 64 KB)
 GLOBAL_MAX_NUMEL = 2**20           # one tensor, when no reference result bounds it
 REAL_DTYPES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8",
                torch.int16: "int16", torch.int32: "int32", torch.int64: "int64",
                torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.float32: "float32", torch.float64: "float64"}
+REAL_NAMES = frozenset(REAL_DTYPES.values())
 
 
 class ReplyRefused(protocol.ProtocolError):
@@ -147,6 +152,22 @@ class Null:
         return None
 
 
+class Bytes:
+    """Bytes as printed (a held probe's output), at most `limit` of them."""
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def check(self, value, walk, path, depth):
+        if type(value) is not bytes:
+            raise ReplyRefused(f"{_at(path)} should be bytes, not a {_name(value)}")
+        walk.spend(path, chars=len(value))
+        if len(value) > self.limit:
+            raise ReplyRefused(f"{_at(path)} holds {len(value)} bytes, more than the "
+                               f"{self.limit} allowed")
+        return value
+
+
 class Either:
     """The first alternative whose type fits (alternatives are tried cheaply: by type)."""
 
@@ -241,11 +262,15 @@ class Record:
 
 
 class Tensor:
-    """A plain dense CPU tensor of a real dtype, no larger than the walk's bound."""
+    """A plain dense CPU tensor of a real dtype, no larger than the walk's bound; `frozen`:
+    read-only (an inference tensor: a probe's result is read and compared, never written)."""
+
+    def __init__(self, frozen=False):
+        self.frozen = frozen
 
     def check(self, value, walk, path, depth):
         walk.spend(path)
-        plain = validate_tensor(value, walk.max_numel)
+        plain = validate_tensor(value, walk.max_numel, frozen=self.frozen)
         walk.elements += plain.numel()
         if walk.elements > BUDGET_ELEMENTS:
             raise ReplyRefused(f"the reply holds more than {BUDGET_ELEMENTS} tensor entries in all "
@@ -273,29 +298,46 @@ class Described:
         return out
 
 
-def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
-    """A contiguous clone of `value` if it is a tensor the comparison can use, else
-    _TensorRefused with the reason in a student's words."""
-    if type(value) is not torch.Tensor:
+def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL, frozen=False):
+    """A contiguous copy of `value` (a tensor, or protocol.Sent: a tensor as a frame describes
+    it, checked before it is built) if it is a tensor the comparison can use, else
+    _TensorRefused with the reason in a student's words. `frozen`: the copy is read-only
+    (an inference tensor)."""
+    sent = type(value) is protocol.Sent
+    if sent and value.kind != "Tensor" or not sent and type(value) is not torch.Tensor:
         raise _TensorRefused(_("the process sent a {type} where a plain torch.Tensor belongs "
-                               "(tensor subclasses are not accepted)").format(type=_name(value)))
-    if value.is_nested:
+                               "(tensor subclasses are not accepted)").format(
+                                   type=value.kind if sent else _name(value)))
+    if sent:
+        odd = value.odd or {}
+        nested, layout = odd.get("nested", False), odd.get("layout", "strided")
+        quantized, device = odd.get("quantized", False), odd.get("device", "cpu")
+        dtype = value.dtype
+    else:
+        nested, layout = value.is_nested, str(value.layout).replace("torch.", "")
+        quantized, device = value.is_quantized, value.device.type
+        dtype = str(value.dtype).replace("torch.", "")
+    if nested:
         raise _TensorRefused(_("it is a nested tensor; return one ordinary (dense) tensor"))
-    if value.layout is not torch.strided:
+    if layout != "strided":
         raise _TensorRefused(_("it is a {layout} tensor; return an ordinary dense tensor "
-                               "(.to_dense()), as the reference does").format(
-                                   layout=str(value.layout).replace("torch.", "")))
-    if value.is_quantized:
+                               "(.to_dense()), as the reference does").format(layout=layout))
+    if quantized:
         raise _TensorRefused(_("it is a quantized tensor; return an ordinary floating-point tensor"))
-    if value.device.type != "cpu":
+    if device != "cpu":
         raise _TensorRefused(_("it is a tensor on the '{device}' device, which holds no values "
                                "(create tensors on the inputs' device: device=X.device)").format(
-                                   device=value.device.type))
-    if value.dtype not in REAL_DTYPES:
+                                   device=device))
+    if dtype not in REAL_NAMES:
         raise _TensorRefused(_("it is a {dtype} tensor; the grader compares real-valued tensors "
                                "only (bool, integers, float16, bfloat16, float32, "
-                               "float64)").format(dtype=str(value.dtype).replace("torch.", "")))
-    shape, strides = tuple(value.shape), value.stride()
+                               "float64)").format(dtype=dtype))
+    if sent:
+        shape, strides, offset = value.shape, value.strides, value.offset
+        nbytes, item = len(value.data), protocol.ITEM_BYTES[dtype]
+    else:
+        shape, strides, offset = tuple(value.shape), value.stride(), value.storage_offset()
+        nbytes, item = value.untyped_storage().nbytes(), value.element_size()
     if len(shape) > MAX_DIMS:
         raise _TensorRefused(_("it has {dims} dimensions, more than the {max} any result here "
                                "has").format(dims=len(shape), max=MAX_DIMS))
@@ -308,13 +350,18 @@ def validate_tensor(value, max_numel=GLOBAL_MAX_NUMEL):
         raise _TensorRefused(_("its shape {shape} is far larger than the expected result's, "
                                "though it holds no entries").format(shape=shape))
     if numel:
-        if any(s < 0 for s in strides) or value.storage_offset() < 0:
+        if any(s < 0 for s in strides) or offset < 0:
             raise _TensorRefused(_("its strides are negative"))
-        last = value.storage_offset() + sum((n - 1) * s for n, s in zip(shape, strides))
-        if (last + 1) * value.element_size() > value.untyped_storage().nbytes():
+        last = offset + sum((n - 1) * s for n, s in zip(shape, strides))
+        if (last + 1) * item > nbytes:
             raise _TensorRefused(_("its shape reaches beyond the memory it came with"))
-    if value.is_conj() or value.is_neg():
+    if sent:
+        value = value.build()
+    elif value.is_conj() or value.is_neg():
         value = value.resolve_conj().resolve_neg()
+    if frozen:
+        with torch.inference_mode():
+            return value.detach().clone(memory_format=torch.contiguous_format)
     return value.detach().clone(memory_format=torch.contiguous_format)
 
 
@@ -324,7 +371,7 @@ FRAME = Record({"file": Str(200), "line": Either(Int(), Null()), "function": Str
 ERROR = Record({"type": Str(100), "message": Str(4000), "where": List(FRAME, 16)})
 SHAPE = List(Int(0, 2**62), 16)
 VALUE = Described({
-    "tensor": Record({"tensor": Tensor(), "device": Str(40), "dtype": Str(40)},
+    "tensor": Record({"tensor": Tensor(frozen=True), "device": Str(40), "dtype": Str(40)},
                      required=("tensor",)),
     "tensor-on-meta": Record({"device": Str(40), "dtype": Str(40), "shape": SHAPE}),
     "other": Record({"type": Str(100), "repr": Str(400)}),
@@ -382,6 +429,14 @@ class RngState:
 
     def check(self, value, walk, path, depth):
         walk.spend(path)
+        if type(value) is protocol.Sent:
+            if value.kind != "Tensor" or value.odd is not None or value.dtype != "uint8" \
+                    or len(value.shape) != 1 or value.shape[0] > 16384:
+                raise ReplyRefused(f"{_at(path)} is not a generator's state")
+            try:
+                return validate_tensor(value, 16384)
+            except _TensorRefused:
+                raise ReplyRefused(f"{_at(path)} is not a generator's state") from None
         if type(value) is not torch.Tensor or value.dtype != torch.uint8 or value.dim() != 1 \
                 or value.numel() > 16384 or value.layout is not torch.strided \
                 or value.device.type != "cpu" or value.is_nested:
@@ -417,7 +472,11 @@ SCHEMAS = {
     "load": Record({"ok": Bool(), "api": Map(Str(40), 32, key_limit=80),
                     "cell_errors": List(Row(Int(), Str(200), Str(2000)), 50),
                     "seconds": Num(), "error": ERROR}, required=("ok",)),
-    "probe": Record({"ok": Bool(), "result": RESULT, "error": ERROR}, required=("ok",)),
+    # "held": what a probe asked ahead printed, held back (runtime/worker.py): [stdout,
+    # bytes printed, stderr, bytes printed], the first MAX_HELD_BYTES of each
+    "probe": Record({"ok": Bool(), "result": RESULT, "error": ERROR,
+                     "held": Row(Bytes(MAX_HELD_BYTES), Int(0), Bytes(MAX_HELD_BYTES), Int(0))},
+                    required=("ok",)),
     "other": Record({"ok": Bool(), "error": ERROR}, required=("ok",)),
 }
 
@@ -429,14 +488,14 @@ def kind_of(message):
 
 
 def check(reply, kind, reference_numel=None, deadline=None):
-    """`reply` (as torch.load gave it) checked against the schema of `kind`, cleaned;
+    """`reply` (as protocol.decode gave it) checked against the schema of `kind`, cleaned;
     `reference_numel`: the largest tensor the reference returned for the same probe."""
     walk = _Walk(numel_bound(reference_numel), deadline)
     return SCHEMAS[kind].check(reply, walk, "", 0)
 
 
 def read(payload, kind, reference_numel=None, deadline=None, asks=False):
-    """Decode one frame's payload (its zip directory inspected first) and check it; with
+    """Decode one frame's payload (its header bounded first) and check it; with
     `asks` (an answered probe is running), a frame that is an ask is checked as one."""
     reply = protocol.decode(payload, archive=ARCHIVE)
     if deadline is not None and time.monotonic() > deadline:

@@ -63,6 +63,7 @@ class ForkedProcess:
         self.pid, self.worker_pid = pid, worker_pid
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.returncode = None
+        self.cpu = None  # CPU seconds of the worker and its keeper, as the keeper says at the end
 
     def poll(self):
         if self.returncode is None:
@@ -99,9 +100,12 @@ class ForkedProcess:
                 self.returncode = -signal.SIGKILL
                 return
             try:
-                code = json.loads(message).get("exited")
+                said = json.loads(message)
+                code, cpu = said.get("exited"), said.get("cpu")
             except (ValueError, AttributeError):
-                code = None
+                code, cpu = None, None
+            if isinstance(cpu, float):
+                self.cpu = cpu
             if isinstance(code, int) and not isinstance(code, bool):
                 self.returncode = code
 
@@ -176,15 +180,37 @@ class Template:
         return status, said["keeper"], said["worker"]
 
     def close(self):
+        """Let the template go; returns the CPU seconds it used (None: not started here)."""
         try:
             self.sock.close()
         finally:
             if self.proc is not None:
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
+                cpu = wait_cpu(self.proc, 5)
+                if self.proc.returncode is None:
                     self.proc.kill()
-                    self.proc.wait()
+                    cpu = wait_cpu(self.proc, None)
+                return cpu
+        return None
+
+
+def wait_cpu(proc, timeout):
+    """Wait for `proc` (a subprocess.Popen child) up to `timeout` s (None: for ever), as
+    proc.wait() does; the CPU seconds it used (with the children it waited for), or None
+    when it is still running or was reaped elsewhere."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while proc.returncode is None:
+        try:
+            pid, raw, usage = os.wait4(proc.pid, 0 if timeout is None else os.WNOHANG)
+        except ChildProcessError:
+            proc.poll()
+            return None
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(raw)
+            return usage.ru_utime + usage.ru_stime
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+    return None
 
 
 _LOCAL = {"template": None, "failed": False}
@@ -340,23 +366,32 @@ def _keeper(plan, fds, modules):
 
 
 def _wait_and_report(status, worker):
-    """Wait for the worker; report its exit status; stay until the trusted side lets go
-    (so what the worker orphaned at level `none` stays our descendant until it is killed)."""
+    """Wait for the worker (woken by its pidfd, not by polling); report its exit status and
+    the CPU seconds it and this keeper used; stay until the trusted side lets go (so what the
+    worker orphaned at level `none` stays our descendant until it is killed)."""
+    import resource
     import select
-    code = None
+    try:
+        exits = [os.pidfd_open(worker)]
+    except (AttributeError, OSError):  # no pidfd (Linux before 5.3): look every 50 ms
+        exits = []
+    code, cpu = None, 0.0
     while code is None:
-        ready, _, _ = select.select([status], [], [], 0.05)
-        if ready and not status.recv(16):
+        ready, _, _ = select.select([status, *exits], [], [], None if exits else 0.05)
+        if status in ready and not status.recv(16):
             os.kill(worker, signal.SIGKILL)   # the trusted side is gone
         try:
-            pid, raw = os.waitpid(worker, os.WNOHANG)
+            pid, raw, usage = os.wait4(worker, os.WNOHANG)
         except ChildProcessError:
             code = -signal.SIGKILL
             break
         if pid == worker:
             code = os.waitstatus_to_exitcode(raw)
+            cpu = usage.ru_utime + usage.ru_stime
+    own = resource.getrusage(resource.RUSAGE_SELF)
     try:
-        status.sendall(json.dumps({"exited": code}).encode())
+        status.sendall(json.dumps({"exited": code,
+                                   "cpu": cpu + own.ru_utime + own.ru_stime}).encode())
         while status.recv(16):
             pass
     except OSError:

@@ -69,6 +69,21 @@ class Case:
         return [self.weights[self.target]] if self.target in self.weights else []
 
     def probe(self, state=None, device="cpu", guard=False, **overrides):
+        """The probe of this case (see grader/sandbox/runtime/probes.py), the same object for
+        the same question (the same weights object and overrides): never change one, make a
+        new one (dict(probe, ...)); its digest is then taken once (harness/memo.py)."""
+        try:
+            key = (id(state), device, guard, tuple(sorted(overrides.items())))
+            found = _PROBES.get(id(self), {}).get(key)
+        except TypeError:  # an override that is no dict key: a probe of its own
+            return self._probe(state, device, guard, **overrides)
+        if found is not None and found[0] is state and found[1] is self:
+            return found[2]
+        probe = self._probe(state, device, guard, **overrides)
+        _PROBES.setdefault(id(self), {})[key] = (state, self, probe)
+        return probe
+
+    def _probe(self, state=None, device="cpu", guard=False, **overrides):
         probe = {"target": self.target, "args": list(self.args), "kwargs": dict(self.kwargs),
                  "mode": self.mode, "calls": self.calls, "device": device, "guard": guard,
                  "capture": self.captures(), "grad_args": list(self.grad_args),
@@ -81,15 +96,23 @@ class Case:
         return probe
 
     def call_text(self):
-        names = arg_names(self.solution, self.target) if self.solution else ()
-        shown = [describe(names[i] if i < len(names) else f"arg{i}", a)
-                 for i, a in enumerate(self.args)]
-        shown += [describe(k, v) for k, v in self.kwargs.items()]
+        found = _SHOWN.get(id(self))
+        if found is None or found[0] is not self:  # its arguments, described once per case
+            names = arg_names(self.solution, self.target) if self.solution else ()
+            shown = [describe(names[i] if i < len(names) else f"arg{i}", a)
+                     for i, a in enumerate(self.args)]
+            shown += [describe(k, v) for k, v in self.kwargs.items()]
+            found = _SHOWN[id(self)] = (self, shown)
+        shown = found[1]
         if self.is_module:
             init = ", ".join(f"{k}={v!r}" for k, v in self.init.items())
             said = IN_TRAIN_MODE if self.mode == "train" else IN_EVAL_MODE
             return _(said).format(module=f"{self.target}({init})", args=", ".join(shown))
         return f"{self.target}({', '.join(shown)})"
+
+
+_SHOWN = {}  # id of a case -> (the case, its arguments as its call text shows them)
+_PROBES = {}  # id of a case -> {(id of its weights, overrides): (weights, case, probe)}
 
 
 def case_class(assignment):

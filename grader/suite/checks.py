@@ -27,7 +27,7 @@ from ..harness.compare import expect_close, expect_true, fmt_index, tolerance
 from ..harness.devices import device_failure
 from ..harness.failures import StudentFailure
 from ..i18n import _
-from . import work
+from . import ahead, work
 
 
 def params(cases, gpu_available):
@@ -169,17 +169,15 @@ def passes(session, case, implementation, reference):
 
 
 def ask_ahead(session, student, reference):
-    """Once per session: every match case's probe to the submission in one request, in
-    the order the tests ask them (Submission.prefetch: one reply each, each within the
-    per-call limit); the tests then compare without a round trip each."""
-    if session.asked_ahead or not hasattr(student, "prefetch"):
+    """Once per session: every probe the suite will ask, to the submission in one request, in
+    the order the tests ask them (ahead.py; Submission.prefetch: one reply each, each within
+    the per-call limit); the tests then compare without a round trip each. Only the
+    submission itself asks ahead: a run judged apart (carry.OwnCode) asks other probes."""
+    if session.asked_ahead or not hasattr(student, "prefetch") \
+            or not getattr(student, "diagnosable", True):
         return
     session.asked_ahead = True
-    asks = []
-    for case in session.table.cases("match"):
-        probe = case.probe(_state(case, reference))
-        asks.append((probe, case.call_text(), reference.run(probe, case.call_text())))
-    student.prefetch(asks)
+    student.prefetch(ahead.asks(session, reference, lambda case: _state(case, reference)))
 
 
 def check_match(session, case, student, reference, device="cpu", guard=False):

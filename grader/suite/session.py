@@ -17,7 +17,8 @@ class Session:
         self.lang = "zh" if str(lang).startswith("zh") else "en"  # of the student's feedback
         self.failed_parts = set()         # parts with a failed case so far
         self.search = diagnose.Search()   # how far the search for mistakes has gone
-        self.asked_ahead = False          # the match probes went to the worker in one request
+        self.asked_ahead = False          # the suite's probes went to the worker in one request
+        self.selected = None              # ids of the cases whose tests run (None: every case)
         self.parts = {}                   # nodeid -> part, filled at collection
         self.graph = None                 # the submission's call graph (catalog/callgraph.py)
 

@@ -15,7 +15,12 @@ Requests:  {"op": "load", "names": [...]}        import the submission
            {"op": "probe", "probe": {...}}        run one probe (see probes.py); a probe
                                                   that names `answered` may ask the
                                                   trusted side before its reply (answers.py)
-           {"op": "probes", "probes": [...]}      run each in turn: one reply per probe
+           {"op": "probes", "probes": [...],      run each in turn: one reply per probe; what
+            "hold": [i, ...], "hold_bytes": n}     the probes listed in `hold` print is held
+                                                  back and sent with their replies ("held":
+                                                  [out, bytes printed, err, bytes printed],
+                                                  the first n bytes of each), for the trusted
+                                                  side to count only once a test asks them
            {"op": "bye"}                          exit
 Every reply is {"ok": bool, ...}. The worker holds neither the reference solution nor the
 hidden tests; whatever it replies is only the submission's claim, compared by the trusted side.
@@ -126,9 +131,12 @@ def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
             return 0
         if op == "probes":  # several probes in one request: one reply each, in order (none
             # of them is answered: an ask would meet a reply the trusted side does not expect)
-            for probe in request.get("probes", []):
+            held = set(request.get("hold", []))
+            limit = int(request.get("hold_bytes", 0))
+            for index, probe in enumerate(request.get("probes", [])):
                 _answer(reply_fd, me, lambda: _probe(namespace, dict(probe, answered=None),
-                                                     probes, None, module), probes, protocol)
+                                                     probes, None, module), probes, protocol,
+                        hold=limit if index in held else None)
             continue
         if op == "load":
             def work():
@@ -162,8 +170,11 @@ def _probe(namespace, probe, probes, channel, module):
         return {"ok": True, "result": probes.run_probe(namespace, probe)}
 
 
-def _answer(reply_fd, me, work, probes, protocol):
-    """Run `work` and send its reply (what the submission raised, if anything)."""
+def _answer(reply_fd, me, work, probes, protocol, hold=None):
+    """Run `work` and send its reply (what the submission raised, if anything). `hold`: what
+    it prints goes to files of its own meanwhile, and the reply carries the first `hold`
+    bytes of each stream and how many were printed ("held")."""
+    files = _hold() if hold is not None else None
     try:
         reply = work()
     except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by student code
@@ -171,7 +182,32 @@ def _answer(reply_fd, me, work, probes, protocol):
     if os.getpid() != me:
         os._exit(0)  # a child the submission forked came back here: it must not answer
     _flush()
+    if files is not None:
+        reply["held"] = _release(files, hold)
     protocol.write_frame(reply_fd, reply)
+
+
+def _hold():
+    """Point fds 1 and 2 at in-memory files of their own: [(saved fd, file fd)] for each."""
+    _flush()
+    kept = []
+    for target in (1, 2):
+        file = os.memfd_create("held", os.MFD_CLOEXEC)
+        kept.append((os.dup(target), file))
+        os.dup2(file, target)
+    return kept
+
+
+def _release(files, limit):
+    """Fds 1 and 2 back where they were; [out, bytes printed, err, bytes printed]."""
+    held = []
+    for target, (saved, file) in zip((1, 2), files):
+        os.dup2(saved, target)
+        os.close(saved)
+        size = os.fstat(file).st_size
+        held += [os.pread(file, min(size, limit), 0) if size and limit else b"", size]
+        os.close(file)
+    return held
 
 
 def _load(path, name, names, probes):
