@@ -2,7 +2,7 @@
 submission whose callees are right, never raises the total.
 
     python tools/never_pays.py [--assignment attention|transformer|all] [--carry-forward on|off]
-                               [--jobs 2] [--out DIR]
+                               [--jobs 2] [--out DIR] [--sample N]
 
 The submissions and pairs are tests/test_follow_through.py's (`never_pays_pairs`): the
 solution, the solution with one caller left unwritten, raising or wrong, and (attention)
@@ -38,7 +38,7 @@ def _children_cpu():
     return used.ru_utime + used.ru_stime
 
 
-def run(name, setting, jobs, out):
+def run(name, setting, jobs, out, sample=None):
     from grader.catalog import Catalog
     from grader.grade import SuiteOptions, grade_batch
     helpers = _helpers()
@@ -47,7 +47,7 @@ def run(name, setting, jobs, out):
         "transformer": (helpers.TRANSFORMER, helpers.T_SOLUTION, ("TransformerEncoderBlock",)),
     }[name]
     catalog = Catalog.of(declared)
-    found, pairs = helpers.never_pays_pairs(source, catalog, declared, callers)
+    found, pairs = helpers.never_pays_pairs(source, catalog, declared, callers, sample)
     named = dict(found)
     for base, base_source, mistake_id in pairs:
         named[f"{base}+{mistake_id}"] = catalog.by_id(mistake_id).apply(base_source)
@@ -86,12 +86,14 @@ def main(argv=None):
     parser.add_argument("--carry-forward", default="on", choices=("on", "off"))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--sample", type=int, default=None,
+                        help="the solution's pairs and a seeded sample of N others (the test's)")
     args = parser.parse_args(argv)
     out = args.out or tempfile.mkdtemp(prefix="never-pays-")
     names = ("attention", "transformer") if args.assignment == "all" else (args.assignment,)
     broken = []
     for name in names:
-        broken += run(name, args.carry_forward, args.jobs, out)
+        broken += run(name, args.carry_forward, args.jobs, out, args.sample)
     return 1 if broken else 0
 
 
