@@ -401,10 +401,10 @@ def test_a_row_written_with_another_disclosure_is_written_again(tmp_path, monkey
         result.name, result.fingerprint = name, "mark"
         return result
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
-    monkeypatch.setattr(grade.trusted, "start_zygote", lambda: None)
+    monkeypatch.setattr(grade.trusted, "start_zygote", lambda *_: None)
     monkeypatch.setattr(grade.trusted, "catalog", lambda options, zygote=None: [
         {"name": "x", "part": p, "points": 1.0, "nodeid": p} for p in PARTS])
-    monkeypatch.setattr(grade.isolation, "choose", lambda level: type("L", (), {"level": "none"}))
+    monkeypatch.setattr(grade.isolation, "choose", lambda level: grade.isolation.Isolation("none"))
     monkeypatch.setattr(grade.fingerprint, "suite_fingerprint", lambda options: "suite")
     out, path = tmp_path / "out", str(tmp_path / "kim.py")
     grade.grade_batch([path], str(out), stream=io.StringIO())

@@ -236,10 +236,6 @@ def test_console_rows_carry_no_terminal_escapes():
 CATALOG = [{"name": "case", "part": "p", "points": 10.0, "nodeid": "t::case"}]
 
 
-@dataclasses.dataclass
-class _Level:
-    level: str = "none"
-
 
 def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
     def fake_grade_one(path, name, catalog, options, workdir, zygote=None, *rest):
@@ -247,9 +243,9 @@ def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
             raise RuntimeError("a bug of ours")
         return _result(name, "passed" if name == "alice" else "failed")
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
-    monkeypatch.setattr(grade.trusted, "start_zygote", lambda: None)
+    monkeypatch.setattr(grade.trusted, "start_zygote", lambda *_: None)
     monkeypatch.setattr(grade.trusted, "catalog", lambda options, zygote=None: CATALOG)
-    monkeypatch.setattr(grade.isolation, "choose", lambda level: _Level())
+    monkeypatch.setattr(grade.isolation, "choose", lambda level: grade.isolation.Isolation("none"))
     out = tmp_path / "out"
     out.mkdir()
     (out / "blocked").write_text("a file where the folder should go")

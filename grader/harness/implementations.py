@@ -245,6 +245,7 @@ class Submission:
         self.answers = {}     # digest of a probe -> the (checked) reply the worker sent to it
         self.refused = {}     # digest of a probe asked ahead -> why its call failed the worker
         self.answered = {}    # digest of an answered probe -> (reply or failure, asked, refused)
+        self.broken_answered = {}  # target -> why its answered runs are not run (_call_failed)
         self.pending = {}     # digest of a probe asked ahead, its reply not read yet -> its ask
         self.held = {}        # digest of a speculative probe read -> (worker, what it printed)
         self._queue = []      # those asks, in the order the worker answers them
@@ -358,9 +359,9 @@ class Submission:
         if asked not in self.answered:
             target = probe["target"]
             answers = answerer(probe, _numel(expected))
-            if target in self.broken:
+            if target in self.broken_answered:
                 self.answered[asked] = (StudentFailure(_("Not run: {reason}").format(
-                    reason=self.broken[target])), [], None)
+                    reason=self.broken_answered[target])), [], None)
             else:
                 try:
                     self._remaining()
@@ -373,7 +374,7 @@ class Submission:
                                                     answer=answers)
                     except WorkerFailure as failure:
                         raise StudentFailure(self._call_failed(target, call_text, failure,
-                                                               timeout)) from None
+                                                               timeout, answered=True)) from None
                     kept = reply
                 except StudentFailure as failure:
                     kept = failure
@@ -467,11 +468,18 @@ class Submission:
             self._read_ahead()
         self._drop_ahead()
 
-    def _call_failed(self, target, call_text, failure, timeout):
+    def _call_failed(self, target, call_text, failure, timeout, answered=False):
         """What a student reads when a call failed the worker; later calls to `target`
-        are not run."""
-        self.broken[target] = _("an earlier call to {target} failed: {reason}.").format(
+        are not run (`answered`: later answered runs of it; its own runs are not run
+        either). A raw call's failure does not stop `target`'s answered runs: the failure
+        may be its callee's, which they replace (one such run is tried: a hang of its own
+        costs once more)."""
+        said = _("an earlier call to {target} failed: {reason}.").format(
             target=target, reason=failure.reason)
+        if answered:
+            self.broken_answered[target] = said
+        else:
+            self.broken[target] = said
         if timeout < self.limits.call_seconds and failure.kind == "timeout":
             return _("{call}: the submission's total time limit of {seconds} s ran out during "
                      "this call.").format(call=call_text,

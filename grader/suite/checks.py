@@ -174,6 +174,7 @@ def ask_ahead(session, student, reference):
     the per-call limit); the tests then compare without a round trip each. Only the
     submission itself asks ahead: a run judged apart (carry.OwnCode) asks other probes."""
     if session.asked_ahead or not hasattr(student, "prefetch") \
+            or getattr(student, "judged_apart", False) \
             or not getattr(student, "diagnosable", True):
         return
     session.asked_ahead = True
