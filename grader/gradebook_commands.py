@@ -17,6 +17,7 @@ import sys
 from . import course as courses
 from . import overrides as ledger
 from .report import gradebook
+from .report.rebuild import rebuild as rebuild_gradebook
 from .textsafety import safe_text
 
 
@@ -40,7 +41,7 @@ def rebuild(out_dir, course_file=None, stream=None, assignment=None):
     rows = _rows(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
-    final, changed = gradebook.rebuild(out_dir, rows, None, policy, entries, assignment)
+    final, changed = rebuild_gradebook(out_dir, rows, None, policy, entries, assignment)
     for line in gradebook.orphans(rows, entries):
         print(f"warning: {line}", file=sys.stderr)
     for note in courses.notes(final):

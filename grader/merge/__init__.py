@@ -15,7 +15,7 @@ shard.json (grader/shards.py). The merge refuses, writing nothing, when
   does not hash to, or two folders claim one student differently (identity, folder).
 
 Then each student's folder is copied into DIR and the gradebook is rebuilt by the same code
-as `grader grade` (gradebook.rebuild: grades.csv, report.html, the adjustments of DIR's
+as `grader grade` (report/rebuild.py: grades.csv, report.html, the adjustments of DIR's
 course file and overrides), so `grader export` reads DIR as after one run. Parts graded on
 different machines are combined per student (merge/parts.py). DIR/merge.json and each row's
 `graded_by` say which machine graded which shard and part.
@@ -30,6 +30,7 @@ from .. import course as courses
 from .. import overrides as ledger
 from .. import shards
 from ..report import files, folders, gradebook
+from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import parts as partmerge
 from . import verify
@@ -289,7 +290,7 @@ def _copy_folder(record, folder, target):
 
 
 def write(merged, groups, out_dir, course_file=None, assignment=None):
-    """Each student's folder into out_dir, then the gradebook (gradebook.rebuild; report.html
+    """Each student's folder into out_dir, then the gradebook (report/rebuild.py; report.html
     titled with `assignment`'s title, None: the default assignment's)."""
     os.makedirs(out_dir, exist_ok=True)
     all_parts = next(iter(next(iter(groups.values())).values()))["all_parts"]
@@ -306,8 +307,8 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
     kept = gradebook.load_records(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
-    final, changed = gradebook.rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
-                                       assignment)
+    final, changed = rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
+                             assignment)
     files.write_text(os.path.join(out_dir, MERGE_FILE), files.dumps({
         "kind": "attention-kit merge",
         "shards": [{"dir": os.path.abspath(r["dir"]), "shard": r["shard"], "of": r["of"],

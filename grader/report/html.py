@@ -28,9 +28,13 @@ import urllib.parse
 
 from .. import course as courses
 from .. import i18n
+from ..assignment import load as load_assignment
+from ..catalog.mistakes import Catalog
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
 from . import files, pictures
+from .carried import carried_lines
+from .gradebook import safe_record
 
 PAGE_BYTES = 2 * 1024 * 1024
 # what the page says, marked for the message catalog and translated where it is used
@@ -230,8 +234,7 @@ def _part_blocks(result, parts, feedback):
                 blocks.append(head + "</div>")
             continue
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
-        # error carried forward (report/feedback.py): said in its part, full marks or not
-        from .feedback import carried_lines  # feedback.py, through gradescope.py, needs grade/
+        # error carried forward (carried.py): said in its part, full marks or not
         carried = [f"<p>{esc(line, 2000)}</p>" for line in carried_lines(tests)]
         if not lost:  # the table above has its score; cases carried forward are said here
             if carried:
@@ -261,8 +264,7 @@ def _part_blocks(result, parts, feedback):
 
 def _assignment(assignment):
     if assignment is None:
-        from ..assignment import load
-        assignment = load()
+        assignment = load_assignment()
     return assignment
 
 
@@ -435,7 +437,6 @@ def _row_of(item):
     """A gradebook row (dict) from a row or a SubmissionResult, with its tests when known."""
     if isinstance(item, dict):
         return item, None
-    from .gradebook import safe_record
     row = safe_record(item)
     if isinstance(getattr(item, "diagnoses", None), list) and "diagnoses" not in row:
         row["diagnoses"] = [d.get("mistake") for d in item.diagnoses if isinstance(d, dict)]
@@ -620,7 +621,6 @@ def _anchor(mistake):
 def _catalog(declared):
     """{id: Mistake} of the assignment's catalog (empty when it does not load: the page goes on)."""
     try:
-        from ..catalog.mistakes import Catalog
         return {m.id: m for m in Catalog.of(declared).mistakes}
     except Exception:  # noqa: BLE001 - the glossary is left out, the page stands
         return {}
