@@ -562,7 +562,7 @@ def _copy_results(out_dir, result, target, feedback="full", visibility="visible"
                   module_file=None):
     """Gradescope's results.json: the one in the submission's folder, or, if that could not
     be written, one written here from the result (atomically, capped, as always)."""
-    from .report import files
+    from . import files
     from .report.gradescope import results_text
     source = os.path.join(out_dir, getattr(result, "folder", result.name), "results.json")
     try:

@@ -55,7 +55,7 @@ import time
 
 from . import course as courses
 from . import overrides as ledger
-from .report import files
+from . import files
 from .report.gradebook import BOM, final_rows, load_records, orphans, text_cell
 from .textsafety import safe_text
 

@@ -37,7 +37,8 @@ import shutil
 import zipfile
 
 from . import export
-from .report import adjustments, files
+from . import files
+from .report import adjustments
 from .report.gradebook import text_cell
 from .textsafety import safe_text
 

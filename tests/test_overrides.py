@@ -514,7 +514,8 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
 
 
 def test_an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap(tmp_path):
-    from grader.report import adjustments, files
+    from grader import files
+    from grader.report import adjustments
     folder = tmp_path / "big"
     folder.mkdir()
     tests = [{"name": f"t{i}", "score": 0, "max_score": 1, "output": "x" * 9000} for i in range(115)]

@@ -71,7 +71,7 @@ FAST_LAYOUTS = ("tests/test_layouts.py tests/test_layouts_attacks.py tests/test_
                 "-k 'not grades_csv_names and not junk_are_never_graded and not export'")
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
-    "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
+    "files": ("grader/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
     "folders": ("grader/report/folders.py", FAST_OUTPUTS, "tests/test_mutants_folders.py"),
     "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_mutants_replies.py"),
     "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_mutants_compare.py"),

@@ -11,7 +11,7 @@ overrides (DIR/overrides.json) and the course's late policy (DIR/course.toml or 
 applied whenever the gradebook is built (report/rebuild.py), never stored into a row.
 
 <folder> is the submission's name made safe and unique (report/folders.py): the name itself
-for ordinary names. Every file is written atomically and capped (report/files.py); a
+for ordinary names. Every file is written atomically and capped (grader/files.py); a
 failure to write one submission's files is that row's grader error, and grades.csv is
 written whatever happened to the rows.
 """
@@ -32,7 +32,8 @@ from ..i18n import _
 from ..intake import layouts
 from ..report.console import Table
 from ..sandbox import isolation
-from ..report import files, folders
+from .. import files
+from ..report import folders
 from ..similarity import code as kept_code
 from ..report.feedback import feedback_text
 from ..report import gradebook

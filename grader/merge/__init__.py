@@ -29,10 +29,12 @@ import sys
 from .. import course as courses
 from .. import overrides as ledger
 from .. import shards
-from ..report import files, folders, gradebook
+from .. import files
+from ..report import folders, gradebook
 from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import parts as partmerge
+from .errors import MergeError
 from . import verify
 
 MERGE_FILE = "merge.json"
@@ -40,10 +42,6 @@ MERGE_FILE = "merge.json"
 SAME = ("grader_version", "isolation", "suite", "all_parts")
 IDENTITY = ("student_id", "student_name", "layout", "submitted_at", "time_source", "late_flag",
             "flags")
-
-
-class MergeError(Exception):
-    """Why the shard folders cannot be merged (nothing was written)."""
 
 
 def _shown(path):

@@ -23,7 +23,7 @@ import re
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
 from . import summary as summaries
-from .files import MESSAGE_CHARS
+from ..files import MESSAGE_CHARS
 
 MAX_LINES = 120
 MAX_BYTES = 12 * 1024

@@ -42,7 +42,7 @@ from .. import course as courses
 from .. import overrides as ledger
 from ..intake.layouts import shown_source
 from ..textsafety import safe_text
-from .files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
+from ..files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
 from .summary import mistake_ids
 
 ROW_FILE = "gradebook-row.json"

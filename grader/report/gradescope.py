@@ -13,7 +13,7 @@ visible, so with the tests hidden the output says no more than the summary.
 `extra_data` records both and `diagnoses`: {"part", "mistake", "text"} per part that lost
 points (the catalog id, or null for an observation; never a case's inputs).
 
-Every string that may come from a submission is made safe and capped (files.py):
+Every string that may come from a submission is made safe and capped (grader/files.py):
 a test's output at MESSAGE_CHARS, the summary at SUMMARY_CHARS, and `results_text` keeps
 the whole file under RESULTS_BYTES by cutting the tests' outputs first.
 """
@@ -23,7 +23,7 @@ from ..i18n import _
 from ..textsafety import safe_text
 from . import summary as summaries
 from .carried import carried_lines
-from .files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
+from ..files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
 
 VISIBILITY = "visible"
 

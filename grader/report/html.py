@@ -32,7 +32,8 @@ from ..assignment import load as load_assignment
 from ..catalog.mistakes import Catalog
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
-from . import files, pictures
+from .. import files
+from . import pictures
 from .carried import carried_lines
 from .gradebook import safe_record
 

@@ -14,8 +14,8 @@ import html
 import io
 import os
 
+from .. import files, i18n
 from ..i18n import N_, _, ngettext
-from ..report import files
 from ..report.gradebook import text_cell
 from ..report.html import CSP
 from ..textsafety import safe_text
@@ -278,7 +278,6 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
         rest = len(skipped) - MAX_SKIPPED
         body.append("<p>" + esc(ngettext("and {n} more.", "and {n} more.", rest).format(n=rest))
                     + "</p>")
-    from .. import i18n
     lang = "zh-CN" if i18n.language() == "zh" else "en"
     page = (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -292,7 +291,7 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
 
 
 def write(out_dir, pairs, groups, sources, skipped, settings):
-    """Write both files atomically (report/files.py)."""
+    """Write both files atomically (grader/files.py)."""
     files.write_bytes(os.path.join(out_dir, "similarity.csv"),
                       ("\ufeff" + csv_text(pairs, sources)).encode("utf-8"))
     files.write_text(os.path.join(out_dir, "similarity.html"),
