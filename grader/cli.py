@@ -5,6 +5,7 @@ import os
 import sys
 
 from . import assignment
+from .platforms import layouts
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,7 +63,7 @@ def build_parser():
                        help="regrade every submission, also those unchanged since their row in "
                             "DIR was graded (by default those rows are kept)")
     grade.add_argument("--layout", default="auto",
-                       choices=("auto", "plain", "nbgrader", "canvas", "moodle", "gradescope"),
+                       choices=layouts(),
                        help="how the work arrived, which says each student's id and name "
                             "(grades.csv's student_id and name columns): auto (default) "
                             "recognises Canvas and Moodle downloads, a Gradescope export and "
@@ -90,49 +91,11 @@ def build_parser():
                             "(Gradescope's /autograder/results/results.json)")
     _suite_arguments(grade)
 
-    gradescope = commands.add_parser("gradescope", help="write the autograder zip for Gradescope")
-    gradescope.add_argument("--out", default="autograder.zip")
-    gradescope.add_argument("--torch", default=None, help="torch version setup.sh installs "
-                            "(default: the one installed here)")
-    from .sandbox.isolation import CHOICES
-    gradescope.add_argument("--isolation", default="auto", choices=CHOICES)
-    gradescope.add_argument("--lang", choices=("en", "zh"), default="en",
-                            help="language of the feedback students read (default en)")
-    _disclosure_arguments(gradescope)
+    from .commands import gradescope as gradescope_command
+    gradescope_command.add_parser(commands)
 
-    export = commands.add_parser(
-        "export", help="write the CSV an LMS imports into its gradebook, from grades in DIR",
-        description="Write the gradebook of DIR (the --out of grader grade) as the CSV Canvas "
-                    "(Grades > Import) or Moodle (the assignment's 'Upload grading worksheet') "
-                    "imports. Rows the grader failed on, and rows without a student id, are "
-                    "left out with a note.")
-    export.add_argument("lms", choices=("canvas", "moodle", "canvas-comments",
-                                        "moodle-feedback-zip"),
-                        help="canvas, moodle: the scores (moodle --with-comments: and each "
-                             "student's feedback); canvas-comments: a folder with each student's "
-                             "feedback and the script that posts it as submission comments; "
-                             "moodle-feedback-zip: the zip of feedback files Moodle uploads")
-    export.add_argument("--out", required=True, metavar="FILE",
-                        help="the CSV (or zip; canvas-comments: the folder) to write")
-    export.add_argument("--gradebook", "--from", dest="source", default="grades", metavar="DIR",
-                        help="the gradebook folder (default: grades; --from is the older "
-                             "spelling)")
-    export.add_argument("--assignment", default=None,
-                        help='Canvas: the assignment column, as Canvas names it in its export, '
-                             'e.g. "Attention (12345)" (needed, or --template)')
-    export.add_argument("--template", default=None, metavar="CSV",
-                        help="Canvas: the gradebook CSV downloaded from Canvas (Grades > "
-                             "Export): its students and identity columns, and the one column "
-                             "of this assignment (--assignment, or the one named after it), "
-                             "filled; nothing else is sent back")
-    export.add_argument("--with-comments", action="store_true",
-                        help="Moodle: add each student's feedback.txt as the worksheet's "
-                             "Feedback comments column (enable the assignment's feedback "
-                             "comments and offline grading worksheet)")
-    export.add_argument("--export-missing-as-zero", action="store_true",
-                        help="also export 'missing work' rows (nothing gradable was found) as 0; "
-                             "by default they are left out with a note, for review")
-    _course_argument(export)
+    from .commands import export as export_command
+    export_command.add_parser(commands)
 
     book = commands.add_parser(
         "gradebook", help="rebuild grades.csv and report.html from the kept rows (no grading)",
@@ -347,7 +310,7 @@ def main(argv=None):
     if wrong:
         print(f"grader {args.command}: {wrong}", file=sys.stderr)
         return 2
-    from .usage import problem
+    from .commands.usage import problem
     mistake = problem(args)
     if mistake:
         print(f"grader {args.command}: {mistake}", file=sys.stderr)
@@ -373,15 +336,11 @@ def main(argv=None):
             print("\ngrader grade: interrupted before anything was graded", file=sys.stderr)
             return 130
     if args.command == "gradescope":
-        from . import gradescope
-        try:
-            return gradescope.main(args)
-        except OSError as error:  # writing the zip (the reason names the file)
-            print(f"grader gradescope: {error}", file=sys.stderr)
-            return 2
+        from .commands import gradescope as gradescope_command
+        return gradescope_command.run(args)
     if args.command == "export":
-        from . import export
-        return export.main(args)
+        from .commands import export as export_command
+        return export_command.run(args)
     if args.command == "merge":
         from .merge import main as merge_main
         return merge_main(args)
@@ -439,8 +398,8 @@ def _grade(args):
         print(f"grader grade: {error}", file=sys.stderr)
         return 2
     from .grade import student_provided
-    from .intake import layouts
-    batch = layouts.resolve(args.submissions, args.layout, module=args.kit_assignment.module,
+    from .platforms import resolve
+    batch = resolve(args.submissions, args.layout, module=args.kit_assignment.module,
                             earlier=student_provided(args.kit_assignment))
     for note in batch.notes[:200]:
         print(f"  {note}")

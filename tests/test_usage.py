@@ -97,7 +97,7 @@ def test_a_relative_readme_that_exists_is_read_from_the_current_folder(tmp_path)
 def test_a_zip_that_cannot_be_finished_leaves_no_file(tmp_path):
     """A zip whose writing fails halfway is not left under the name a good one would have
     (nor as the partial file)."""
-    from grader.gradescope import build
+    from grader.platforms.gradescope.autograder import build
     kit = tmp_path / "kit"
     kit.mkdir()
     (kit / "grader").mkdir()
