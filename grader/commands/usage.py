@@ -28,7 +28,7 @@ def first(*checks):
     return None
 
 
-def _shown(path):
+def shown(path):
     return safe_text(str(path), 200)
 
 
@@ -36,27 +36,27 @@ def _where(path):
     """' (relative paths are read from CWD)' for a relative path, else ''."""
     if os.path.isabs(path):
         return ""
-    return f" (relative paths are read from the current folder, {_shown(os.getcwd())})"
+    return f" (relative paths are read from the current folder, {shown(os.getcwd())})"
 
 
 def input_file(flag, path, hint=""):
     if not os.path.exists(path):
-        return f"{flag} {_shown(path)}: no such file{_where(path)}{hint}"
+        return f"{flag} {shown(path)}: no such file{_where(path)}{hint}"
     if not os.path.isfile(path):
-        return f"{flag} {_shown(path)} is not a file"
+        return f"{flag} {shown(path)} is not a file"
     if not os.access(path, os.R_OK):
-        return f"{flag} {_shown(path)} cannot be read"
+        return f"{flag} {shown(path)} cannot be read"
     return None
 
 
 def hidden_tests(path):
     if not os.path.isdir(path):
-        return f"--hidden-tests {_shown(path)}: no such folder{_where(path)}"
+        return f"--hidden-tests {shown(path)}: no such folder{_where(path)}"
     if not os.path.isfile(os.path.join(path, "cases.py")):
-        return (f"--hidden-tests {_shown(path)} holds no cases.py: it is not a hidden suite "
+        return (f"--hidden-tests {shown(path)} holds no cases.py: it is not a hidden suite "
                 "(the kit's are tests_hidden/<assignment>/)")
     if not os.path.isfile(os.path.join(path, "assignment.toml")):
-        return (f"--hidden-tests {_shown(path)} holds no assignment.toml: a hidden suite "
+        return (f"--hidden-tests {shown(path)} holds no assignment.toml: a hidden suite "
                 "declares its assignment (see tests_hidden/<name>/assignment.toml)")
     return None
 
@@ -65,21 +65,21 @@ def output_file(flag, path, make_folders=False):
     """A file the command will write: not a folder; its folder exists (unless the command
     makes it) and is a folder."""
     if os.path.isdir(path):
-        return f"{flag} {_shown(path)} is a folder; give the file to write"
+        return f"{flag} {shown(path)} is a folder; give the file to write"
     folder = os.path.dirname(os.path.abspath(path))
     existing = folder
     while make_folders and not os.path.lexists(existing):
         existing = os.path.dirname(existing)
     if not os.path.lexists(existing):
-        return f"{flag} {_shown(path)}: the folder {_shown(folder)} does not exist"
+        return f"{flag} {shown(path)}: the folder {shown(folder)} does not exist"
     if not os.path.isdir(existing):
-        return f"{flag} {_shown(path)}: {_shown(existing)} is not a folder"
+        return f"{flag} {shown(path)}: {shown(existing)} is not a folder"
     return None
 
 
 def output_folder(flag, path):
     if os.path.lexists(path) and not os.path.isdir(path):
-        return f"{flag} {_shown(path)} exists and is not a folder"
+        return f"{flag} {shown(path)} exists and is not a folder"
     return None
 
 
@@ -93,48 +93,4 @@ def limits(args):
         if not math.isfinite(value) or value <= 0:
             return (f"--{field.name.replace('_', '-')} {value:g}: give a number above 0 "
                     f"(default {field.default:g})")
-    return None
-
-
-def problem(args):
-    """The first mistake in `args` (parsed by grader.cli), as one line, or None."""
-    command = args.command
-    checks = []
-    if getattr(args, "solution", None) is not None:
-        checks.append(lambda: input_file("--solution", args.solution))
-    if getattr(args, "hidden_tests", None) is not None:
-        checks.append(lambda: hidden_tests(args.hidden_tests))
-    if getattr(args, "readme", None) is not None:
-        declared = getattr(args, "kit_assignment", None)
-        folder = getattr(declared, "student_folder", None) or "assignments/<assignment>"
-        kit = os.path.join(folder, "README.zh-CN.md")
-        checks.append(lambda: input_file("--readme", args.readme,
-                                          f"; the kit's Chinese README is {_shown(kit)}"))
-    if getattr(args, "jobs", None) is not None and args.jobs < 1:
-        checks.append(lambda: f"--jobs {args.jobs}: give 1 or more")
-    checks.append(lambda: limits(args))
-    if command in ("validate", "nbgrader") and getattr(args, "out", None):
-        checks.append(lambda: output_folder("--out", args.out))
-    if command == "release":
-        if (getattr(args, "out", None) or "").endswith(".py"):
-            checks.append(lambda: output_file("--out", args.out, make_folders=True))
-        checks.append(lambda: output_file("--output", args.output, make_folders=True))
-        if args.notebook:
-            checks.append(lambda: output_file("--notebook", args.notebook, make_folders=True))
-    if command == "export" and getattr(args, "lms", None) == "canvas-comments":
-        checks.append(lambda: output_folder("--out", args.out))   # it writes a folder
-        checks.append(lambda: output_file("--out", os.path.join(args.out, "comments.json"),
-                                           make_folders=True))
-    elif command in ("gradescope", "export"):
-        checks.append(lambda: output_file("--out", args.out))
-    if command == "export" and getattr(args, "template", None):
-        checks.append(lambda: input_file("--template", args.template))
-    if getattr(args, "results_json", None):
-        checks.append(lambda: output_file("--results-json", args.results_json))
-    if getattr(args, "docs", None):
-        checks.append(lambda: output_file("--docs", args.docs))
-    for check in checks:
-        found = check()
-        if found:
-            return found
     return None

@@ -1,4 +1,4 @@
-"""`grader merge SHARD_DIR... --out DIR`: shard folders into one gradebook, checked first.
+"""Shard folders into one gradebook, checked first (`grader merge`: commands/merge.py).
 
 Each SHARD_DIR is the --out of `grader grade --shard K/N` and/or `--parts` and holds
 shard.json (grader/shards.py). The merge refuses, writing nothing, when
@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import stat
-import sys
 
 from .. import course as courses
 from .. import overrides as ledger
@@ -316,19 +315,3 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
         "suite": next(iter(next(iter(groups.values())).values()))["suite"],
         "students": len(merged)}))
     return final
-
-
-def main(args):
-    """The command: exit 0 when merged, 2 with one line saying why not."""
-    try:
-        courses.find(args.out, args.course)
-        ledger.load(args.out)
-        merged, groups = plan(args.shard_dirs, args.out)
-    except (MergeError, courses.CourseError, ledger.OverrideError) as error:
-        print(f"grader merge: nothing was merged: {error}", file=sys.stderr)
-        return 2
-    final = write(merged, groups, args.out, args.course, getattr(args, "kit_assignment", None))
-    shown = "; ".join(f"parts {', '.join(p)}: {len(g)} shard(s)" for p, g in groups.items())
-    print(f"Merged {len(merged)} students ({shown}) into {args.out}/grades.csv "
-          f"({len(final)} rows)")
-    return 0

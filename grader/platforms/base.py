@@ -65,6 +65,7 @@ class Platform:
     recognises = True      # a --layout choice (False: it takes no downloads of its own)
     download_names = False  # its names are an LMS's download names, which a student could
                             # copy: cross-checked when given beside plain work or twice over
+    arrives_as = ""        # what `--layout auto` recognises by its names ("a Canvas download")
     download_title = ""    # "a Canvas download": a folder (or zip) all of whose entries are
                            # named as its download names them is opened (`download_of`)
     id_kind = "login"      # which id column of an LMS's import its ids go to: "own" (an id

@@ -1,6 +1,6 @@
-"""nbgrader: a course's `submitted/` folder as `grader grade` reads it, and each submission
-of `grader nbgrader` (commands/nbgrader.py; the course itself, its source notebook, its
-gradebook.db and its feedback folders are grader/nbgrader_bridge/).
+"""nbgrader: a course's `submitted/` folder as `grader grade` reads it. The course itself
+(`grader nbgrader`, commands/nbgrader.py), its source notebook (`grader release
+--notebook`), its gradebook.db and its feedback folders are grader/nbgrader_bridge/'s.
 
 `submitted/<student>/<module>/` (a file, the assignment folder, the student's folder or
 `submitted` itself): the id is the student's folder name, which nbgrader writes;
@@ -14,17 +14,15 @@ cleaned (`-rf`, `alice` + a combining accent) keeps no id. Its ids are logins: a
 export puts them in its login column. `timestamp.txt` is written by `nbgrader submit`, which
 runs as the student: where students run it themselves it is only as trustworthy as they are.
 """
-import datetime
 import os
 import sqlite3
 import stat
 from urllib.parse import quote
 
 from ..intake import times
-from ..intake.layouts import (Submission, base_name, display_name, is_dir, listing, lstat,
-                              non_submission, shown, student_id, unpacked)
+from ..intake.layouts import (base_name, display_name, is_dir, listing, lstat, non_submission,
+                              shown, student_id, unpacked)
 from ..intake.naming import file_names
-from ..textsafety import safe_text
 from . import base
 
 SUBMITTED = "submitted"
@@ -101,52 +99,10 @@ def _assignment_folder(path):
     return folder
 
 
-def shown_student(student):
-    """A student's folder name for one line of the console: the name comes from
-    submitted/, which `nbgrader submit --student` lets a student choose."""
-    return " ".join(safe_text(student, 100).split()) or "?"
-
-
-def _iso(text):
-    """timestamp.txt's time as ISO 8601 with its offset (nbgrader reads it as UTC)."""
-    from nbgrader.utils import parse_utc  # nbgrader: an extra, imported by `grader nbgrader` only
-    moment = parse_utc(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.isoformat()
-
-
-def course_timestamp(text):
-    """timestamp.txt's time when nbgrader can read it, else None (the submission keeps none)."""
-    if not text:
-        return None
-    from nbgrader.utils import parse_utc  # nbgrader: an extra, imported by `grader nbgrader` only
-    try:
-        parse_utc(text)
-    except (ValueError, OverflowError, TypeError):
-        return None
-    return text
-
-
-def course_submission(entry, path, name, known=True):
-    """The kit's Submission for one submission of `grader nbgrader` (nbgrader_bridge's
-    course.submitted entry, staged at `path`): the student is the folder under submitted/
-    (nbgrader's own id; the command writes only the students gradebook.db already has),
-    their name from gradebook.db, and the time is timestamp.txt's ("nbgrader-timestamp"),
-    which only `nbgrader collect` writes; a submission copied there by hand has none (no
-    time, so no lateness is charged)."""
-    when = course_timestamp(entry.timestamp)
-    return Submission(
-        path=path, name=entry.student, student_id=student_id(entry.student), student_name=name,
-        layout="nbgrader", submitted_at=_iso(when) if when else "",
-        time_source="nbgrader-timestamp" if when else "",
-        flags=[] if known else [f"{shown_student(entry.student)} is not a student in "
-                                f"nbgrader's database: nothing written there"])
-
-
 class Nbgrader(base.Platform):
     name = "nbgrader"
     title = "nbgrader"
+    arrives_as = "nbgrader's submitted/ folder"
     listed = 20
     tried = 20
 

@@ -140,6 +140,7 @@ def _ambiguous(found):
 class Canvas(base.Platform):
     name = "canvas"
     title = "Canvas"
+    arrives_as = "a Canvas download"
     listed = 30
     tried = 30
     download_names = True

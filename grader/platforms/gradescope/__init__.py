@@ -29,6 +29,7 @@ GRADESCOPE_FOLDER = re.compile(r"^submission_(?P<id>[0-9]{1,20})$")
 class Gradescope(base.Platform):
     name = "gradescope"
     title = "Gradescope"
+    arrives_as = "a Gradescope export"
     listed = 50
     tried = 10
     download_names = True

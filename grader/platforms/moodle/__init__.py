@@ -56,6 +56,7 @@ def parse_moodle(name):
 class Moodle(base.Platform):
     name = "moodle"
     title = "Moodle"
+    arrives_as = "a Moodle download"
     listed = 40
     tried = 40
     download_names = True
