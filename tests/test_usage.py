@@ -1,5 +1,6 @@
 """Every mistake on the `grader` command line is one line on stderr and exit status 2,
-before anything is read, graded or written (grader/usage.py and the parser in grader/cli.py)."""
+before anything is read, graded or written (each command's `problem` in grader/commands/,
+and the parser grader/cli.py builds)."""
 import os
 import subprocess
 import sys

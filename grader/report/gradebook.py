@@ -5,7 +5,7 @@ cell is not a zero, and the instructor sees which rows to look at. `submission` 
 submission's name as uploaded (made safe); `folder` is its folder in the output directory
 (folders.py: the same as the name unless the name was odd or collided). `student_id` and
 `name` are the student the row is about, as the layout the work arrived in says
-(intake/layouts.py: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
+(grader/platforms/: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
 student folder); `grader export` matches rows to the LMS's gradebook on `student_id`.
 
 `diagnoses` holds the catalog ids of the mistakes diagnosed (grader/catalog/), one per part
