@@ -28,9 +28,11 @@ RESTRUCTURED = ("grader/cli.py", "grader/commands", "grader/platforms", "grader/
                 "grader/report/feedback.py", "grader/report/gradebook.py",
                 "grader/report/gradescope.py", "grader/report/html.py",
                 "grader/report/rebuild.py", "grader/report/summary.py", "grader/merge",
-                "grader/release/__init__.py", "grader/nbgrader_bridge/course.py",
-                "grader/nbgrader_bridge/feedback.py", "grader/similarity/command.py",
-                "grader/similarity/page.py", "grader/validate/__init__.py")
+                "grader/release/__init__.py", "grader/nbgrader_bridge/__init__.py",
+                "grader/nbgrader_bridge/course.py", "grader/nbgrader_bridge/feedback.py",
+                "grader/similarity/command.py", "grader/similarity/code.py",
+                "grader/similarity/page.py", "grader/validate/__init__.py", "grader/overrides.py",
+                "grader/shards.py", "grader/report/adjustments.py")
 
 
 def _lint(root):

@@ -20,15 +20,16 @@ class NbgraderMissing(Exception):
 def require_nbgrader(what="this command"):
     """Import nbgrader, or raise NbgraderMissing with a one-line install hint."""
     try:
-        import nbgrader.api  # noqa: F401
+        import nbgrader.api  # noqa: F401 - the extra (heavy): is it installed?
     except ImportError:
         raise NbgraderMissing(f"{what} needs nbgrader, which is not installed here: "
                               f"{INSTALL_HINT}") from None
 
 
 def require_nbformat(what="this command"):
+    """Import nbformat, or raise NbgraderMissing with a one-line install hint."""
     try:
-        import nbformat  # noqa: F401
+        import nbformat  # noqa: F401 - needed only to write a notebook: is it installed?
     except ImportError:
         raise NbgraderMissing(f"{what} needs nbformat, which is not installed here: "
                               f"{INSTALL_HINT}") from None
