@@ -1256,3 +1256,26 @@ def test_a_download_zip_over_1_gb_is_not_read():
                 handle.write(data)
             assert os.path.getsize(path) == size
             assert layouts.zip_names(path) == names
+
+
+# --- issue 30: the platforms' registry (grader/platforms/base.py) ------------------------------
+
+def test_the_platforms_are_tried_and_listed_in_their_documented_order():
+    # tried: a Gradescope export's submission folder before nbgrader's submitted/ (an export
+    # kept in a folder named submitted), Canvas before Moodle, plain last: it takes anything
+    assert [p.name for p in platform_base.tried()] == [
+        "gradescope", "nbgrader", "canvas", "moodle", "classroom", "plain"]
+    assert [p.name for p in platform_base.listed()] == [
+        "plain", "nbgrader", "canvas", "moodle", "gradescope", "classroom"]
+    # a platform that says neither is listed after the kit's and tried before plain: 100
+    assert (platform_base.Platform.listed, platform_base.Platform.tried) == (100, 100)
+    assert platform_base.named("plain").tried == 1000 and platform_base.named("nope") is None
+
+
+def test_a_block_scalars_comment_is_no_chomping_indicator():
+    # `| #-x`: a literal block with a comment that starts with "-", clipped like any `|`
+    text = "submission_1:\n  :submitters:\n  - :name: | #-x\n      Jane\n    :sid: '1'\n"
+    person = gradescope_metadata.parse_metadata_subset(text)["submission_1"]["people"][0]
+    assert (person["name"], person["sid"]) == ("Jane\n", "1")
+    yaml = pytest.importorskip("yaml")   # as PyYAML reads it
+    assert yaml.safe_load(text)["submission_1"][":submitters"][0][":name"] == "Jane\n"

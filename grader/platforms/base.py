@@ -60,8 +60,10 @@ class Platform:
     nothing and gives its rows the file's own time (a subclass overrides what it does)."""
     name = ""              # the layout's name: --layout, grades.csv's `layout` column
     title = ""             # as a sentence names it ("Canvas")
-    listed = 100           # its place in lists (--layout's choices, the export kinds)
-    tried = 100            # its turn: the first platform a path fits takes it
+    listed = 100           # its place in lists (--layout's choices, the export kinds); the
+                           # kit's are 10 to 60, so one that says none comes after them
+    tried = 100            # its turn: the first platform a path fits takes it (the kit's:
+                           # 10 to 40; plain, which takes anything, 1000)
     recognises = True      # a --layout choice (False: it takes no downloads of its own)
     download_names = False  # its names are an LMS's download names, which a student could
                             # copy: cross-checked when given beside plain work or twice over
