@@ -26,7 +26,7 @@ import math
 import os
 import re
 
-from .report import files
+from . import files
 from .textsafety import safe_text
 
 FILE = "overrides.json"

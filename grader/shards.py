@@ -25,8 +25,9 @@ import re
 import socket
 import stat
 import time
+from importlib import metadata
 
-from .report import files
+from . import files
 from .textsafety import safe_text
 
 SHARD_FILE = "shard.json"
@@ -129,7 +130,7 @@ def machine():
         if os.environ.get(variable):
             found[variable] = safe_text(os.environ[variable], 200)
     try:
-        import torch
+        import torch  # heavy (seconds): imported only to ask whether CUDA is there
         found["cuda"] = bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - a missing torch is said elsewhere
         found["cuda"] = False
@@ -139,7 +140,6 @@ def machine():
 def grader_version():
     """The installed kit's version (its code is in the suite fingerprint too)."""
     try:
-        from importlib import metadata
         return metadata.version("attention-kit")
     except Exception:  # noqa: BLE001 - run from a checkout without installing
         return "unknown"

@@ -165,11 +165,11 @@ def test_gradebook_commands_follow_the_assignment_their_rows_name(tmp_path):
 def test_a_canvas_export_needs_its_column_and_suggests_one_after_the_graded_assignment(tmp_path):
     """Issue 27: a Canvas column Canvas does not have creates a new assignment, so no column
     is guessed: the refusal names the graded assignment's likely column."""
-    from grader import export
+    from grader.platforms.canvas import scores as canvas_scores
     _row(tmp_path / "t", "ann", assignment="transformer", student_id="10001")
-    assert export._new_column(str(tmp_path / "t")) == "Transformer"
+    assert canvas_scores.new_column(str(tmp_path / "t")) == "Transformer"
     _row(tmp_path / "old", "ann", student_id="10001")   # before assignments were declared
-    assert export._new_column(str(tmp_path / "old")) == "Attention"
+    assert canvas_scores.new_column(str(tmp_path / "old")) == "Attention"
     done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--from",
                            str(tmp_path / "t"), "--out", str(tmp_path / "c.csv")],
                           cwd=KIT, capture_output=True, text=True, timeout=300)

@@ -712,7 +712,7 @@ def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_
 def test_nbgrader_earlier_names_come_from_the_declaration_and_are_checked(tmp_path):
     """`grader nbgrader --earlier KIT=COURSE`: only an earlier assignment whose module the
     student provides can be named, and the course's name is a folder name, nothing more."""
-    from grader.nbgrader_bridge.command import _earlier
+    from grader.commands.nbgrader import _earlier
     student = assignments.load("second", kit_root=_kit(tmp_path / "s", "student"))
     assert _earlier(student, []) == [("first", "first")]
     assert _earlier(student, ["first=week-1"]) == [("first", "week-1")]

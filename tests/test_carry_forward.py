@@ -18,7 +18,7 @@ from grader import assignment, i18n
 from grader.catalog import Catalog
 from grader.grade import MixedSettings, SuiteOptions, grade_batch
 from grader.grade.fingerprint import suite_fingerprint
-from grader.report.feedback import carried_lines
+from grader.report.carried import carried_lines
 
 pytestmark = pytest.mark.slow
 CATALOG = Catalog.of(assignment.load("attention"))

@@ -15,7 +15,7 @@ from conftest import KIT
 import grader.grade as grade
 from grader.cli import build_parser
 from grader.grade import outcome
-from grader.gradescope import build
+from grader.platforms.gradescope.autograder import build
 from grader.report import feedback as fb
 from grader.report import summary
 from grader.report.gradebook import gradebook_text, safe_record

@@ -1,7 +1,7 @@
 """What issue 27 added around the gradebook, at its edges and without grading anything: the
-feedback returned through each LMS (grader/feedback_export.py), the Canvas template
-(grader/export.py), `grader show`, the console's final scores, estimate and summary
-(grader/report/console.py) and release's given-code notice. Rows and files are written
+feedback returned through each LMS (grader/platforms/: canvas/comments.py, moodle.py), the
+Canvas template (grader/platforms/canvas/scores.py), `grader show`, the console's final
+scores, estimate and summary (grader/report/console.py) and release's given-code notice. Rows and files are written
 directly; the round trips through each LMS's importer are in test_platforms.py."""
 import csv
 import io
@@ -14,7 +14,13 @@ import zipfile
 import pytest
 
 from conftest import KIT
-from grader import export, feedback_export, overrides
+from grader import overrides
+from grader.platforms import exports
+from grader.platforms import feedback as platform_feedback
+from grader.platforms.canvas import comments as canvas_comments
+from grader.platforms.canvas import scores as canvas_scores
+from grader.platforms.moodle import feedback_zip as moodle_feedback_zip
+from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import adjustments, console, gradebook
 
 
@@ -51,7 +57,7 @@ def test_a_students_feedback_is_returned_only_when_it_shows_the_exported_score(t
     entry = overrides.entry_for(rows, "10007", "total", "95", "regrade")
     final = gradebook.final_rows(rows, None, [entry])
     # Li Lei's files were written before the override: his feedback says 80, the export 95
-    text, notes = feedback_export.moodle_rows(str(out), final, now=0)
+    text, notes = moodle_worksheet.moodle_rows(str(out), final, now=0)
     lines = list(csv.reader(io.StringIO(text)))
     assert lines[0][-1] == "Feedback comments" and lines[0].index("Feedback comments") > 0
     assert [line[:3] + [line[-1]] for line in lines[1:]] == [
@@ -61,19 +67,19 @@ def test_a_students_feedback_is_returned_only_when_it_shows_the_exported_score(t
                      "score (run grader gradebook with the same course file, then export again)"]
     # the gradebook rebuilt: his files say 95, and his feedback goes with it
     adjustments.sync(str(out), final)
-    text, notes = feedback_export.moodle_rows(str(out), final, now=0)
+    text, notes = moodle_worksheet.moodle_rows(str(out), final, now=0)
     comment = list(csv.reader(io.StringIO(text)))[2][-1]
     assert notes == [] and "Final score: 95 of 100" in comment
 
 
 def test_a_comment_is_escaped_html_with_no_quote_and_capped(tmp_path):
     said = 'x = "a\\"b" <b> & \u4e2d\n'
-    assert feedback_export.moodle_comment(said) == \
+    assert moodle_worksheet.moodle_comment(said) == \
         "<pre>x = &quot;a\\&quot;b&quot; &lt;b&gt; &amp; \u4e2d\n</pre>"
     rows = [_row("Fang Wu_10006", "10006")]
     out = _gradebook(tmp_path, rows, {"Fang Wu_10006": "y" * (40 * 1024)})
-    text, _page, why = feedback_export.feedback_of(str(out), gradebook.final_rows(rows)[0])
-    assert why is None and len(text.encode("utf-8")) <= feedback_export.RETURN_BYTES == 32 * 1024
+    text, _page, why = platform_feedback.feedback_of(str(out), gradebook.final_rows(rows)[0])
+    assert why is None and len(text.encode("utf-8")) <= platform_feedback.RETURN_BYTES == 32 * 1024
     assert text.startswith("y" * 1000) and "bytes" in text[-100:]
 
 
@@ -82,7 +88,7 @@ def test_the_moodle_zip_names_each_folder_so_moodle_finds_the_participant(tmp_pa
             _row(".hidden_10007", "10007", student_name="~.Zhou"),
             _row("wangli_10000", "10000", layout="canvas")]
     out = _gradebook(tmp_path, rows)
-    count, notes = feedback_export.moodle_zip(str(out), gradebook.final_rows(rows),
+    count, notes = moodle_feedback_zip.moodle_zip(str(out), gradebook.final_rows(rows),
                                               str(tmp_path / "f.zip"))
     with zipfile.ZipFile(tmp_path / "f.zip") as archive:
         names = sorted(archive.namelist())
@@ -101,7 +107,7 @@ def test_canvas_comments_address_each_student_as_the_score_export_does(tmp_path)
             _row("zhoutao", "zhoutao", layout="nbgrader"),
             _row("Fang Wu_10006", "10006")]
     out = _gradebook(tmp_path, rows)
-    comments, notes = feedback_export.canvas_comments(str(out), gradebook.final_rows(rows),
+    comments, notes = canvas_comments.canvas_comments(str(out), gradebook.final_rows(rows),
                                                       str(tmp_path / "c"))
     assert sorted((c["user"], c["name"]) for c in comments) == [
         ("10000", "wangli"), ("sis_login_id:zhoutao", "zhoutao"),
@@ -122,20 +128,20 @@ TEMPLATE = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attenti
 
 
 def test_the_template_column_is_the_one_asked_for_or_the_one_named_after_the_assignment():
-    assert export.template_column(TEMPLATE, None, "Attention") == "Attention (12345)"
-    assert export.template_column(TEMPLATE, "Transformer (777)", "Attention") == "Transformer (777)"
-    with pytest.raises(export.ExportError) as refused:
-        export.template_column(TEMPLATE, "Transformer (1)", "Attention")
+    assert canvas_scores.template_column(TEMPLATE, None, "Attention") == "Attention (12345)"
+    assert canvas_scores.template_column(TEMPLATE, "Transformer (777)", "Attention") == "Transformer (777)"
+    with pytest.raises(exports.ExportError) as refused:
+        canvas_scores.template_column(TEMPLATE, "Transformer (1)", "Attention")
     assert str(refused.value).startswith("--assignment 'Transformer (1)' is not a column of the "
                                          "template (its assignments: Attention (12345), ")
-    with pytest.raises(export.ExportError) as refused:
-        export.template_column(TEMPLATE, None, "Essay")
+    with pytest.raises(exports.ExportError) as refused:
+        canvas_scores.template_column(TEMPLATE, None, "Essay")
     assert str(refused.value).startswith("the template has 0 column(s) named 'Essay'; give the "
                                          "column with --assignment")
     doubled = [TEMPLATE[0] + ["Attention (4)"], TEMPLATE[1] + ["5"]]
-    with pytest.raises(export.ExportError, match=r"has 2 column\(s\) named 'Attention' "
+    with pytest.raises(exports.ExportError, match=r"has 2 column\(s\) named 'Attention' "
                                                  r"\(Attention \(12345\), Attention \(4\)\)"):
-        export.template_column(doubled, None, "Attention")
+        canvas_scores.template_column(doubled, None, "Attention")
 
 
 def test_show_prints_one_students_final_row(tmp_path):

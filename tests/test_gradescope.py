@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from conftest import KIT, SOLUTION
-from grader.gradescope import build
+from grader.platforms.gradescope.autograder import build
 
 
 def test_autograder_zip_grades_a_submission(tmp_path):

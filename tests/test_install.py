@@ -59,7 +59,7 @@ def test_readme_test_command_is_what_ci_runs():
 
 
 def test_gradescope_setup_installs_no_nbgrader():
-    from grader import gradescope
+    from grader.platforms.gradescope import autograder as gradescope
     setup = gradescope.SETUP.lower()
     assert "nbgrader" not in setup and "jupyter" not in setup
     assert "--no-deps" in setup  # the kit itself pulls nothing in

@@ -11,7 +11,8 @@ import zipfile
 
 import pytest
 
-from grader.intake import layouts, naming, stage, submission_names
+from grader import platforms
+from grader.intake import naming, stage, submission_names
 
 CODE = "import torch\nVALUE = 'transformer'\n"
 OLD = "VALUE = 'attention'\n"
@@ -45,13 +46,13 @@ def test_canvas_grades_the_transformer_file_over_a_newer_other_upload(tmp_path):
     _write(canvas / "wangli_10000_90000_transformer-1.py", CODE)
     _write(canvas / "wangli_10000_90007_notes.py", OLD)           # newer attachment id
     _write(canvas / "liuyang_LATE_10001_90001_Transformer (2).ipynb", NOTEBOOK)
-    batch = layouts.resolve([str(canvas)], "canvas", module="transformer")
+    batch = platforms.resolve([str(canvas)], "canvas", module="transformer")
     assert _graded(batch) == {"10000": "wangli_10000_90000_transformer-1.py",
                               "10001": "liuyang_LATE_10001_90001_Transformer (2).ipynb"}
     assert "wangli_10000: wangli_10000_90007_notes.py was not graded: " \
            "wangli_10000_90000_transformer-1.py is this student's latest or main file" in batch.notes
     # the same download for the attention assignment: neither is its file, the newest counts
-    other = layouts.resolve([str(canvas)], "canvas", module="attention")
+    other = platforms.resolve([str(canvas)], "canvas", module="attention")
     assert _graded(other)["10000"] == "wangli_10000_90007_notes.py"
 
 
@@ -61,9 +62,9 @@ def test_moodle_files_grade_the_transformer_file_over_a_newer_other_one(tmp_path
     newer = _write(moodle / "Fang Wu_10006_assignsubmission_file_attention.py", OLD)
     os.utime(work, (1_700_000_000, 1_700_000_000))
     os.utime(newer, (1_700_000_600, 1_700_000_600))
-    batch = layouts.resolve([str(moodle)], "moodle", module="transformer")
+    batch = platforms.resolve([str(moodle)], "moodle", module="transformer")
     assert _graded(batch) == {"10006": "Fang Wu_10006_assignsubmission_file_transformer.py"}
-    other = layouts.resolve([str(moodle)], "moodle", module="attention")
+    other = platforms.resolve([str(moodle)], "moodle", module="attention")
     assert _graded(other) == {"10006": "Fang Wu_10006_assignsubmission_file_attention.py"}
 
 
@@ -73,7 +74,7 @@ def test_nbgrader_student_folder_grades_the_transformer_assignment_folder(tmp_pa
     _write(alice / "attention" / "timestamp.txt", "2026-11-01 10:00:00")
     _write(alice / "transformer" / "transformer.ipynb", NOTEBOOK)
     _write(alice / "transformer" / "timestamp.txt", "2026-12-01 10:00:00")
-    batch = layouts.resolve([str(alice)], "nbgrader", module="transformer")
+    batch = platforms.resolve([str(alice)], "nbgrader", module="transformer")
     (sub,) = batch.submissions
     assert (sub.student_id, sub.path) == ("alice", str(alice / "transformer"))
     assert (sub.submitted_at, sub.time_source) == ("2026-12-01T10:00:00+00:00",
@@ -83,7 +84,7 @@ def test_nbgrader_student_folder_grades_the_transformer_assignment_folder(tmp_pa
     assert staged.error is None and os.path.basename(staged.file) == "transformer.py"
     assert "VALUE = 'notebook'" in open(staged.file, encoding="utf-8").read()
     # neither folder holds the assignment's file: the whole folder, no time, flagged
-    lost = layouts.resolve([str(alice)], "nbgrader", module="rnn")
+    lost = platforms.resolve([str(alice)], "nbgrader", module="rnn")
     assert lost.submissions[0].flags == [
         "nbgrader student alice has 2 assignment folders (attention, transformer) and none "
         "hold rnn.py: graded as the whole folder, without a submission time"]

@@ -1,4 +1,4 @@
-"""Student identity from the way work arrives (grader/intake/layouts.py), and `grader export`.
+"""Student identity from the way work arrives (grader/platforms/), and `grader export`.
 
 The name parsers are tested on many names, hostile ones included; one real `grader grade`
 run over a class handed in four ways (a Canvas download with a late file and a resubmission,
@@ -17,8 +17,14 @@ import pytest
 
 from conftest import KIT, SUBMISSIONS
 
-from grader import export
+from grader import platforms
 from grader.intake import layouts, times
+from grader.platforms import canvas as canvas_platform
+from grader.platforms import moodle as moodle_platform
+from grader.platforms import nbgrader as nbgrader_platform
+from grader.platforms.canvas import scores as canvas_scores
+from grader.platforms.gradescope import metadata as gradescope_metadata
+from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import gradebook
 
 ALICE = os.path.join(KIT, "examples", "alice.py")
@@ -60,7 +66,7 @@ submission_31000002:
     ("teststudent_1_2_attention (1).py", "1", "teststudent", False, 0),
 ])
 def test_canvas_names(name, user, who, late, resubmission):
-    parts = layouts.parse_canvas(name)
+    parts = canvas_platform.parse_canvas(name)
     assert (parts["user"], parts["name"], parts["late"], parts["resubmission"]) == \
         (user, who, late, resubmission)
 
@@ -69,7 +75,7 @@ def test_canvas_names(name, user, who, late, resubmission):
                                   "_10000_90000_attention.py", "wangli_10000_attention.py",
                                   "wangli_x_90000_attention.py", "submission_metadata.yml"])
 def test_names_that_are_not_canvas(name):
-    assert layouts.parse_canvas(name) is None
+    assert canvas_platform.parse_canvas(name) is None
 
 
 @pytest.mark.parametrize("name, ident, who, plugin, file", [
@@ -81,14 +87,14 @@ def test_names_that_are_not_canvas(name):
     ("张 伟_10009_assignsubmission_file_", "10009", "张 伟", "file", ""),
 ])
 def test_moodle_names(name, ident, who, plugin, file):
-    parts = layouts.parse_moodle(name)
+    parts = moodle_platform.parse_moodle(name)
     assert (parts["id"], parts["name"], parts["plugin"], parts["file"]) == (ident, who, plugin, file)
 
 
 @pytest.mark.parametrize("name", ["alice.py", "Fang Wu_assignsubmission_file_", "Fang Wu_10006_file_",
                                   "wangli_10000_90000_attention.py"])
 def test_names_that_are_not_moodle(name):
-    assert layouts.parse_moodle(name) is None
+    assert moodle_platform.parse_moodle(name) is None
 
 
 @pytest.mark.parametrize("name, user, attachment, file, claims", [
@@ -107,16 +113,16 @@ def test_names_that_are_not_moodle(name):
     ("wangli_10000_90000_2024_hw_attention.py", "10000", "90000", "2024_hw_attention.py", []),
 ])
 def test_canvas_ids_come_from_the_prefix_canvas_writes(name, user, attachment, file, claims):
-    parts = layouts.parse_canvas(name)
+    parts = canvas_platform.parse_canvas(name)
     assert (parts["user"], parts["attachment"], parts["file"], parts["claims"]) == \
         (user, attachment, file, claims)
 
 
 def test_a_canvas_name_that_splits_two_ways_is_read_as_canvas_reads_it():
     # a name part ending in _<digits> (Canvas collapses only _<digits>_): Canvas's own reading
-    parts = layouts.parse_canvas("x_5_10000_90000_attention.py")
+    parts = canvas_platform.parse_canvas("x_5_10000_90000_attention.py")
     assert (parts["user"], parts["attachment"], parts["ambiguous"]) == ("5", "10000", True)
-    assert layouts.parse_canvas("wangli_10000_90000_attention.py")["ambiguous"] is False
+    assert canvas_platform.parse_canvas("wangli_10000_90000_attention.py")["ambiguous"] is False
 
 
 @pytest.mark.parametrize("hostile", [
@@ -130,13 +136,13 @@ def test_a_canvas_name_that_splits_two_ways_is_read_as_canvas_reads_it():
 ])
 def test_names_canvas_never_writes_are_not_canvas(hostile):
     # Canvas keeps only word characters in the name part: anything else is not its download
-    assert layouts.parse_canvas(hostile) is None
+    assert canvas_platform.parse_canvas(hostile) is None
 
 
 def test_canvas_display_names_are_made_safe():
-    parts = layouts.parse_canvas("王力ｘ_10000_90000_attention.py")
+    parts = canvas_platform.parse_canvas("王力ｘ_10000_90000_attention.py")
     assert parts["name"] == "王力ｘ" and parts["user"] == "10000"
-    long = layouts.parse_canvas("x" * 240 + "_10000_90000_a.py")
+    long = canvas_platform.parse_canvas("x" * 240 + "_10000_90000_a.py")
     assert long["user"] == "10000" and len(long["name"]) == layouts.MAX_DISPLAY
 
 
@@ -150,9 +156,9 @@ def test_canvas_display_names_are_made_safe():
      "wangli_10000_90000_a.py", ["10000"]),
 ])
 def test_moodle_ids_come_from_the_prefix_moodle_writes(name, ident, who, file, claims):
-    parts = layouts.parse_moodle(name)
+    parts = moodle_platform.parse_moodle(name)
     assert (parts["id"], parts["name"], parts["file"], parts["claims"]) == (ident, who, file, claims)
-    assert layouts.parse_moodle("Zhou_Tao_10007_assignsubmission_file_") is None
+    assert moodle_platform.parse_moodle("Zhou_Tao_10007_assignsubmission_file_") is None
 
 
 @pytest.mark.parametrize("raw, safe", [("10000", "10000"), ("=1+1", "1+1"), ("a/../b", "a..b"),
@@ -172,16 +178,16 @@ def test_non_submissions():
 
 
 def test_nbgrader_paths():
-    assert layouts.nbgrader_parts("c/submitted/alice/attention/attention.py") == \
+    assert nbgrader_platform.nbgrader_parts("c/submitted/alice/attention/attention.py") == \
         ("alice", ("attention", "attention.py"))
-    assert layouts.nbgrader_parts("c/submitted/bob/attention") == ("bob", ("attention",))
-    assert layouts.nbgrader_parts("c/submitted/bob") == ("bob", ())
-    assert layouts.nbgrader_parts("subs/alice.py") is None
-    assert layouts.nbgrader_parts("c/submitted/a/b/c/d/e.py") is None
+    assert nbgrader_platform.nbgrader_parts("c/submitted/bob/attention") == ("bob", ("attention",))
+    assert nbgrader_platform.nbgrader_parts("c/submitted/bob") == ("bob", ())
+    assert nbgrader_platform.nbgrader_parts("subs/alice.py") is None
+    assert nbgrader_platform.nbgrader_parts("c/submitted/a/b/c/d/e.py") is None
 
 
 def test_metadata_subset_parser_reads_what_pyyaml_reads():
-    subset = layouts.parse_metadata_subset(METADATA)
+    subset = gradescope_metadata.parse_metadata_subset(METADATA)
     assert subset == {
         "submission_31000001": {
             "people": [{"name": "Jane Doe", "sid": "12345", "email": "jane@example.edu"}],
@@ -190,11 +196,11 @@ def test_metadata_subset_parser_reads_what_pyyaml_reads():
             "people": [{"name": "Li Lei", "sid": "12346", "email": "lilei@example.edu"},
                        {"name": "Han Meimei", "sid": "12347", "email": "hanmm@example.edu"}],
             "created_at": "2026-11-30T13:00:00-08:00"}}
-    loader = layouts._tolerant_loader()
+    loader = gradescope_metadata._tolerant_loader()
     if loader is not None:
         import yaml
         data = yaml.load(METADATA, Loader=loader)
-        assert {k: {"people": layouts._people(v), "created_at": layouts._created(v)}
+        assert {k: {"people": gradescope_metadata._people(v), "created_at": gradescope_metadata._created(v)}
                 for k, v in data.items()} == subset
 
 
@@ -202,26 +208,26 @@ def test_metadata_never_runs_code_and_is_bounded(tmp_path):
     evil = tmp_path / "submission_metadata.yml"
     evil.write_text("submission_1: !!python/object/apply:os.system ['touch %s']\n"
                     % (tmp_path / "pwned"), encoding="utf-8")
-    data, note = layouts.read_metadata(str(evil))
+    data, note = gradescope_metadata.read_metadata(str(evil))
     assert not (tmp_path / "pwned").exists() and note is None
     assert data == {"submission_1": {"people": [], "created_at": ""}}
     big = tmp_path / "big" / "submission_metadata.yml"
     big.parent.mkdir()
     with open(big, "wb") as handle:
-        handle.truncate(layouts.METADATA_BYTES + 1)
-    data, note = layouts.read_metadata(str(big))
+        handle.truncate(gradescope_metadata.METADATA_BYTES + 1)
+    data, note = gradescope_metadata.read_metadata(str(big))
     assert data == {} and "could not be read" in note
     link = tmp_path / "link" / "submission_metadata.yml"
     link.parent.mkdir()
     os.symlink("/etc/passwd", link)
-    data, note = layouts.read_metadata(str(link))
+    data, note = gradescope_metadata.read_metadata(str(link))
     assert data == {} and "could not be read" in note
 
 
 def test_metadata_without_pyyaml_uses_the_subset_parser(tmp_path, monkeypatch):
     (tmp_path / "submission_metadata.yml").write_text(METADATA, encoding="utf-8")
-    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
-    data, note = layouts.read_metadata(str(tmp_path / "submission_metadata.yml"))
+    monkeypatch.setattr(gradescope_metadata, "_tolerant_loader", lambda: None)
+    data, note = gradescope_metadata.read_metadata(str(tmp_path / "submission_metadata.yml"))
     assert note is None and data["submission_31000001"]["people"][0]["sid"] == "12345"
     assert data["submission_31000002"]["created_at"] == "2026-11-30T13:00:00-08:00"
 
@@ -291,7 +297,7 @@ def test_resolve_names_each_layout(tmp_path):
     canvas, moodle = _canvas(tmp_path), _moodle(tmp_path)
     gradescope, submitted = _gradescope(tmp_path), _nbgrader(tmp_path)
     nb_files = [str(submitted / s / "attention" / "attention.py") for s in ("alice", "bob")]
-    batch = layouts.resolve(_paths(canvas, moodle, gradescope) + nb_files)
+    batch = platforms.resolve(_paths(canvas, moodle, gradescope) + nb_files)
     got = {s.name: (s.student_id, s.student_name, s.layout) for s in batch.submissions}
     assert got == {
         "wangli_10000": ("10000", "wangli", "canvas"),
@@ -319,14 +325,14 @@ def test_resolve_names_each_layout(tmp_path):
     assert not any(s.path.endswith((".yml", ".html")) or "onlinetext" in s.path
                    for s in batch.submissions)
     # whole folders given: each is opened, with the same names
-    again = layouts.resolve([str(canvas), str(moodle), str(gradescope), str(submitted)])
+    again = platforms.resolve([str(canvas), str(moodle), str(gradescope), str(submitted)])
     assert {s.name: (s.student_id, s.layout) for s in again.submissions} == \
         {n: (i, lay) for n, (i, _, lay) in got.items()}
 
 
 def test_explicit_layouts_and_fallbacks(tmp_path):
     canvas = _canvas(tmp_path)
-    plain = layouts.resolve(_paths(canvas), "plain")
+    plain = platforms.resolve(_paths(canvas), "plain")
     assert {s.name for s in plain.submissions} == {
         "wangli_10000_90000_attention", "liuyang_LATE_10001_90001_attention",
         "zhaomin_10002_90002_attention", "zhaomin_10002_90002_attention-1",
@@ -334,18 +340,18 @@ def test_explicit_layouts_and_fallbacks(tmp_path):
     assert all(s.layout == "plain" for s in plain.submissions)
     odd = tmp_path / "alice.py"
     shutil.copy(ALICE, odd)
-    moodle = layouts.resolve([str(odd)], "moodle")
+    moodle = platforms.resolve([str(odd)], "moodle")
     assert [(s.name, s.layout) for s in moodle.submissions] == [("alice", "plain")]
     assert "does not look like moodle" in "\n".join(moodle.notes)
-    auto = layouts.resolve([str(odd), os.path.join(KIT, "examples", "erik")])
+    auto = platforms.resolve([str(odd), os.path.join(KIT, "examples", "erik")])
     assert [(s.name, s.student_id, s.layout) for s in auto.submissions] == \
         [("alice", "alice", "plain"), ("erik", "erik", "plain")]
     with pytest.raises(ValueError):
-        layouts.resolve([str(odd)], "blackboard")
+        platforms.resolve([str(odd)], "blackboard")
     loose = tmp_path / "submitted" / "carol.py"  # a file right in submitted/: not nbgrader's
     loose.parent.mkdir()
     shutil.copy(ALICE, loose)
-    assert [(s.name, s.layout) for s in layouts.resolve([str(loose)]).submissions] == \
+    assert [(s.name, s.layout) for s in platforms.resolve([str(loose)]).submissions] == \
         [("carol", "plain")]
 
 
@@ -357,7 +363,7 @@ def test_hostile_paths_never_escape(tmp_path):
         "submission_7:\n  :submitters:\n  - :name: \"\\e[31mx\\u202e\"\n    :sid: '=7'\n",
         encoding="utf-8")
     (export_dir / "submission_7").mkdir()
-    batch = layouts.resolve([str(export_dir)])
+    batch = platforms.resolve([str(export_dir)])
     (only,) = batch.submissions
     assert only.path == str(export_dir / "submission_7")
     assert "\x1b" not in only.student_name and "\u202e" not in only.student_name
@@ -387,7 +393,7 @@ def test_a_file_named_like_a_classmates_download_name_stays_its_uploaders(tmp_pa
                                           "mallory_10005_90005_attention.py"])
     _files(canvas, ["mallory_10005_90006__10000_99999_attention-9.py",
                     "mallory_10005_90007__10002_99999_attention.py"], STUB)
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     got = _by_id(batch)
     assert sorted(got) == ["10000", "10005"]
     assert got["10000"].path == str(canvas / "wangli_10000_90000_attention.py")
@@ -405,7 +411,7 @@ def test_one_canvas_user_under_two_names_is_flagged_never_merged(tmp_path):
     canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
                                           "mallory_10000_90001_attention-3.py",
                                           "sunqi_10003_90003_attention.py"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     rows = {s.name: s for s in batch.submissions}
     assert set(rows) == {"wangli_10000", "mallory_10000", "sunqi_10003"}
     for name in ("wangli_10000", "mallory_10000"):   # both kept, neither with an id to export
@@ -421,7 +427,7 @@ def test_canvas_anonymous_grading_gives_no_student_id(tmp_path):
     # Canvas writes "[LATE_]anon_<anonymous id>": that id is no user id, even all digits
     canvas = _files(tmp_path / "canvas", ["anon_12345_90000_attention.py",
                                           "LATE_anon_aB3xZ_90001_attention.py"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     assert sorted((s.name, s.student_id, s.late_flag, s.flags) for s in batch.submissions) == [
         ("anon_12345", "", False, ["Canvas anonymous grading: anon_12345 is not a user id; no "
                                    "student id is given (match it in Canvas)"]),
@@ -434,7 +440,7 @@ def test_nbgrader_students_are_checked_against_the_course_database(tmp_path):
     submitted = _nbgrader(tmp_path)          # alice and bob handed in
     with api.Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as book:
         book.add_student("alice", first_name="Alice", last_name="Wang")
-    batch = layouts.resolve([str(submitted)])
+    batch = platforms.resolve([str(submitted)])
     flags = {s.student_id: s.flags for s in batch.submissions}
     assert flags == {"alice": [], "bob": ["nbgrader student bob is not in the course's gradebook.db"]}
 
@@ -445,7 +451,7 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
     _files(moodle, ["wangli_10000_90000_attention.py", "zhaomin_10002_90002_attention.py"])
     nb = tmp_path / "course" / "submitted" / "mallory" / "attention"
     _files(nb, ["wangli_10000_90000_attention.py"])
-    batch = layouts.resolve([str(moodle), str(nb)])
+    batch = platforms.resolve([str(moodle), str(nb)])
     assert [(s.student_id, s.layout, s.path) for s in batch.submissions] == [
         ("10005", "moodle", str(moodle)), ("mallory", "nbgrader", str(nb))]
     assert batch.submissions[0].flags == [
@@ -458,14 +464,14 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
         "(wangli_10000_90000_attention.py)"]
     # a folder only some of whose entries have Canvas names is one submission, not a download
     mixed = _files(tmp_path / "mallory", ["helper.py", "wangli_10000_90000_attention.py"])
-    batch = layouts.resolve([str(mixed)])
+    batch = platforms.resolve([str(mixed)])
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == \
         [("mallory", "mallory", "plain")]
     assert any("not opened as a download" in n and "helper.py" in n for n in batch.notes)
     # a student's folder holding only Canvas-named files, graded beside plain folders
     alice = _files(tmp_path / "subs" / "alice", ["attention.py"])
     dressed = _files(tmp_path / "subs" / "eve", ["wangli_10000_90000_attention.py"])
-    batch = layouts.resolve([str(alice), str(dressed)])
+    batch = platforms.resolve([str(alice), str(dressed)])
     said = ("is named as Canvas names its downloads but was given beside plain submissions: no "
             "student id is given (grade an LMS's download on its own, and students' folders "
             "with --layout plain)")
@@ -474,7 +480,7 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
     # the same with a file a student named so, given beside plain ones
     emailed = tmp_path / "emailed" / "wangli_10000_90000_attention.py"
     _files(emailed.parent, [emailed.name])
-    batch = layouts.resolve([str(alice), str(emailed)])
+    batch = platforms.resolve([str(alice), str(emailed)])
     assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
         ("alice", "alice", []), ("unverified-wangli_10000", "", [emailed.name + " " + said])]
 
@@ -482,7 +488,7 @@ def test_a_students_own_folder_is_never_opened_as_a_download(tmp_path):
 def test_canvas_late_flag_and_no_file_time(tmp_path):
     canvas = _files(tmp_path / "canvas", ["liuyang_LATE_10001_90001_attention.py",
                                           "wangli_10000_90000_attention.py"])
-    got = _by_id(layouts.resolve([str(canvas)]))
+    got = _by_id(platforms.resolve([str(canvas)]))
     assert (got["10001"].late_flag, got["10000"].late_flag) == (True, False)
     # the files' times are when Canvas made the zip, not when they were handed in
     assert (got["10001"].submitted_at, got["10001"].time_source) == ("", "")
@@ -497,7 +503,7 @@ def test_gradescope_times_and_cross_checks(tmp_path):
     (export_dir / "submission_metadata.yml").write_text(extra, encoding="utf-8")
     _files(export_dir / "submission_31000003", ["attention.py"])
     _files(export_dir / "submission_31000004", ["attention.py"])   # not in the metadata
-    batch = layouts.resolve([str(export_dir)])
+    batch = platforms.resolve([str(export_dir)])
     rows = {s.path.rsplit("/", 1)[1]: s for s in batch.submissions}
     assert (rows["submission_31000002"].submitted_at, rows["submission_31000002"].time_source) == \
         ("2026-11-30T13:00:00-08:00", "gradescope-metadata")
@@ -547,7 +553,7 @@ def test_nbgrader_timestamp_and_the_last_resort(tmp_path):
     plain = tmp_path / "dan.py"
     shutil.copy(ALICE, plain)
     os.utime(plain, (1_796_083_200, 1_796_083_200))
-    batch = layouts.resolve([str(submitted), str(plain)])
+    batch = platforms.resolve([str(submitted), str(plain)])
     got = {s.name: (s.submitted_at, s.time_source) for s in batch.submissions}
     assert got == {"alice": ("2026-12-01T10:00:00+00:00", "nbgrader-timestamp"),
                    "bob": (got["bob"][0] or "no time", "file-mtime"),   # its files' own time
@@ -579,7 +585,7 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
         ("mallory_10005_90005__10000_99999_attention.py", b"x = 1\n"),
         ("__MACOSX/._wangli_10000_90000_attention.py", b"junk"),
         ("sunqi_10003_90003_x.py@link", b"/etc/passwd")])
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     got = _by_id(batch)
     assert sorted(got) == ["10000", "10001", "10005"]
     assert open(got["10000"].path, "rb").read() == alice
@@ -596,7 +602,7 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
         ("Zhou Tao 10006 assignsubmission file _10007_assignsubmission_file_/a.zip", b"PK"),
         ("Fang Wu_10006_assignsubmission_onlinetext_/onlinetext.html", b"<p>"),
         ("../Chen Jing_10008_assignsubmission_file_/attention.py", alice)])
-    batch = layouts.resolve([str(moodle)])
+    batch = platforms.resolve([str(moodle)])
     assert [(s.student_id, s.name, s.path.rsplit("/", 1)[1], s.time_source)
             for s in batch.submissions] == [
         ("10006", "Fang Wu_10006", "Fang Wu_10006_assignsubmission_file_", "moodle-file-time"),
@@ -605,7 +611,7 @@ def test_canvas_download_zip_given_as_downloaded(tmp_path):
     assert "refused 1 entries" in "\n".join(batch.notes)
     # a student's own zip is not a download
     own = _zip(tmp_path / "dana.zip", [("dana/attention.py", alice)])
-    assert [(s.name, s.layout) for s in layouts.resolve([str(own)]).submissions] == \
+    assert [(s.name, s.layout) for s in platforms.resolve([str(own)]).submissions] == \
         [("dana", "plain")]
 
 
@@ -722,14 +728,14 @@ def test_export_leaves_out_grader_errors_and_neutralises_cells():
             _row("b", student_id="2", student_name="Bo", status="grader error", total=None),
             _row("c", student_id="", student_name="Cy"),
             _row("d", student_id="4", student_name="Di", status="not gradable", total=0.0)]
-    text, notes = export.canvas_text(rows, "@SUM(A1)")
+    text, notes = canvas_scores.canvas_text(rows, "@SUM(A1)")
     lines = list(csv.reader(io.StringIO(text)))
     assert lines[0][-1] == "'@SUM(A1)"
     assert lines[2:] == [["'=HYPERLINK(\"http://evil\")", "1", "", "", "", "85"],
                          ["Di", "4", "", "", "", "0"]]
     assert any("left out b" in n and "never exported as 0" in n for n in notes)
     assert any("left out c" in n and "no student id" in n for n in notes)
-    moodle, notes = export.moodle_text([_row("m", student_id="9", student_name="-2+3",
+    moodle, notes = moodle_worksheet.moodle_text([_row("m", student_id="9", student_name="-2+3",
                                              layout="moodle")], now=0)
     assert list(csv.reader(io.StringIO(moodle)))[1] == \
         ["Participant 9", "'-2+3", "85", "100", "1970-01-01 00:00:00 +0000"]
@@ -765,7 +771,7 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
         "zhaomin_10002_90002_transformer.ipynb",
         "liuyang_10001_90003_attention.ipynb",             # no transformer at all
         "mallory_10005_90005__10000_90006_attention.py"])  # claims wangli's id
-    batch = layouts.resolve([str(canvas)], module="transformer", earlier=("attention",))
+    batch = platforms.resolve([str(canvas)], module="transformer", earlier=("attention",))
     rows = {s.name: s for s in batch.submissions}
     assert sorted(rows) == ["liuyang_10001", "mallory_10005", "wangli_10000", "zhaomin_10002"]
     assert os.path.basename(rows["wangli_10000"].path) == "wangli_10000_90000_transformer.py"
@@ -783,7 +789,7 @@ def test_an_earlier_module_uploaded_on_its_own_rides_with_the_work_of_the_same_s
     assert rows["liuyang_10001"].companions == ()
     assert rows["mallory_10005"].companions == () and rows["mallory_10005"].flags
     # without `earlier` (provide = "given", or no builds_on): one file, the others noted
-    plain = {s.name: s for s in layouts.resolve([str(canvas)], module="transformer").submissions}
+    plain = {s.name: s for s in platforms.resolve([str(canvas)], module="transformer").submissions}
     assert plain["wangli_10000"].companions == ()
     assert len(plain["wangli_10000"].notes) == 4
 
@@ -793,7 +799,7 @@ def test_moodle_files_without_folders_carry_the_earlier_module_too(tmp_path):
         "Fang Wu_10006_assignsubmission_file_transformer.py",
         "Fang Wu_10006_assignsubmission_file_attention.ipynb",
         "Li Lei_10007_assignsubmission_file_transformer.py"])
-    batch = layouts.resolve([str(moodle)], "moodle", module="transformer", earlier=("attention",))
+    batch = platforms.resolve([str(moodle)], "moodle", module="transformer", earlier=("attention",))
     rows = {s.name: s for s in batch.submissions}
     assert [(m, os.path.basename(p)) for m, p in rows["Fang Wu_10006"].companions] == [
         ("attention", "Fang Wu_10006_assignsubmission_file_attention.ipynb")]
@@ -807,7 +813,7 @@ def test_a_work_named_like_the_earlier_module_stays_the_work(tmp_path):
     of attention.py (`-2`, `2`), but what is named as the work is the work."""
     canvas = _class(tmp_path / "canvas", ["wangli_10000_90000_attention2.py",
                                           "wangli_10000_90001_attention.py"])
-    [sub] = layouts.resolve([str(canvas)], "canvas", module="attention2",
+    [sub] = platforms.resolve([str(canvas)], "canvas", module="attention2",
                             earlier=("attention",)).submissions
     assert os.path.basename(sub.path) == "wangli_10000_90000_attention2.py"
     assert [(m, os.path.basename(p)) for m, p in sub.companions] == [
@@ -824,7 +830,7 @@ def test_what_a_student_is_told_of_their_files_is_in_their_language(tmp_path):
     before = i18n.language()
     try:
         i18n.set_language("zh")
-        [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+        [sub] = platforms.resolve([str(canvas)], "canvas", module="transformer",
                                 earlier=("attention",)).submissions
     finally:
         i18n.set_language(before)
@@ -840,7 +846,7 @@ def test_a_long_run_of_digits_in_an_upload_name_is_read_in_one_pass(tmp_path):
     canvas = _class(tmp_path / "canvas", ["wangli_10000_90000_transformer.py",
                                           "wangli_10000_90001_attention" + "1" * 60 + "x.py",
                                           "wangli_10000_90002_transformer" + "2" * 60 + "x.py"])
-    [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+    [sub] = platforms.resolve([str(canvas)], "canvas", module="transformer",
                             earlier=("attention",)).submissions
     assert os.path.basename(sub.path) == "wangli_10000_90000_transformer.py"
     assert sub.companions == ()
@@ -854,7 +860,7 @@ def test_a_zip_named_as_the_earlier_module_is_the_work_not_its_companion(tmp_pat
     `attention.zip` (which may hold everything) stays a candidate for the work."""
     canvas = _class(tmp_path / "canvas", ["bobli_10001_90002_attention.zip",
                                           "bobli_10001_90003_README.md"])
-    [sub] = layouts.resolve([str(canvas)], "canvas", module="transformer",
+    [sub] = platforms.resolve([str(canvas)], "canvas", module="transformer",
                             earlier=("attention",)).submissions
     assert os.path.basename(sub.path) == "bobli_10001_90002_attention.zip"
     assert sub.companions == ()

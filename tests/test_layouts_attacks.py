@@ -1,4 +1,4 @@
-"""Identity attacks on grader/intake/layouts.py, as a hostile student and a careless
+"""Identity attacks on grader/platforms/, as a hostile student and a careless
 instructor would try them (issue 14). Each test names the class it covers and what the code
 did before its fix; the expectations are literal (which file was made for whom), never
 computed by the code under test.
@@ -18,7 +18,14 @@ import pytest
 
 from conftest import KIT, SUBMISSIONS
 
-from grader.intake import layouts, times
+from grader import platforms
+from grader.intake import times
+from grader.platforms import canvas as canvas_platform
+from grader.platforms import gradescope as gradescope_platform
+from grader.platforms import moodle as moodle_platform
+from grader.platforms.canvas import scores as canvas_scores
+from grader.platforms.gradescope import metadata as gradescope_metadata
+from grader.platforms.moodle import worksheet as moodle_worksheet
 
 ALICE = os.path.join(KIT, "examples", "alice.py")
 STUB = os.path.join(SUBMISSIONS, "zero_stub.py")
@@ -46,7 +53,7 @@ def test_a_name_ending_in_a_classmates_id_never_makes_a_row_for_them(tmp_path):
     # before: a row with student_id 10000 (exported to Canvas as 10000's grade), only flagged
     canvas = _files(tmp_path / "canvas", ["mallory_10000_10005_90005_attention.py",
                                           "sunqi_10003_90003_attention.py"])
-    assert _rows(layouts.resolve([str(canvas)])) == {
+    assert _rows(platforms.resolve([str(canvas)])) == {
         "unverified-mallory_10000": ("", "mallory_10000_10005_90005_attention.py", [
             "mallory_10000_10005_90005_attention.py splits two ways (user 10000, or user 10005 "
             "whose name ends in _10000): no student id is given until you check whose it is"]),
@@ -61,7 +68,7 @@ def test_a_name_ending_in_a_classmates_id_never_replaces_their_work(tmp_path, at
     # attachment id); "mallory_10000..." put user 10000 under two names, so wangli lost her id
     canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py"])
     _files(canvas, [attacker], STUB)
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     wangli = [s for s in batch.submissions if s.student_id == "10000"]
     assert len(wangli) == 1 and wangli[0].path == str(canvas / "wangli_10000_90000_attention.py")
     assert [s.student_id for s in batch.submissions] == ["10000"]
@@ -76,7 +83,7 @@ def test_a_file_name_starting_with_digits_stays_its_uploaders(tmp_path):
     # the honest case of the same shape: wangli also uploads 2024_hw.py
     canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_2024_hw.py",
                                           "wangli_10000_90001_attention.py"])
-    assert _rows(layouts.resolve([str(canvas)])) == {"wangli_10000": (
+    assert _rows(platforms.resolve([str(canvas)])) == {"wangli_10000": (
         "10000", "wangli_10000_90001_attention.py",
         ["wangli_10000_90000_2024_hw.py splits two ways (user 10000, or user 90000 whose name "
          "ends in _10000): not graded as user 10000's, who has a file that reads one way"])}
@@ -103,7 +110,7 @@ def test_a_students_zip_or_folder_named_as_a_download_beside_the_download(tmp_pa
                 archive.write(STUB, name)
     else:
         _files(tmp_path / "eve", names, STUB)
-    batch = layouts.resolve([str(canvas), str(tmp_path / forged)])
+    batch = platforms.resolve([str(canvas), str(tmp_path / forged)])
     assert [s.student_id for s in batch.submissions] == ["", "", ""]
     flag = TOGETHER.format(lms="Canvas", where=f"canvas, {forged}")
     assert sorted((s.name, s.flags) for s in batch.submissions) == [
@@ -118,7 +125,7 @@ def test_of_two_canvas_downloads_the_newest_attachment_is_graded(tmp_path):
     old = _files(tmp_path / "old", ["wangli_10000_90000_attention-2.py"], STUB)
     new = _files(tmp_path / "new", ["wangli_10000_90500_attention.py"])
     for order in ([old, new], [new, old]):
-        assert _rows(layouts.resolve([str(p) for p in order])) == {
+        assert _rows(platforms.resolve([str(p) for p in order])) == {
             "unverified-wangli_10000": ("", "wangli_10000_90500_attention.py",
                                         [TOGETHER.format(lms="Canvas", where="new, old")])}
 
@@ -133,7 +140,7 @@ def test_of_two_moodle_downloads_the_newest_is_graded_whatever_the_order(tmp_pat
         os.utime(folder / "attention.py", (moment, moment))
         folders[label] = str(tmp_path / label)
     for order in (["old", "new"], ["new", "old"]):
-        batch = layouts.resolve([folders[k] for k in order])
+        batch = platforms.resolve([folders[k] for k in order])
         [sub] = batch.submissions
         assert (sub.student_id, sub.path, sub.submitted_at, sub.time_source, sub.flags) == (
             "", os.path.join(folders["new"], "Fang Wu_10006_assignsubmission_file_"),
@@ -146,7 +153,7 @@ def test_one_download_given_as_files_keeps_its_ids(tmp_path):
     canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py",
                                           "wangli_10000_90001_attention-1.py",
                                           "eve_10005_90005_attention.py"])
-    batch = layouts.resolve([str(p) for p in sorted(canvas.iterdir())])
+    batch = platforms.resolve([str(p) for p in sorted(canvas.iterdir())])
     assert _rows(batch) == {"wangli_10000": ("10000", "wangli_10000_90001_attention-1.py", []),
                             "eve_10005": ("10005", "eve_10005_90005_attention.py", [])}
 
@@ -193,20 +200,20 @@ def test_a_metadata_name_over_several_lines_adds_no_submitter(tmp_path, monkeypa
              + "\n:created_at: 2020-01-01 00:00:00 +00:00", "sid": "10006", "email": ""},
             {"name": "Folded - :sid: '10001'", "sid": "10009", "email": ""}],
             "created_at": "2026-12-30T12:00:00-08:00"}}
-    assert layouts.parse_metadata_subset(HOSTILE_METADATA) == expected
-    loader = layouts._tolerant_loader()
+    assert gradescope_metadata.parse_metadata_subset(HOSTILE_METADATA) == expected
+    loader = gradescope_metadata._tolerant_loader()
     if loader is not None:   # and PyYAML reads it the same
         import yaml
         data = yaml.load(HOSTILE_METADATA, Loader=loader)
-        assert {k: {"people": layouts._people(v), "created_at": layouts._created(v)}
+        assert {k: {"people": gradescope_metadata._people(v), "created_at": gradescope_metadata._created(v)}
                 for k, v in data.items()} == expected
     export = tmp_path / "export"
     export.mkdir()
     (export / "submission_metadata.yml").write_text(HOSTILE_METADATA, encoding="utf-8")
     for folder in ("submission_1", "submission_2"):
         _files(export / folder, ["attention.py"])
-    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)   # a lean install
-    batch = layouts.resolve([str(export)])
+    monkeypatch.setattr(gradescope_metadata, "_tolerant_loader", lambda: None)   # a lean install
+    batch = platforms.resolve([str(export)])
     assert sorted(s.student_id for s in batch.submissions) == ["10005", "10006;10009"]
 
 
@@ -219,7 +226,7 @@ def test_an_nbgrader_folder_that_is_not_an_id_as_it_is_keeps_none(tmp_path):
     submitted = tmp_path / "course" / "submitted"
     for student in ("alice", "alice\u0301", ".alice", "-rf", "a\nb"):
         _files(submitted / student / "attention", ["attention.py"])
-    batch = layouts.resolve([str(submitted)])
+    batch = platforms.resolve([str(submitted)])
     got = sorted((s.name, s.student_id) for s in batch.submissions)
     assert got == [("alice", "alice"), ("unverified--rf", ""), ("unverified-.alice", ""),
                    ("unverified-a b", ""), ("unverified-alice\u0301", "")]
@@ -242,7 +249,7 @@ def test_a_gradescope_sid_that_is_not_an_id_as_it_is_keeps_none(tmp_path):
         encoding="utf-8")
     for folder in ("submission_1", "submission_2", "submission_3", "submission_4"):
         _files(export / folder, ["attention.py"])
-    batch = layouts.resolve([str(export)])
+    batch = platforms.resolve([str(export)])
     assert sorted((s.name, s.student_id) for s in batch.submissions) == [
         ("Jane Doe_12345", "12345"), ("unverified-Eve", ""), ("unverified-Eve Three", ""),
         ("unverified-Eve Two", "")]
@@ -256,19 +263,19 @@ def test_a_gradescope_sid_that_is_not_an_id_as_it_is_keeps_none(tmp_path):
 @pytest.mark.parametrize("name", ["submission_\u0661\u0662\u0663", "submission_\uff11\uff12"])
 def test_a_gradescope_folder_id_is_ascii_digits(name):
     # before: submission_١٢٣ was a Gradescope folder (int() reads Arabic-Indic digits)
-    assert layouts.GRADESCOPE_FOLDER.match(name) is None
+    assert gradescope_platform.GRADESCOPE_FOLDER.match(name) is None
 
 
 @pytest.mark.parametrize("name", ["wangli_\u0661\u0660\u0660\u0660\u0660_90000_attention.py",
                                   "wangli_\uff11\uff10\uff10\uff10\uff10_90000_attention.py",
                                   "Fang Wu_\u0661\u0660\u0660\u0660\u0666_assignsubmission_file_"])
 def test_lookalike_digits_are_no_lms_id(name):
-    assert layouts.parse_canvas(name) is None and layouts.parse_moodle(name) is None
+    assert canvas_platform.parse_canvas(name) is None and moodle_platform.parse_moodle(name) is None
 
 
 def test_lookalike_digits_in_a_resubmission_number_are_the_students_text():
     # before: attention-٩.py was resubmission 9
-    parts = layouts.parse_canvas("wangli_10000_90000_attention-\u0669.py")
+    parts = canvas_platform.parse_canvas("wangli_10000_90000_attention-\u0669.py")
     assert (parts["resubmission"], parts["base"]) == (0, "attention-\u0669.py")
 
 
@@ -322,17 +329,17 @@ def test_a_moodle_download_zip_keeps_moodles_times_as_unzip_does(tmp_path, shang
     # kept as this machine's wall clock (issue 27: course.toml's timezone reads it)
     expected = {"10006": ("2026-11-30T12:00:00+08:00", "moodle-file-time"),
                 "10007": ("2026-11-30T13:30:00+08:00", "moodle-file-time")}
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert {s.student_id: (s.submitted_at, s.time_source) for s in batch.submissions} == expected
     if shutil.which("unzip"):   # the same download unzipped by hand: the same times
         by_hand = tmp_path / "by-hand"
         subprocess.run(["unzip", "-q", str(download), "-d", str(by_hand)], check=True)
-        batch = layouts.resolve([str(by_hand)])
+        batch = platforms.resolve([str(by_hand)])
         assert {s.student_id: (s.submitted_at, s.time_source)
                 for s in batch.submissions} == expected
 
 
-# --- what reaches an LMS (grader/export.py) ---------------------------------------------------
+# --- what reaches an LMS (grader/platforms/) ---------------------------------------------------
 
 def _row(name, **fields):
     row = {"name": name, "status": "graded", "total": 85.0, "max": 100.0, "parts": {},
@@ -346,22 +353,21 @@ def test_one_student_id_in_two_rows_is_never_exported_twice():
     # a Canvas name changed between two downloads graded into one --out (wangli_10000 kept,
     # wang_10000 added), or a Gradescope SID alone and in a group
     # before: both rows exported for 10000 with two scores (0 and 95); the LMS keeps either
-    from grader import export
     rows = [_row("wangli_10000", student_id="10000", student_name="wangli", total=0.0),
             _row("wang_10000", student_id="10000", student_name="wang", total=95.0),
             _row("sunqi_10003", student_id="10003", student_name="sunqi")]
-    text, notes = export.canvas_text(rows, "Attention (1)")
+    text, notes = canvas_scores.canvas_text(rows, "Attention (1)")
     ids = [line.split(",")[1] for line in text.splitlines()[2:]]
     assert ids == ["10003"]
     assert any("10000" in note and "wangli_10000" in note and "wang_10000" in note
                for note in notes)
-    moodle, notes = export.moodle_text(
+    moodle, notes = moodle_worksheet.moodle_text(
         [_row("Fang Wu_10006", student_id="10006", student_name="Fang Wu", layout="moodle"),
          _row("Fang Wu_10006-2", student_id="10006", student_name="Fang Wu", layout="moodle"),
          _row("Li Lei_10007", student_id="10007", student_name="Li Lei", layout="moodle")], now=0)
     assert [line.split(",")[0] for line in moodle.splitlines()[1:]] == ["Participant 10007"]
     # ids in different columns never clash: Canvas user 10006 beside Moodle participant 10006
-    text, notes = export.canvas_text(
+    text, notes = canvas_scores.canvas_text(
         [_row("fang_10006", student_id="10006", student_name="fang"),
          _row("Fang Wu_10006", student_id="10006", student_name="Fang Wu", layout="moodle")])
     assert [line.split(",")[1] for line in text.splitlines()[2:]] == ["10006"]
@@ -380,7 +386,7 @@ def test_a_gradescope_sid_alone_and_in_a_group_gives_no_row_an_id(tmp_path):
         encoding="utf-8")
     for folder in ("submission_1", "submission_2", "submission_3"):
         _files(export_dir / folder, ["attention.py"])
-    batch = layouts.resolve([str(export_dir)])
+    batch = platforms.resolve([str(export_dir)])
     flags = ["SID 12345 is in more than one submission of submission_metadata.yml",
              "those submissions have different submitters, so no student id is given until "
              "you check which is theirs"]
@@ -404,7 +410,7 @@ def test_an_nbgrader_student_with_several_assignments_keeps_the_attention_time(t
     both = _files(submitted / "bob" / "attention", ["attention.py"])
     _files(submitted / "bob" / "attention-copy", ["attention.py"])
     (both / "timestamp.txt").write_text("2026-12-01 10:00:00 UTC", encoding="utf-8")
-    batch = layouts.resolve([str(submitted)])
+    batch = platforms.resolve([str(submitted)])
     got = {s.name: (s.student_id, os.path.relpath(s.path, submitted), s.submitted_at,
                     s.time_source, s.flags) for s in batch.submissions}
     assert got == {
@@ -429,9 +435,9 @@ def test_a_download_unzipped_on_a_mac_names_the_same_rows(tmp_path, form):
     _files(moodle / unicodedata.normalize(form, "José Li_10006_assignsubmission_file_"),
            ["attention.py"])
     _files(moodle / "José Li_10006_assignsubmission_file_", ["notes.py"]) if form == "NFD" else None
-    rows = {s.student_id: s.name for s in layouts.resolve([str(canvas)]).submissions}
+    rows = {s.student_id: s.name for s in platforms.resolve([str(canvas)]).submissions}
     assert rows == {"10000": "josé_10000"}
-    batch = layouts.resolve([str(moodle)])
+    batch = platforms.resolve([str(moodle)])
     assert [(s.student_id, s.name, s.flags) for s in batch.submissions] == \
         [("10006", "José Li_10006", [])]
 
@@ -447,10 +453,10 @@ def test_a_name_starting_or_ending_in_digits_still_reads(tmp_path, name, user, w
     # before: None, so the whole download was not opened (one student's name made every
     # classmate's row "not gradable"), or, given file by file, a plain row that withheld
     # every Canvas id in the batch
-    parts = layouts.parse_canvas(name)
+    parts = canvas_platform.parse_canvas(name)
     assert (parts["user"], parts["name"], parts["late"]) == (user, who, late)
     canvas = _files(tmp_path / "canvas", [name, "sunqi_10003_90003_attention.py"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     assert sorted(s.student_id for s in batch.submissions) == ["10003", "10005"]
 
 
@@ -461,7 +467,7 @@ def test_an_nbgrader_timestamp_after_now_is_not_charged(tmp_path):
     folder = _files(submitted / "alice" / "attention", ["attention.py"])
     (folder / "timestamp.txt").write_text("2099-01-01 00:00:00 UTC", encoding="utf-8")
     os.utime(folder / "attention.py", (NOV_30, NOV_30))
-    [sub] = layouts.resolve([str(submitted)]).submissions
+    [sub] = platforms.resolve([str(submitted)]).submissions
     assert (sub.submitted_at, sub.time_source) == ("2026-11-30T00:00:00+00:00", "file-mtime")
     assert sub.flags == ["timestamp.txt says 2099-01-01T00:00:00+00:00, after the time it was "
                          "graded; not used; no submission time from nbgrader"]
@@ -472,7 +478,7 @@ def test_files_given_one_by_one_from_two_folders_are_two_downloads(tmp_path):
     # before: it replaced wangli's graded file, unflagged (both given one by one)
     canvas = _files(tmp_path / "canvas", ["wangli_10000_90000_attention.py"])
     late = _files(tmp_path / "late", ["wangli_10000_99999_attention.py"], STUB)
-    batch = layouts.resolve([str(canvas / "wangli_10000_90000_attention.py"),
+    batch = platforms.resolve([str(canvas / "wangli_10000_90000_attention.py"),
                              str(late / "wangli_10000_99999_attention.py")])
     assert _rows(batch) == {"unverified-wangli_10000": (
         "", "wangli_10000_99999_attention.py", [TOGETHER.format(lms="Canvas", where="canvas, late")])}

@@ -33,7 +33,7 @@ import unicodedata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.intake import layouts
+from grader import platforms
 
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, database=None,
@@ -139,7 +139,7 @@ def test_canvas_files_land_under_their_uploaders(students, rnd):
         covered = {str(s["user"]): s for s in students if str(s["user"]) in latest}
         if not owner:
             return   # nobody's name is one the property covers (an empty download)
-        batch = layouts.resolve([download])
+        batch = platforms.resolve([download])
         for sub in batch.submissions:
             assert sub.layout == "canvas", (sub, batch.notes)
             assert owner[sub.path] == sub.student_id, (sub, batch.notes)
@@ -213,7 +213,7 @@ def test_a_canvas_name_ending_in_digits_never_takes_a_classmates_id(students, rn
                 clean.add(user)
         if not owner:
             return
-        batch = layouts.resolve([download])
+        batch = platforms.resolve([download])
         for sub in batch.submissions:
             assert sub.layout == "canvas", (sub, batch.notes)
             if sub.student_id:
@@ -290,7 +290,7 @@ def test_moodle_files_land_under_their_uploaders(students, folders):
                 _write(text, "onlinetext.html", b"<p>hi</p>")
         if not owner:
             return
-        batch = layouts.resolve([download])
+        batch = platforms.resolve([download])
         for sub in batch.submissions:
             assert sub.layout == "moodle", (sub, batch.notes)
             assert owner[sub.path] == sub.student_id, (sub, batch.notes)

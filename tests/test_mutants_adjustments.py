@@ -9,7 +9,8 @@ import os
 import pytest
 
 from grader import i18n
-from grader.report import adjustments, files
+from grader import files
+from grader.report import adjustments
 
 RULE = "=" * 60
 PAGE = "<!DOCTYPE html>\n<html>\n<head></head>\n<body>\n<h1>wang</h1>\n</body>\n</html>\n"

@@ -1,4 +1,4 @@
-"""report/files.py: the documented caps as literals, and the exact cut (issue 19: a cap ten
+"""grader/files.py: the documented caps as literals, and the exact cut (issue 19: a cap ten
 times too large passed every test that compared a file with files.FEEDBACK_BYTES itself)."""
 import json
 import os
@@ -8,7 +8,7 @@ import pytest
 
 import grader.grade as grade
 from grader.grade import outcome
-from grader.report import files
+from grader import files
 
 KB = 1024
 MB = 1024 * 1024

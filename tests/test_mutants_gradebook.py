@@ -14,6 +14,7 @@ from grader.grade.outcome import SubmissionResult
 from grader.grade.outcome import TestOutcome as Outcome
 from grader.report import gradebook
 from grader.report.gradebook import text_cell
+from grader.report.rebuild import rebuild
 
 DUE = "2026-12-01T23:59:00+08:00"
 EXTRA = ["late", "days_late", "submitted_at", "time_source", "time_zone", "raw_total",
@@ -415,8 +416,8 @@ def test_rebuild_writes_the_final_scores_and_each_changed_students_files(tmp_pat
         _save(row, out)
         _write(str(out / row["folder"] / "results.json"),
                json.dumps({"score": 80.0, "output": "", "extra_data": {"lang": "en"}}))
-    final, changed = gradebook.rebuild(str(out), rows, None, None,
-                                       [_entry("10000", "total", 90.0)])
+    final, changed = rebuild(str(out), rows, None, None,
+                             [_entry("10000", "total", 90.0)])
     assert changed == 1 and [r["total"] for r in final] == [90.0, 80.0]
     with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
         table = {r["submission"]: r for r in csv.DictReader(handle)}
@@ -425,5 +426,5 @@ def test_rebuild_writes_the_final_scores_and_each_changed_students_files(tmp_pat
     assert json.loads((out / "wang" / "results.json").read_text(encoding="utf-8"))["score"] == 90.0
     assert (out / "report.html").is_file()
     # the same again: nobody's files change
-    assert gradebook.rebuild(str(out), rows, ["mask"], None,
-                             [_entry("10000", "total", 90.0)])[1] == 0
+    assert rebuild(str(out), rows, ["mask"], None,
+                   [_entry("10000", "total", 90.0)])[1] == 0

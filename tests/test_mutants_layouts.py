@@ -1,4 +1,4 @@
-"""grader/intake/layouts.py at its edges (issue 19): who each file belongs to.
+"""grader/platforms/ (recognition.py and each platform's recognition) at its edges (issue 19): who each file belongs to.
 
 Every expectation here is written out by hand from the rule the README and the module's
 docstring state (Canvas's `name[_LATE]_userid_attachmentid_file`, Moodle's
@@ -12,7 +12,14 @@ import zipfile
 
 import pytest
 
+from grader import platforms
 from grader.intake import layouts
+from grader.platforms import base as platform_base
+from grader.platforms import canvas as canvas_platform
+from grader.platforms import moodle as moodle_platform
+from grader.platforms import nbgrader as nbgrader_platform
+from grader.platforms import recognition
+from grader.platforms.gradescope import metadata as gradescope_metadata
 
 
 def _touch(folder, names, data=b"x = 1\n"):
@@ -74,7 +81,7 @@ def _canvas(name, user, attachment, file, base, who=None, late=False, again=0, c
      | {"lms_name": "\u738b\u529bze\u0301\u203f"}),
 ])
 def test_every_field_of_a_canvas_name(name, expected):
-    assert layouts.parse_canvas(name) == expected
+    assert canvas_platform.parse_canvas(name) == expected
 
 
 @pytest.mark.parametrize("name", [
@@ -88,17 +95,17 @@ def test_every_field_of_a_canvas_name(name, expected):
     "wang li_10000_90000_a.py",
 ])
 def test_names_canvas_does_not_write(name):
-    assert layouts.parse_canvas(name) is None
+    assert canvas_platform.parse_canvas(name) is None
 
 
 def test_a_canvas_name_is_read_within_its_first_255_characters():
     # the ids and the first letter of the file fit in 255 characters; the rest is cut
     head = "x" * (255 - len("_10000_90000_a")) + "_10000_90000_a"
     assert len(head) == 255
-    assert layouts.parse_canvas(head + "bcdef.py")["file"] == "a"
+    assert canvas_platform.parse_canvas(head + "bcdef.py")["file"] == "a"
     # the file name starts at the 256th character: cut to nothing
     ids = "x" * (255 - len("_10000_90000_")) + "_10000_90000_"
-    assert len(ids) == 255 and layouts.parse_canvas(ids + "a.py") is None
+    assert len(ids) == 255 and canvas_platform.parse_canvas(ids + "a.py") is None
 
 
 # --- Moodle names ---------------------------------------------------------------------------
@@ -121,7 +128,7 @@ def test_a_canvas_name_is_read_within_its_first_255_characters():
       "feedback": False, "claims": []}),
 ])
 def test_every_field_of_a_moodle_name(name, expected):
-    assert layouts.parse_moodle(name) == expected
+    assert moodle_platform.parse_moodle(name) == expected
 
 
 @pytest.mark.parametrize("name", [
@@ -132,15 +139,15 @@ def test_every_field_of_a_moodle_name(name, expected):
     "A_1_assigngrade_file_",
 ])
 def test_names_moodle_does_not_write(name):
-    assert layouts.parse_moodle(name) is None
+    assert moodle_platform.parse_moodle(name) is None
 
 
 def test_a_moodle_name_is_read_within_its_first_255_characters():
     prefix = "_10006_assignsubmission_file_"
     name = "F" * (255 - len(prefix)) + prefix
-    assert layouts.parse_moodle(name + "attention.py")["file"] == ""
-    assert layouts.parse_moodle(name[1:] + "attention.py")["file"] == "a"
-    assert layouts.parse_moodle("F" * 255 + prefix) is None     # the name alone fills 255
+    assert moodle_platform.parse_moodle(name + "attention.py")["file"] == ""
+    assert moodle_platform.parse_moodle(name[1:] + "attention.py")["file"] == "a"
+    assert moodle_platform.parse_moodle("F" * 255 + prefix) is None     # the name alone fills 255
 
 
 @pytest.mark.parametrize("file_name, own, claims", [
@@ -158,7 +165,7 @@ def test_a_moodle_name_is_read_within_its_first_255_characters():
     ("attention.py", "9", []),
 ])
 def test_claimed_ids(file_name, own, claims):
-    assert layouts.claimed_ids(file_name, own) == claims
+    assert platform_base.claimed_ids(file_name, own) == claims
 
 
 # --- ids and display names --------------------------------------------------------------------
@@ -191,7 +198,7 @@ def test_display_name(raw, shown):
 def test_the_documented_caps():
     assert (layouts.MAX_NAME, layouts.MAX_ENTRIES, layouts.MAX_ID, layouts.MAX_DISPLAY) == \
         (255, 10_000, 100, 200)
-    assert layouts.METADATA_BYTES == 16 * 1024 * 1024 and layouts.METADATA_KEYS == 100_000
+    assert gradescope_metadata.METADATA_BYTES == 16 * 1024 * 1024 and gradescope_metadata.METADATA_KEYS == 100_000
     assert (layouts.DOWNLOAD_ZIP_BYTES, layouts.DOWNLOAD_ENTRIES) == (1024 ** 3, 20_000)
 
 
@@ -206,7 +213,7 @@ def test_the_documented_caps():
     ("/submitted/alice/attention", ("alice", ("attention",))),     # right under the root
 ])
 def test_nbgrader_parts(path, parts):
-    assert layouts.nbgrader_parts(path) == parts
+    assert nbgrader_platform.nbgrader_parts(path) == parts
 
 
 # --- one student's files: which is graded --------------------------------------------------
@@ -231,7 +238,7 @@ def test_nbgrader_parts(path, parts):
     (["w_10000_90001_helper.py", "w_10000_90000_myattention.py"], "w_10000_90001_helper.py"),
 ])
 def test_of_a_students_canvas_files_the_main_then_newest_is_graded(tmp_path, files, graded):
-    batch = layouts.resolve([str(_touch(tmp_path / "canvas", files))])
+    batch = platforms.resolve([str(_touch(tmp_path / "canvas", files))])
     assert [os.path.basename(s.path) for s in batch.submissions] == [graded]
     other = next(f for f in files if f != graded)
     assert batch.submissions[0].notes == [
@@ -245,7 +252,7 @@ def test_a_resubmission_number_after_a_line_break_still_ranks_as_the_assignment(
     # "attention\n-1" is not: the name without its resubmission number decides (the files of
     # an anonymous download are ranked by the file name as it is)
     files = ["anon_x_90001_helper.py", "anon_x_90000_attention\n-1.py"]
-    batch = layouts.resolve([str(_touch(tmp_path / "canvas", files))])
+    batch = platforms.resolve([str(_touch(tmp_path / "canvas", files))])
     assert [os.path.basename(s.path) for s in batch.submissions] == ["anon_x_90000_attention\n-1.py"]
 
 
@@ -253,7 +260,7 @@ def test_moodle_files_given_with_prefixes_rank_like_canvas_files(tmp_path):
     moodle = _touch(tmp_path / "moodle", ["Fang Wu_10006_assignsubmission_file_notes.py",
                                           "Fang Wu_10006_assignsubmission_file_attention.py",
                                           "Fang Wu_10006_assignsubmission_file_report.pdf"])
-    batch = layouts.resolve([str(moodle)])
+    batch = platforms.resolve([str(moodle)])
     assert _rows(batch) == [("Fang Wu_10006", "10006", "moodle",
                              "Fang Wu_10006_assignsubmission_file_attention.py")]
 
@@ -266,7 +273,7 @@ def test_a_moodle_folder_ranks_as_the_students_work(tmp_path):
     _touch(download, ["Li_10006_assignsubmission_file_attention.py"])
     os.utime(download / "Li_10006_assignsubmission_file_attention.py", (1_764_000_000,) * 2)
     os.utime(folder / "mine.py", (1_764_000_100,) * 2)
-    sub = layouts.resolve([str(download)]).submissions[0]
+    sub = platforms.resolve([str(download)]).submissions[0]
     assert (sub.student_id, sub.path) == ("10006", str(folder))
 
 
@@ -274,11 +281,11 @@ def test_a_students_folder_is_looked_at_for_claims_in_its_first_200_entries(tmp_
     # which 200 of more entries a listing sees is the file system's order; the cap is the
     # one documented figure, passed to the real listing
     asked = []
-    real = layouts._listing
-    monkeypatch.setattr(layouts, "_listing", lambda folder, limit=10_000: asked.append(limit)
+    real = platform_base.listing
+    monkeypatch.setattr(platform_base, "listing", lambda folder, limit=10_000: asked.append(limit)
                         or real(folder, limit))
     folder = _touch(tmp_path / "Li_10006_assignsubmission_file_", ["w_10000_90000_a.py"])
-    assert layouts.resolve([str(folder)]).submissions[0].flags == [
+    assert platforms.resolve([str(folder)]).submissions[0].flags == [
         "the uploaded file's own name claims Moodle participant 10000; graded as user 10006's "
         "(w_10000_90000_a.py)"]
     assert asked == [200]
@@ -289,7 +296,7 @@ def test_moodle_text_and_feedback_are_skipped_by_name(tmp_path):
     _touch(download / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
     _touch(download / "Fang Wu_10006_assignsubmission_onlinetext_", ["onlinetext.html"])
     _touch(download / "Fang Wu_10006_assignfeedback_file_", ["marked.py"])
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert _rows(batch) == [("Fang Wu_10006", "10006", "moodle", "Fang Wu_10006_assignsubmission_file_")]
     assert batch.notes[:4] == [
         "moodle: a Moodle download, 3 entries",
@@ -302,7 +309,7 @@ def test_moodle_text_and_feedback_are_skipped_by_name(tmp_path):
 def test_a_moodle_prefix_alone_is_no_moodle_file(tmp_path):
     # without "download submissions in folders" each file has a name after the prefix
     bare = _touch(tmp_path / "x", ["Fang Wu_10006_assignsubmission_file_"])
-    batch = layouts.resolve([str(bare / "Fang Wu_10006_assignsubmission_file_")])
+    batch = platforms.resolve([str(bare / "Fang Wu_10006_assignsubmission_file_")])
     assert [(s.layout, s.student_id) for s in batch.submissions] == [("plain", "")]
 
 
@@ -310,8 +317,8 @@ def test_a_moodle_prefix_alone_is_no_moodle_file(tmp_path):
 
 def test_a_file_claiming_eleven_classmates_names_five(tmp_path):
     name = "m_10005_90005_a_" + "_".join(str(i) for i in range(1, 13)) + "_x.py"
-    assert layouts.parse_canvas(name)["claims"] == [str(i) for i in range(1, 12)]
-    batch = layouts.resolve([str(_touch(tmp_path / "c", [name, "m_10005_90004_attention.py"]))])
+    assert canvas_platform.parse_canvas(name)["claims"] == [str(i) for i in range(1, 12)]
+    batch = platforms.resolve([str(_touch(tmp_path / "c", [name, "m_10005_90004_attention.py"]))])
     assert batch.submissions[0].flags == [
         f"the uploaded file's own name claims Canvas user {i}; graded as user 10005's ({name})"
         for i in ("1", "2", "3", "4", "5")]
@@ -321,7 +328,7 @@ def test_a_file_claiming_eleven_classmates_names_five(tmp_path):
 def test_a_students_folder_with_many_claiming_files_gives_ten_flags(tmp_path):
     folder = _touch(tmp_path / "Li_10006_assignsubmission_file_",
                     [f"w_{10000 + i}_9000{i}_a.py" for i in range(12)])
-    sub = layouts.resolve([str(folder)]).submissions[0]
+    sub = platforms.resolve([str(folder)]).submissions[0]
     assert sub.student_id == "10006" and len(sub.flags) == 10
     assert all(f.startswith("the uploaded file's own name claims Moodle participant 100")
                and "graded as user 10006's" in f for f in sub.flags)
@@ -331,7 +338,7 @@ def test_a_row_keeps_twenty_flags(tmp_path):
     # 25 of one student's files each claim a classmate: 25 different flags, 20 kept, the
     # newest attachment's first
     files = [f"m_10005_{90000 + i}_a_{20000 + i}_1_x.py" for i in range(25)]
-    batch = layouts.resolve([str(_touch(tmp_path / "c", files))])
+    batch = platforms.resolve([str(_touch(tmp_path / "c", files))])
     sub = batch.submissions[0]
     assert sub.student_id == "10005" and len(sub.flags) == 20
     assert sub.flags[0] == ("the uploaded file's own name claims Canvas user 20024; graded as "
@@ -343,7 +350,7 @@ def test_a_row_keeps_twenty_flags(tmp_path):
 def test_a_flag_is_cut_to_400_characters(tmp_path):
     # one user id under four long names: the flag lists them, 120 characters each
     files = [f"{c * 150}_10000_9000{i}_a.py" for i, c in enumerate("abcd")]
-    rows = layouts.resolve([str(_touch(tmp_path / "c", files))]).submissions
+    rows = platforms.resolve([str(_touch(tmp_path / "c", files))]).submissions
     assert len(rows) == 4 and {s.student_id for s in rows} == {""}
     flag = rows[0].flags[0]
     assert flag.startswith("Canvas user 10000 appears under 4 names in this download (aaaa")
@@ -370,7 +377,7 @@ def test_an_nbgrader_student_missing_from_gradebook_db_is_flagged(tmp_path):
     course = tmp_path / "course"
     submitted = _submitted(course, ["alice", "bob"])
     _gradebook(course, ["alice", "carol"])
-    batch = layouts.resolve([str(submitted)])
+    batch = platforms.resolve([str(submitted)])
     assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
         ("alice", "alice", []),
         ("bob", "bob", ["nbgrader student bob is not in the course's gradebook.db"])]
@@ -388,8 +395,8 @@ def test_a_gradebook_db_that_cannot_be_read_flags_nobody(tmp_path, database):
         os.symlink(_gradebook(tmp_path / "elsewhere", ["alice"]), db)
     elif database == "folder":
         db.mkdir()
-    assert layouts.nbgrader_students(str(submitted / "bob" / "attention")) is None
-    assert layouts.resolve([str(submitted)]).submissions[0].flags == []
+    assert nbgrader_platform.nbgrader_students(str(submitted / "bob" / "attention")) is None
+    assert platforms.resolve([str(submitted)]).submissions[0].flags == []
 
 
 def test_the_course_of_the_innermost_submitted_folder_is_asked(tmp_path):
@@ -397,9 +404,9 @@ def test_the_course_of_the_innermost_submitted_folder_is_asked(tmp_path):
     _gradebook(outer, ["alice"])
     inner = outer / "submitted" / "x" / "course"
     _gradebook(inner, ["bob"])
-    assert layouts.nbgrader_students(str(inner / "submitted" / "bob" / "attention")) == {"bob"}
-    assert layouts.nbgrader_students(str(outer / "submitted" / "alice")) == {"alice"}
-    assert layouts.nbgrader_students(str(tmp_path / "alice")) is None
+    assert nbgrader_platform.nbgrader_students(str(inner / "submitted" / "bob" / "attention")) == {"bob"}
+    assert nbgrader_platform.nbgrader_students(str(outer / "submitted" / "alice")) == {"alice"}
+    assert nbgrader_platform.nbgrader_students(str(tmp_path / "alice")) is None
 
 
 def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tmp_path):
@@ -413,7 +420,7 @@ def test_of_a_students_assignment_folders_the_one_holding_attention_is_graded(tm
     _touch(submitted / "dan" / "homework", ["whatever.py"])       # one folder: that one
     for name in ("a1", "a2", "a3", "a4", "a5", "a6"):
         _touch(submitted / "eve" / name, ["x.py"])
-    batch = layouts.resolve([str(submitted / s) for s in ("alice", "bob", "carol", "dan", "eve")])
+    batch = platforms.resolve([str(submitted / s) for s in ("alice", "bob", "carol", "dan", "eve")])
     got = {s.name: (os.path.relpath(s.path, submitted), s.flags) for s in batch.submissions}
     assert got == {
         "alice": ("alice/attention", []),
@@ -436,14 +443,14 @@ def test_a_checkpoints_folder_beside_the_assignment_keeps_its_timestamp(tmp_path
     (student / "attention" / "timestamp.txt").write_text("2026-12-01 10:00:00")
     _touch(student / ".ipynb_checkpoints", ["attention-checkpoint.py"])
     for given in (student, student.parent):
-        sub = layouts.resolve([str(given)]).submissions[0]
+        sub = platforms.resolve([str(given)]).submissions[0]
         assert (sub.name, sub.student_id, sub.submitted_at, sub.time_source, sub.flags) == \
             ("alice", "alice", "2026-12-01T10:00:00+00:00", "nbgrader-timestamp", [])
 
 
 def test_a_file_right_in_submitted_is_no_students(tmp_path):
     submitted = _touch(tmp_path / "submitted", ["attention.py"])
-    sub = layouts.resolve([str(submitted / "attention.py")]).submissions[0]
+    sub = platforms.resolve([str(submitted / "attention.py")]).submissions[0]
     assert (sub.layout, sub.student_id, sub.name) == ("plain", "attention", "attention")
 
 
@@ -499,7 +506,7 @@ METADATA_FORMS = [
     ("plain # comment", "plain"), ("a#b", "a#b"), ("a\t#b", "a"),
 ])
 def test_a_yaml_scalar_as_psych_writes_it(text, value):
-    assert layouts._scalar(text) == value
+    assert gradescope_metadata._scalar(text) == value
 
 
 @pytest.mark.parametrize("first, more, value", [
@@ -516,7 +523,7 @@ def test_a_yaml_scalar_as_psych_writes_it(text, value):
     ("|x", ["  a"], "|x a"),                        # not a block scalar: a plain value
 ])
 def test_a_yaml_value_over_lines(first, more, value):
-    assert layouts._scalar_lines(first, more) == value
+    assert gradescope_metadata._scalar_lines(first, more) == value
 
 
 def test_the_subset_parser_reads_only_the_submissions_keys():
@@ -527,7 +534,7 @@ def test_the_subset_parser_reads_only_the_submissions_keys():
             "  :other:\n  - :sid: '3'\n"                      # a list under another key
             "---\n"
             "submission_2:\n  :created_at: yesterday\n  :submitters:\n    - :sid: '4'\n")
-    assert layouts.parse_metadata_subset(text) == {
+    assert gradescope_metadata.parse_metadata_subset(text) == {
         "submission_1": {"people": [_person("A", "1"), _person(sid="2")],
                          "created_at": ""},
         "submission_2": {"people": [_person(sid="4")], "created_at": ""}}
@@ -544,7 +551,7 @@ def test_the_subset_parser_reads_only_the_submissions_keys():
      [_person(sid="5")]),
 ])
 def test_the_subset_parser_adds_no_submitter_from_a_value(text, people):
-    assert layouts.parse_metadata_subset(text) == {"submission_1": {"people": people,
+    assert gradescope_metadata.parse_metadata_subset(text) == {"submission_1": {"people": people,
                                                                     "created_at": ""}}
 
 
@@ -560,11 +567,11 @@ def test_metadata_reads_the_same_with_and_without_pyyaml(tmp_path, monkeypatch, 
     pytest.importorskip("yaml")
     path = tmp_path / "submission_metadata.yml"
     path.write_bytes(text.encode("utf-8"))
-    with_yaml, note = layouts.read_metadata(str(path))
+    with_yaml, note = gradescope_metadata.read_metadata(str(path))
     assert note is None and _as_read(with_yaml) == expected
-    assert layouts.parse_metadata_subset(text) == expected
-    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
-    assert layouts.read_metadata(str(path)) == (expected, None)
+    assert gradescope_metadata.parse_metadata_subset(text) == expected
+    monkeypatch.setattr(gradescope_metadata, "_tolerant_loader", lambda: None)
+    assert gradescope_metadata.read_metadata(str(path)) == (expected, None)
 
 
 def test_metadata_with_ruby_tags_on_mappings_and_lists(tmp_path):
@@ -579,7 +586,7 @@ def test_metadata_with_ruby_tags_on_mappings_and_lists(tmp_path):
             "7: {}\n1.5: {}\n")   # a float is no folder name
     path = tmp_path / "submission_metadata.yml"
     path.write_text(text, encoding="utf-8")
-    data, note = layouts.read_metadata(str(path))
+    data, note = gradescope_metadata.read_metadata(str(path))
     assert note is None and _as_read(data) == {
         "submission_1": {"people": [_person("Jane", "12")], "created_at": "2026-11-30T12:00:00+00:00"},
         "submission_2": {"people": [_person("Li", "13", "li@x.edu")],
@@ -593,10 +600,10 @@ def test_metadata_with_ruby_tags_on_mappings_and_lists(tmp_path):
 def test_metadata_that_is_not_a_mapping_has_no_submissions(tmp_path):
     path = tmp_path / "submission_metadata.yml"
     path.write_text("- submission_1\n- submission_2\n", encoding="utf-8")
-    assert layouts.read_metadata(str(path)) == ({}, None)
+    assert gradescope_metadata.read_metadata(str(path)) == ({}, None)
     folder = tmp_path / "f"
     (folder / "submission_metadata.yml").mkdir(parents=True)
-    assert layouts.read_metadata(str(folder / "submission_metadata.yml")) == (
+    assert gradescope_metadata.read_metadata(str(folder / "submission_metadata.yml")) == (
         {}, "submission_metadata.yml could not be read (submission_metadata.yml is a folder.); "
             "names come from the folders.")
 
@@ -606,7 +613,7 @@ def test_metadata_pyyaml_refuses_is_read_by_the_subset_parser(tmp_path):
     text = "submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n\t:junk: 1\n"
     path = tmp_path / "submission_metadata.yml"
     path.write_text(text, encoding="utf-8")
-    assert layouts.read_metadata(str(path)) == (
+    assert gradescope_metadata.read_metadata(str(path)) == (
         {"submission_1": {"people": [_person("Jane", "9")], "created_at": ""}}, None)
 
 
@@ -617,35 +624,35 @@ def test_metadata_keeps_fifty_submitters(tmp_path, monkeypatch):
                                  "created_at": ""}}
     path = tmp_path / "submission_metadata.yml"
     path.write_text(text, encoding="utf-8")
-    assert _as_read(layouts.read_metadata(str(path))[0]) == expected
-    monkeypatch.setattr(layouts, "_tolerant_loader", lambda: None)
-    assert layouts.read_metadata(str(path))[0] == expected
+    assert _as_read(gradescope_metadata.read_metadata(str(path))[0]) == expected
+    monkeypatch.setattr(gradescope_metadata, "_tolerant_loader", lambda: None)
+    assert gradescope_metadata.read_metadata(str(path))[0] == expected
 
 
 # --- folders opened as downloads -------------------------------------------------------------
 
 def test_listing_stops_at_its_limit(tmp_path):
     folder = _touch(tmp_path / "f", ["a", "b", "c"])
-    assert layouts._listing(str(folder), 3) == (["a", "b", "c"], False)
-    names, cut = layouts._listing(str(folder), 2)
+    assert layouts.listing(str(folder), 3) == (["a", "b", "c"], False)
+    names, cut = layouts.listing(str(folder), 2)
     assert cut is True and len(names) == 2 and set(names) < {"a", "b", "c"}
-    assert layouts._listing(str(tmp_path / "missing")) == ([], False)
+    assert layouts.listing(str(tmp_path / "missing")) == ([], False)
 
 
 def test_a_folder_not_all_named_by_an_lms_is_one_submission_and_says_why(tmp_path):
     mixed = _touch(tmp_path / "eve", ["w_10000_90000_a.py", "notes.txt", "index.html"])
-    batch = layouts.resolve([str(mixed)])
+    batch = platforms.resolve([str(mixed)])
     assert _rows(batch) == [("eve", "eve", "plain", "eve")]
     assert batch.notes == ["eve: not opened as a download: not all its entries are named as an "
                            "LMS names them (e.g. notes.txt)"]
     # an explicit layout says so even when no entry has an LMS's name
-    batch = layouts.resolve([str(_touch(tmp_path / "bob", ["x.py", "y.py"]))], "canvas")
+    batch = platforms.resolve([str(_touch(tmp_path / "bob", ["x.py", "y.py"]))], "canvas")
     assert batch.notes == ["bob: not opened as a download: not all its entries are named as an "
                            "LMS names them (e.g. x.py)",
                            "bob does not look like canvas's layout: named after the file"]
     # a student's folder with attention.py is their work, whatever else is in it
     own = _touch(tmp_path / "w_10000_90000_a", ["attention.py", "w_10000_90000_a.py"])
-    batch = layouts.resolve([str(own)])
+    batch = platforms.resolve([str(own)])
     assert [(s.layout, s.student_id) for s in batch.submissions] == [("plain", "w_10000_90000_a")]
     assert batch.notes == []
 
@@ -653,7 +660,7 @@ def test_a_folder_not_all_named_by_an_lms_is_one_submission_and_says_why(tmp_pat
 def test_a_download_with_junk_and_anonymous_files_is_opened(tmp_path):
     canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py", "anon_x1_90001_a.py",
                                           "index.html", ".DS_Store"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     assert _rows(batch) == [("anon_x1", "", "canvas", "anon_x1_90001_a.py"),
                             ("w_10000", "10000", "canvas", "w_10000_90000_a.py")]
     assert batch.notes[:3] == ["canvas: a Canvas download, 4 entries",
@@ -674,7 +681,7 @@ def test_a_download_with_junk_and_anonymous_files_is_opened(tmp_path):
     (["index.html"], None), ([], None), (["/", "//"], None),
 ])
 def test_download_kind(names, kind):
-    assert layouts.download_kind(names) == kind
+    assert recognition.download_kind(names) == kind
 
 
 def test_a_canvas_download_zip_is_unpacked_and_each_file_graded_as_its_users(tmp_path):
@@ -682,7 +689,7 @@ def test_a_canvas_download_zip_is_unpacked_and_each_file_graded_as_its_users(tmp
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr("w_10000_90000_attention.py", "x = 1\n")
         archive.writestr("l_LATE_10001_90001_attention.py", "x = 2\n")
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert [(s.name, s.student_id, s.late_flag, s.submitted_at, s.time_source)
             for s in batch.submissions] == [("l_10001", "10001", True, "", ""),
                                             ("w_10000", "10000", False, "", "")]
@@ -693,24 +700,24 @@ def test_a_canvas_download_zip_is_unpacked_and_each_file_graded_as_its_users(tmp
     # a zip of one student's work, and a zip named as Canvas names a file, are not downloads
     own = tmp_path / "w_10000_90000_attention.zip"
     own.write_bytes(download.read_bytes())
-    assert [(s.layout, s.student_id) for s in layouts.resolve([str(own)]).submissions] == \
+    assert [(s.layout, s.student_id) for s in platforms.resolve([str(own)]).submissions] == \
         [("canvas", "10000")]
     # --layout moodle never opens a Canvas download zip
-    batch = layouts.resolve([str(download)], "moodle")
+    batch = platforms.resolve([str(download)], "moodle")
     assert [(s.layout, s.name, s.path) for s in batch.submissions] == \
         [("plain", "submissions", str(download))]
     assert batch.notes == ["submissions.zip does not look like moodle's layout: named after the file"]
     # a download zip named in capitals is one too
     upper = tmp_path / "SUBMISSIONS.ZIP"
     upper.write_bytes(download.read_bytes())
-    assert [s.student_id for s in layouts.resolve([str(upper)]).submissions] == ["10001", "10000"]
+    assert [s.student_id for s in platforms.resolve([str(upper)]).submissions] == ["10001", "10000"]
 
 
 def test_a_moodle_download_zip_with_only_a_folder_per_student(tmp_path):
     download = tmp_path / "moodle.zip"
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr("Fang Wu_10006_assignsubmission_file_/attention.py", "x = 1\n")
-    batch = layouts.resolve([str(download)], "moodle")
+    batch = platforms.resolve([str(download)], "moodle")
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == \
         [("Fang Wu_10006", "10006", "moodle")]
     assert batch.notes[0] == "moodle.zip: moodle's download zip, unpacked to a temporary folder"
@@ -722,7 +729,7 @@ def test_a_download_zip_that_does_not_unpack_is_graded_as_one_file_and_says_why(
         archive.writestr("w_10000_90000_a.py", "x = 1 # the first student's work\n")
     data = download.read_bytes()
     download.write_bytes(data.replace(b"first student", b"FIRST student"))   # the CRC fails
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert [(s.name, s.layout) for s in batch.submissions] == [("submissions", "plain")]
     assert batch.notes == [
         "submissions.zip: looks like canvas's download zip but could not be unpacked "
@@ -736,7 +743,7 @@ def test_the_reason_a_download_zip_did_not_unpack_is_cut_at_300_characters(tmp_p
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr(entry, "x = 1 # the first student's work\n")
     download.write_bytes(download.read_bytes().replace(b"first student", b"FIRST student"))
-    note = layouts.resolve([str(download)]).notes[0]
+    note = platforms.resolve([str(download)]).notes[0]
     head = "submissions.zip: looks like canvas's download zip but could not be unpacked ("
     assert note.startswith(head + "submissions.zip: the entry 'w_10000_90000_aaa")
     assert len(note) == len(head) + 300 + 1 and note.endswith(" more characters])")
@@ -748,7 +755,7 @@ def test_what_unpacking_a_download_says_is_cut_at_300_characters(tmp_path):
         archive.writestr("w_10000_90000_a.py", "x = 1\n")
         for c in "xyz":
             archive.writestr("../" + c * 150 + ".py", "x = 1\n")
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     said = [n for n in batch.notes if "refused" in n]
     assert len(said) == 1 and len(said[0]) == 300 and said[0].endswith(" more characters]")
     assert [s.student_id for s in batch.submissions] == ["10000"]
@@ -759,46 +766,46 @@ def test_a_link_named_as_a_zip_is_no_download(tmp_path):
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr("w_10000_90000_a.py", "x = 1\n")
     os.symlink(download, tmp_path / "submissions.zip")
-    batch = layouts.resolve([str(tmp_path / "submissions.zip")])
+    batch = platforms.resolve([str(tmp_path / "submissions.zip")])
     assert [(s.name, s.layout) for s in batch.submissions] == [("submissions", "plain")]
-    assert layouts._zip_names(str(tmp_path / "submissions.zip")) is None
+    assert layouts.zip_names(str(tmp_path / "submissions.zip")) is None
 
 
 def test_an_unknown_layout_is_refused_by_name():
     with pytest.raises(ValueError) as error:
-        layouts.resolve([], "blackboard")
+        platforms.resolve([], "blackboard")
     assert str(error.value) == ("unknown layout 'blackboard': one of auto, plain, nbgrader, "
                                 "canvas, moodle, gradescope")
 
 
 def test_a_download_given_with_another_layout_is_not_opened(tmp_path):
     canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py"])
-    batch = layouts.resolve([str(canvas)], "moodle")
+    batch = platforms.resolve([str(canvas)], "moodle")
     assert _rows(batch) == [("canvas", "canvas", "plain", "canvas")]
     assert batch.notes == ["canvas: not opened as a download: not all its entries are named as an "
                            "LMS names them",
                            "canvas does not look like moodle's layout: named after the file"]
-    batch = layouts.resolve([str(_touch(tmp_path / "bob", ["x.py"]))], "moodle")
+    batch = platforms.resolve([str(_touch(tmp_path / "bob", ["x.py"]))], "moodle")
     assert batch.notes[0] == ("bob: not opened as a download: not all its entries are named as "
                               "an LMS names them (e.g. x.py)")
     export = _gradescope(tmp_path, "submission_1:\n" + _submitters(5), ["submission_1"])
-    batch = layouts.resolve([str(export)], "canvas")
+    batch = platforms.resolve([str(export)], "canvas")
     assert [(s.name, s.layout) for s in batch.submissions] == [("export", "plain")]
     submitted = _submitted(tmp_path / "course", ["alice"])
-    batch = layouts.resolve([str(submitted)], "canvas")
+    batch = platforms.resolve([str(submitted)], "canvas")
     assert [(s.name, s.layout) for s in batch.submissions] == [("submitted", "plain")]
 
 
 def test_a_folder_holding_attention_in_capitals_is_one_students_without_a_note(tmp_path):
     own = _touch(tmp_path / "eve", ["Attention.PY", "w_10000_90000_a.py"])
-    batch = layouts.resolve([str(own)])
+    batch = platforms.resolve([str(own)])
     assert _rows(batch) == [("eve", "eve", "plain", "eve")] and batch.notes == []
 
 
 def test_a_submitted_folder_inside_submitted_is_opened(tmp_path):
     inner = _submitted(tmp_path / "course" / "submitted", ["alice"])
     assert inner == tmp_path / "course" / "submitted" / "submitted"
-    batch = layouts.resolve([str(inner)])
+    batch = platforms.resolve([str(inner)])
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
         ("alice", "alice", "nbgrader")]
 
@@ -808,7 +815,7 @@ def test_an_lms_download_zip_beside_plain_work_names_the_zip(tmp_path):
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr("w_10000_90000_a.py", "x = 1\n")
     _touch(tmp_path, ["alice.py"])
-    batch = layouts.resolve([str(tmp_path / "alice.py"), str(download)])
+    batch = platforms.resolve([str(tmp_path / "alice.py"), str(download)])
     assert [(s.name, s.student_id) for s in batch.submissions] == [
         ("alice", "alice"), ("submissions.zip-w_10000", "")]
     assert batch.submissions[1].flags == [
@@ -820,14 +827,14 @@ def test_an_lms_download_zip_beside_plain_work_names_the_zip(tmp_path):
 def test_gradescope_exports_are_checked_like_the_other_downloads(tmp_path):
     one = _gradescope(tmp_path / "a", "submission_1:\n" + _submitters(5), ["submission_1"])
     two = _gradescope(tmp_path / "b", "submission_2:\n" + _submitters(6), ["submission_2"])
-    batch = layouts.resolve([str(one), str(two)])
+    batch = platforms.resolve([str(one), str(two)])
     assert [(s.name, s.student_id) for s in batch.submissions] == [
         ("unverified-N5", ""), ("unverified-N6", "")]
     assert batch.submissions[0].flags == [
         "2 Gradescope downloads were given together (export, export); one may be a student's "
         "own, so no student id is given (grade the newest download on its own)"]
     _touch(tmp_path, ["alice.py"])
-    batch = layouts.resolve([str(tmp_path / "alice.py"), str(one / "submission_1")])
+    batch = platforms.resolve([str(tmp_path / "alice.py"), str(one / "submission_1")])
     assert [(s.name, s.student_id) for s in batch.submissions] == [
         ("alice", "alice"), ("unverified-N5", "")]
     assert batch.submissions[1].flags == [
@@ -839,7 +846,7 @@ def test_gradescope_exports_are_checked_like_the_other_downloads(tmp_path):
 def test_a_row_name_is_cut_to_400_characters(tmp_path):
     people = "".join(f"  - :name: {c * 150}\n    :sid: '{i}'\n" for i, c in enumerate("abc"))
     export = _gradescope(tmp_path, "submission_1:\n  :submitters:\n" + people, ["submission_1"])
-    sub = layouts.resolve([str(export)]).submissions[0]
+    sub = platforms.resolve([str(export)]).submissions[0]
     assert sub.student_id == "0;1;2" and sub.name.startswith("a" * 150 + "; " + "b" * 150)
     assert len(sub.name) == 400 and sub.name.endswith(" more characters]") and "\n" not in sub.name
 
@@ -849,7 +856,7 @@ def test_a_row_name_is_cut_to_400_characters(tmp_path):
 def test_one_attachment_under_two_users_is_flagged_on_both(tmp_path):
     canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py", "l_10001_90000_a.py",
                                           "s_10002_90002_a.py"])
-    got = {s.student_id: s.flags for s in layouts.resolve([str(canvas)]).submissions}
+    got = {s.student_id: s.flags for s in platforms.resolve([str(canvas)]).submissions}
     assert got == {
         "10000": ["Canvas attachment 90000 belongs to more than one user in this download "
                   "(w_10000_90000_a.py)"],
@@ -862,7 +869,7 @@ def test_one_moodle_participant_under_two_names_keeps_no_id(tmp_path):
     moodle = tmp_path / "moodle"
     _touch(moodle / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
     _touch(moodle / "Eve_10006_assignsubmission_file_", ["attention.py"])
-    batch = layouts.resolve([str(moodle)])
+    batch = platforms.resolve([str(moodle)])
     flag = ("Moodle participant 10006 appears under 2 names in this download (Eve, Fang Wu); "
             "no student id is given until you check which is theirs")
     assert sorted((s.name, s.student_id, s.flags) for s in batch.submissions) == [
@@ -872,7 +879,7 @@ def test_one_moodle_participant_under_two_names_keeps_no_id(tmp_path):
 def test_the_same_name_decomposed_is_one_name(tmp_path):
     # a download unzipped on a Mac: é decomposed in one file's name, composed in another's
     canvas = _touch(tmp_path / "canvas", ["ze\u0301_10000_90000_a.py", "z\u00e9_10000_90001_b.py"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == \
         [("z\u00e9_10000", "10000", [])]
 
@@ -880,7 +887,7 @@ def test_the_same_name_decomposed_is_one_name(tmp_path):
 def test_two_canvas_downloads_keep_no_ids(tmp_path):
     old = _touch(tmp_path / "old", ["w_10000_90000_a.py", "s_10002_90002_a.py"])
     new = _touch(tmp_path / "new", ["w_10000_90005_a.py"])
-    batch = layouts.resolve([str(old), str(new)])
+    batch = platforms.resolve([str(old), str(new)])
     flag = ("2 Canvas downloads were given together (new, old); one may be a student's own, so "
             "no student id is given (grade the newest download on its own)")
     assert [(s.name, s.student_id, s.flags, os.path.relpath(s.path, tmp_path))
@@ -892,7 +899,7 @@ def test_two_canvas_downloads_keep_no_ids(tmp_path):
 def test_an_lms_name_beside_plain_work_keeps_no_id(tmp_path):
     plain = _touch(tmp_path / "subs", ["alice.py"])
     moodle = _touch(tmp_path / "Fang Wu_10006_assignsubmission_file_", ["attention.py"])
-    batch = layouts.resolve([str(plain / "alice.py"), str(moodle)])
+    batch = platforms.resolve([str(plain / "alice.py"), str(moodle)])
     assert [(s.name, s.student_id, s.flags) for s in batch.submissions] == [
         ("alice", "alice", []),
         ("unverified-Fang Wu_10006", "", [
@@ -903,7 +910,7 @@ def test_an_lms_name_beside_plain_work_keeps_no_id(tmp_path):
 
 def test_five_downloads_given_together_name_four(tmp_path):
     folders = [_touch(tmp_path / f"d{i}", [f"s_{10000 + i}_{90000 + i}_a.py"]) for i in range(5)]
-    batch = layouts.resolve([str(f) for f in folders])
+    batch = platforms.resolve([str(f) for f in folders])
     assert {s.student_id for s in batch.submissions} == {""}
     assert {tuple(s.flags) for s in batch.submissions} == {(
         "5 Canvas downloads were given together (d0, d1, d2, d3); one may be a student's own, so "
@@ -927,7 +934,7 @@ def test_a_group_whose_four_sids_are_also_alone_names_three_and_keeps_no_id(tmp_
     metadata = ("submission_1:\n" + _submitters(1, 2, 3, 4) + "".join(
         f"submission_{s + 1}:\n" + _submitters(s) for s in (1, 2, 3, 4)))
     export = _gradescope(tmp_path, metadata, [f"submission_{i}" for i in range(1, 6)])
-    rows = {os.path.basename(s.path): s for s in layouts.resolve([str(export)]).submissions}
+    rows = {os.path.basename(s.path): s for s in platforms.resolve([str(export)]).submissions}
     assert (rows["submission_1"].name, rows["submission_1"].student_id) == \
         ("unverified-N1; N2; N3; N4", "")
     assert rows["submission_1"].flags == [
@@ -947,7 +954,7 @@ def test_a_gradescope_row_by_email_and_by_folder(tmp_path):
                 "submission_3:\n  :submitters:\n  - :name: Nobody\n")
     export = _gradescope(tmp_path, metadata, ["submission_1", "submission_2", "submission_3",
                                               "submission_4"])
-    batch = layouts.resolve([str(export)])
+    batch = platforms.resolve([str(export)])
     assert [(s.name, s.student_id, s.student_name, s.layout) for s in batch.submissions] == [
         ("Jane_jane@x.edu", "jane@x.edu", "Jane", "gradescope"),
         ("7", "7", "", "gradescope"),
@@ -968,7 +975,7 @@ def test_a_group_whose_sids_fill_more_than_400_characters_keeps_no_id(tmp_path):
     export = _gradescope(tmp_path, "submission_1:\n  :submitters:\n" + people
                          + "submission_2:\n  :submitters:\n" + fits,
                          ["submission_1", "submission_2"])
-    rows = {os.path.basename(s.path): s for s in layouts.resolve([str(export)]).submissions}
+    rows = {os.path.basename(s.path): s for s in platforms.resolve([str(export)]).submissions}
     assert (rows["submission_1"].student_id, rows["submission_1"].flags) == ("", [
         "submission_1: 5 SIDs in submission_metadata.yml are more than one row holds (400 "
         "characters); no student id is given"])
@@ -985,7 +992,7 @@ def test_what_an_export_holds_is_never_opened_as_another_download(tmp_path):
     _touch(export / "extra", ["w_10000_90000_a.py"])
     with zipfile.ZipFile(export / "dl.zip", "w") as archive:
         archive.writestr("l_10001_90001_a.py", "x = 1\n")
-    batch = layouts.resolve([str(export)])
+    batch = platforms.resolve([str(export)])
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
         ("dl", "dl", "plain"), ("extra", "extra", "plain"), ("N5_5", "5", "gradescope")]
 
@@ -993,14 +1000,14 @@ def test_what_an_export_holds_is_never_opened_as_another_download(tmp_path):
 def test_metadata_is_read_once_and_what_has_no_folder_is_named_five_at_most(tmp_path):
     metadata = "".join(f"submission_{i}:\n" + _submitters(i) for i in range(1, 9))
     export = _gradescope(tmp_path, metadata, ["submission_1", "submission_2"])
-    batch = layouts.resolve([str(export)])
+    batch = platforms.resolve([str(export)])
     assert batch.notes[-1] == ("submission_metadata.yml: 6 submissions have no folder here "
                                "(submission_3, submission_4, submission_5, submission_6, "
                                "submission_7)")
     # one that cannot be read is said once, however many folders ask for it
     (export / "submission_metadata.yml").unlink()
     (export / "submission_metadata.yml").mkdir()
-    batch = layouts.resolve([str(export)])
+    batch = platforms.resolve([str(export)])
     assert [n for n in batch.notes if "could not be read" in n] == [
         "submission_metadata.yml could not be read (submission_metadata.yml is a folder.); "
         "names come from the folders."]
@@ -1008,9 +1015,9 @@ def test_metadata_is_read_once_and_what_has_no_folder_is_named_five_at_most(tmp_
 
 def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
     folder = _touch(tmp_path / "submission_5", ["attention.py"])
-    assert [(s.layout, s.student_id) for s in layouts.resolve([str(folder)]).submissions] == \
+    assert [(s.layout, s.student_id) for s in platforms.resolve([str(folder)]).submissions] == \
         [("plain", "submission_5")]
-    batch = layouts.resolve([str(folder)], "gradescope")
+    batch = platforms.resolve([str(folder)], "gradescope")
     assert [(s.layout, s.name, s.student_id, s.flags) for s in batch.submissions] == [
         ("gradescope", "submission_5", "", [
             "submission_5: not in submission_metadata.yml; named after its folder, no student id"])]
@@ -1019,25 +1026,25 @@ def test_a_gradescope_folder_without_metadata_is_plain_unless_said(tmp_path):
 def test_canvas_anonymous_files_rank_and_keep_no_id(tmp_path):
     canvas = _touch(tmp_path / "canvas", ["anon_x1_90001_notes.txt", "anon_x1_90000_attention.py",
                                           "LATE_anon_y2_90003_b.py", "LATE_anon_y2_90004_c.py"])
-    batch = layouts.resolve([str(canvas)])
+    batch = platforms.resolve([str(canvas)])
     assert [(s.name, s.student_id, s.late_flag, os.path.basename(s.path))
             for s in batch.submissions] == [
         ("anon_y2", "", True, "LATE_anon_y2_90004_c.py"),
         ("anon_x1", "", False, "anon_x1_90000_attention.py")]
     # an anonymous id of 20 characters at most
-    assert layouts.CANVAS_ANONYMOUS.match("anon_" + "z" * 20 + "_1_a.py")["anon"] == "z" * 20
-    assert layouts.CANVAS_ANONYMOUS.match("anon_" + "z" * 21 + "_1_a.py") is None
+    assert canvas_platform.CANVAS_ANONYMOUS.match("anon_" + "z" * 20 + "_1_a.py")["anon"] == "z" * 20
+    assert canvas_platform.CANVAS_ANONYMOUS.match("anon_" + "z" * 21 + "_1_a.py") is None
 
 
 def test_a_name_that_splits_two_ways_says_both_readings(tmp_path):
     # x_10000_10005_90005: user 10000 as Canvas reads it, or user 10005 named "x_10000"
     alone = _touch(tmp_path / "alone", ["x_10000_10005_90005_a.py"])
-    sub = layouts.resolve([str(alone)]).submissions[0]
+    sub = platforms.resolve([str(alone)]).submissions[0]
     assert (sub.name, sub.student_id, sub.flags) == ("unverified-x_10000", "", [
         "x_10000_10005_90005_a.py splits two ways (user 10000, or user 10005 whose name ends in "
         "_10000): no student id is given until you check whose it is"])
     both = _touch(tmp_path / "both", ["x_10000_10005_90005_a.py", "x_10000_90000_attention.py"])
-    rows = layouts.resolve([str(both)]).submissions
+    rows = platforms.resolve([str(both)]).submissions
     assert [(s.name, s.student_id, os.path.basename(s.path), s.flags) for s in rows] == [
         ("x_10000", "10000", "x_10000_90000_attention.py", [
             "x_10000_10005_90005_a.py splits two ways (user 10000, or user 10005 whose name ends "
@@ -1050,7 +1057,7 @@ def test_a_name_that_splits_two_ways_never_outranks_a_clear_one(tmp_path):
     # read as Canvas reads it, x_10000_99999_90005_a.py is user 10000's newest attachment
     # (99999): it still loses to the file that reads one way
     canvas = _touch(tmp_path / "c", ["x_10000_99999_90005_a.py", "x_10000_90000_b.py"])
-    sub = layouts.resolve([str(canvas)]).submissions[0]
+    sub = platforms.resolve([str(canvas)]).submissions[0]
     assert (sub.student_id, os.path.basename(sub.path)) == ("10000", "x_10000_90000_b.py")
 
 
@@ -1060,7 +1067,7 @@ def test_times_by_layout(tmp_path):
     plain = _touch(tmp_path / "subs", ["bob.py"])
     os.utime(plain / "bob.py", (1_764_000_100, 1_764_000_100))
     got = {s.layout: (s.submitted_at, s.time_source)
-           for s in layouts.resolve([str(moodle)]).submissions + layouts.resolve(
+           for s in platforms.resolve([str(moodle)]).submissions + platforms.resolve(
                [str(plain / "bob.py")]).submissions}
     assert got == {"moodle": ("2025-11-24T16:00:00+00:00", "moodle-file-time"),
                    "plain": ("2025-11-24T16:01:40+00:00", "file-mtime")}
@@ -1069,7 +1076,7 @@ def test_times_by_layout(tmp_path):
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr("Li_10006_assignsubmission_file_/attention.py", "x = 1\n")
         archive.writestr("Wu_10007_assignsubmission_file_/attention.py", "x = 1\n")
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert [(s.student_id, s.time_source) for s in batch.submissions] == \
         [("10006", "moodle-file-time"), ("10007", "moodle-file-time")]
 
@@ -1082,7 +1089,7 @@ def test_nbgrader_timestamp_is_the_time_and_a_bad_one_falls_back(tmp_path):
     (submitted / "bob" / "attention" / "timestamp.txt").write_text("not a time")
     os.utime(submitted / "bob" / "attention" / "attention.py", (1_764_000_000, 1_764_000_000))
     os.utime(submitted / "bob" / "attention" / "timestamp.txt", (1_764_000_000, 1_764_000_000))
-    batch = layouts.resolve([str(submitted)])
+    batch = platforms.resolve([str(submitted)])
     got = {s.name: (s.submitted_at, s.time_source) for s in batch.submissions}
     assert got == {"alice": ("2026-12-01T10:00:00+00:00", "nbgrader-timestamp"),
                    "bob": ("2025-11-24T16:00:00+00:00", "file-mtime")}
@@ -1093,18 +1100,18 @@ def test_nbgrader_timestamp_is_the_time_and_a_bad_one_falls_back(tmp_path):
 
 def test_the_metadata_file_given_alone_is_read_never_graded(tmp_path):
     export = _gradescope(tmp_path, "submission_1:\n" + _submitters(5), ["submission_1"])
-    batch = layouts.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")])
+    batch = platforms.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")])
     assert [(s.name, s.student_id) for s in batch.submissions] == [("N5_5", "5")]
     assert batch.notes == ["skipped submission_metadata.yml: Gradescope's metadata (read for "
                            "names, never graded)"]
     # given alone it is still read, and what it lists without a folder is said
     for layout in ("auto", "gradescope"):
-        batch = layouts.resolve([str(export / "submission_metadata.yml")], layout)
+        batch = platforms.resolve([str(export / "submission_metadata.yml")], layout)
         assert batch.submissions == [] and batch.notes == [
             "skipped submission_metadata.yml: Gradescope's metadata (read for names, never graded)",
             "submission_metadata.yml: 1 submissions have no folder here (submission_1)"]
     # --layout plain never reads it: the folder is named after itself
-    batch = layouts.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")],
+    batch = platforms.resolve([str(export / "submission_metadata.yml"), str(export / "submission_1")],
                             "plain")
     assert [(s.name, s.layout) for s in batch.submissions] == [("submission_1", "plain")]
 
@@ -1112,11 +1119,11 @@ def test_the_metadata_file_given_alone_is_read_never_graded(tmp_path):
 def test_a_junk_name_that_is_an_lms_name_is_not_skipped(tmp_path):
     # "._" starts a Mac's resource file, and also Moodle's name for participant "."
     folder = _touch(tmp_path / "._10006_assignsubmission_file_", ["attention.py"])
-    batch = layouts.resolve([str(folder)])
+    batch = platforms.resolve([str(folder)])
     assert [(s.name, s.student_id, s.layout) for s in batch.submissions] == [
         ("._10006", "10006", "moodle")]
     junk = _touch(tmp_path / "__MACOSX", ["attention.py"])
-    batch = layouts.resolve([str(junk)])
+    batch = platforms.resolve([str(junk)])
     assert batch.submissions == [] and batch.notes == [
         "skipped __MACOSX: not a submission (added by an LMS or an operating system)"]
 
@@ -1125,14 +1132,14 @@ def test_a_folder_inside_a_download_is_never_opened_as_one(tmp_path):
     # depth 1: a student's folder in a Moodle download holding Canvas-named files is theirs
     download = tmp_path / "moodle"
     _touch(download / "Li_10006_assignsubmission_file_" / "sub", ["w_10000_90000_a.py"])
-    batch = layouts.resolve([str(download)])
+    batch = platforms.resolve([str(download)])
     assert _rows(batch) == [("Li_10006", "10006", "moodle", "Li_10006_assignsubmission_file_")]
 
 
 def test_a_path_that_cannot_exist_is_nothing(tmp_path):
-    assert layouts._lstat("a\x00b") is None and layouts._is_dir("a\x00b") is False
-    assert layouts._listing("a\x00b") == ([], False)
-    assert layouts.nbgrader_students("c/submitted/a\x00b/x") is None
+    assert layouts.lstat("a\x00b") is None and layouts.is_dir("a\x00b") is False
+    assert layouts.listing("a\x00b") == ([], False)
+    assert nbgrader_platform.nbgrader_students("c/submitted/a\x00b/x") is None
 
 
 def test_a_zip_that_is_no_download(tmp_path):
@@ -1140,7 +1147,7 @@ def test_a_zip_that_is_no_download(tmp_path):
     broken.write_bytes(b"PK\x03\x04 not really")
     folder = tmp_path / "folder.zip"
     _touch(folder, ["attention.py"])
-    batch = layouts.resolve([str(broken), str(folder)])
+    batch = platforms.resolve([str(broken), str(folder)])
     assert [(s.name, s.layout, s.student_id) for s in batch.submissions] == [
         ("submissions", "plain", "submissions"), ("folder", "plain", "folder")]
     # junk and entries extraction refuses do not decide what a download is
@@ -1149,8 +1156,8 @@ def test_a_zip_that_is_no_download(tmp_path):
         archive.writestr("__MACOSX/._w_10000_90000_a.py", "junk")
         archive.writestr("../evil.py", "x = 1\n")
         archive.writestr("w_10000_90000_a.py", "x = 1\n")
-    assert layouts._zip_names(str(download)) == ["w_10000_90000_a.py"]
-    assert [(s.name, s.student_id) for s in layouts.resolve([str(download)]).submissions] == \
+    assert layouts.zip_names(str(download)) == ["w_10000_90000_a.py"]
+    assert [(s.name, s.student_id) for s in platforms.resolve([str(download)]).submissions] == \
         [("w_10000", "10000")]
 
 
@@ -1160,7 +1167,7 @@ def test_a_zip_that_is_no_download(tmp_path):
 ])
 def test_a_plain_row_is_an_id_only_when_its_name_is_one_as_it_is(tmp_path, given, name, ident):
     _touch(tmp_path, [given])
-    sub = layouts.resolve([str(tmp_path / given)]).submissions[0]
+    sub = platforms.resolve([str(tmp_path / given)]).submissions[0]
     assert (sub.name, sub.student_id, sub.student_name, sub.layout) == (name, ident, name, "plain")
     old = layouts.plain([str(tmp_path / given)])[0]   # the same row without a time
     assert (old.name, old.student_id, old.student_name, old.layout) == (name, ident, name, "plain")
@@ -1174,7 +1181,7 @@ def test_row_names_stay_unique_in_the_batch(tmp_path):
     _touch(nb / "w_10000" / "attention", ["attention.py"])
     canvas = _touch(tmp_path / "canvas", ["w_10000_90000_a.py"])
     moodle = _touch(tmp_path / "w_10000_assignsubmission_file_", ["attention.py"])
-    batch = layouts.resolve([str(canvas / "w_10000_90000_a.py"), str(nb / "w_10000"),
+    batch = platforms.resolve([str(canvas / "w_10000_90000_a.py"), str(nb / "w_10000"),
                              str(moodle)])
     assert [(s.name, s.layout) for s in batch.submissions] == [
         ("w_10000", "canvas"), ("w_10000-2", "nbgrader"), ("w_10000-3", "moodle")]
@@ -1191,7 +1198,7 @@ def test_a_download_of_10001_files_is_read_to_its_first_10000():
         os.mkdir(folder)
         for i in range(10_001):
             open(os.path.join(folder, f"s_{i}_{i}_a.py"), "wb").close()
-        batch = layouts.resolve([folder])
+        batch = platforms.resolve([folder])
         assert batch.notes[:2] == ["canvas: only its first 10000 entries were read",
                                    "canvas: a Canvas download, 10000 entries"]
         assert len(batch.submissions) == 10_000 and batch.layouts == {"canvas": 10_000}
@@ -1199,25 +1206,25 @@ def test_a_download_of_10001_files_is_read_to_its_first_10000():
 
 def test_metadata_keeps_100000_submissions(tmp_path, monkeypatch):
     text = "".join(f"submission_{i}:\n" for i in range(100_001))
-    subset = layouts.parse_metadata_subset(text + "  :submitters:\n  - :sid: '7'\n")
+    subset = gradescope_metadata.parse_metadata_subset(text + "  :submitters:\n  - :sid: '7'\n")
     assert len(subset) == 100_000 and "submission_99999" in subset and "submission_100000" not in subset
     # what follows the last key read is not read either (never given to the key before it)
     assert subset["submission_99999"] == {"people": [], "created_at": ""}
     # PyYAML's reading is cut the same way (shown on a lower cap: 100 001 entries take PyYAML
     # seconds)
-    monkeypatch.setattr(layouts, "METADATA_KEYS", 3)
+    monkeypatch.setattr(gradescope_metadata, "METADATA_KEYS", 3)
     path = tmp_path / "submission_metadata.yml"
     path.write_text(text[:200], encoding="utf-8")
-    assert list(layouts.read_metadata(str(path))[0]) == ["submission_0", "submission_1", "submission_2"]
+    assert list(gradescope_metadata.read_metadata(str(path))[0]) == ["submission_0", "submission_1", "submission_2"]
 
 
 def test_metadata_of_16_mb_is_read_and_one_byte_more_is_not(tmp_path):
     head = b"submission_1:\n  :submitters:\n  - :name: Jane\n    :sid: '9'\n"
     path = tmp_path / "submission_metadata.yml"
     path.write_bytes(head + b"#" * (16 * 1024 * 1024 - len(head)))
-    assert layouts.read_metadata(str(path))[0]["submission_1"]["people"] == [_person("Jane", "9")]
+    assert gradescope_metadata.read_metadata(str(path))[0]["submission_1"]["people"] == [_person("Jane", "9")]
     path.write_bytes(head + b"#" * (16 * 1024 * 1024 + 1 - len(head)))
-    data, note = layouts.read_metadata(str(path))
+    data, note = gradescope_metadata.read_metadata(str(path))
     assert (data, note) == ({}, "submission_metadata.yml could not be read (submission_metadata."
                                 "yml is 16 MB; a metadata file over 16 MB is not accepted.); "
                                 "names come from the folders.")
@@ -1229,10 +1236,10 @@ def test_a_download_zip_of_20000_entries_is_read_and_one_more_is_not():
         with zipfile.ZipFile(path, "w") as archive:
             for i in range(20_000):
                 archive.writestr(f"s_{i}_{i}_a.py", "")
-        assert len(layouts._zip_names(path)) == 20_000
+        assert len(layouts.zip_names(path)) == 20_000
         with zipfile.ZipFile(path, "a") as archive:
             archive.writestr("s_x_1_2_a.py", "")
-        assert layouts._zip_names(path) is None
+        assert layouts.zip_names(path) is None
 
 
 def test_a_download_zip_over_1_gb_is_not_read():
@@ -1248,4 +1255,27 @@ def test_a_download_zip_over_1_gb_is_not_read():
                 handle.seek(size - len(data))
                 handle.write(data)
             assert os.path.getsize(path) == size
-            assert layouts._zip_names(path) == names
+            assert layouts.zip_names(path) == names
+
+
+# --- issue 30: the platforms' registry (grader/platforms/base.py) ------------------------------
+
+def test_the_platforms_are_tried_and_listed_in_their_documented_order():
+    # tried: a Gradescope export's submission folder before nbgrader's submitted/ (an export
+    # kept in a folder named submitted), Canvas before Moodle, plain last: it takes anything
+    assert [p.name for p in platform_base.tried()] == [
+        "gradescope", "nbgrader", "canvas", "moodle", "classroom", "plain"]
+    assert [p.name for p in platform_base.listed()] == [
+        "plain", "nbgrader", "canvas", "moodle", "gradescope", "classroom"]
+    # a platform that says neither is listed after the kit's and tried before plain: 100
+    assert (platform_base.Platform.listed, platform_base.Platform.tried) == (100, 100)
+    assert platform_base.named("plain").tried == 1000 and platform_base.named("nope") is None
+
+
+def test_a_block_scalars_comment_is_no_chomping_indicator():
+    # `| #-x`: a literal block with a comment that starts with "-", clipped like any `|`
+    text = "submission_1:\n  :submitters:\n  - :name: | #-x\n      Jane\n    :sid: '1'\n"
+    person = gradescope_metadata.parse_metadata_subset(text)["submission_1"]["people"][0]
+    assert (person["name"], person["sid"]) == ("Jane\n", "1")
+    yaml = pytest.importorskip("yaml")   # as PyYAML reads it
+    assert yaml.safe_load(text)["submission_1"][":submitters"][0][":name"] == "Jane\n"

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from conftest import KIT, SOLUTION
 import grader.grade as grade
 from grader.grade import outcome
-from grader.report import files, folders
+from grader import files
+from grader.report import folders
 from grader.report.console import Table
 from grader.report.gradebook import gradebook_text, safe_record, text_cell, write_gradebook
 

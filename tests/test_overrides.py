@@ -14,8 +14,10 @@ import time
 import pytest
 
 from conftest import KIT, SOLUTION, SUBMISSIONS
-from grader import export, overrides
+from grader import overrides
 from grader.overrides import OverrideError
+from grader.platforms.canvas import scores as canvas_scores
+from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import gradebook
 
 FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
@@ -99,7 +101,7 @@ def test_an_override_names_exactly_one_student_never_a_part_of_another_id():
     assert totals(stray) == {"a_1000": 80.0, "b_10001": 80.0, "group": 80.0}
     assert len(gradebook.orphans(rows, stray)) == 2
     # exported: 1000's 10 goes to 1000 alone; the group's members keep the group's score
-    text, notes = export.canvas_text(gradebook.final_rows(rows, None, [one]), "A (1)")
+    text, notes = canvas_scores.canvas_text(gradebook.final_rows(rows, None, [one]), "A (1)")
     lines = list(csv.reader(io.StringIO(text)))[2:]
     assert sorted((line[1] or line[2] or line[3], line[-1]) for line in lines) == [
         ("1000", "10"), ("10001", "80"), ("10002", "80"), ("10003", "80")]
@@ -190,7 +192,7 @@ def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_p
     _export(out, "canvas", target, "--assignment", "A (1)")
     assert ["gone_10003", "10003", "", "", "", "60"] in \
         list(csv.reader(io.StringIO(target.read_text(encoding="utf-8-sig"))))
-    moodle, notes = export.moodle_text(gradebook.final_rows(
+    moodle, notes = moodle_worksheet.moodle_text(gradebook.final_rows(
         [_row("Fang Wu_10006", "10006", layout="moodle", status="missing work", total=0.0)]), now=0)
     assert moodle.count("\n") == 1 and "missing work" in notes[0]
 
@@ -514,7 +516,8 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
 
 
 def test_an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap(tmp_path):
-    from grader.report import adjustments, files
+    from grader import files
+    from grader.report import adjustments
     folder = tmp_path / "big"
     folder.mkdir()
     tests = [{"name": f"t{i}", "score": 0, "max_score": 1, "output": "x" * 9000} for i in range(115)]

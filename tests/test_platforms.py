@@ -6,7 +6,7 @@ The nbgrader course goes through the same steps in tests/test_nbgrader.py (colle
 copied notebooks, course.toml, `grader override`, `grader nbgrader --force`, `nbgrader
 export`), which needs the nbgrader extra.
 
-Who is who comes from the LMS's fixed fields (grader/intake/layouts.py): Canvas's
+Who is who comes from the LMS's fixed fields (grader/platforms/): Canvas's
 `<name>[_LATE]_<user id>_<attachment id>_` prefix, Moodle's
 `<full name>_<participant id>_assignsubmission_file_` folder, Gradescope's
 submission_metadata.yml. Each download holds one complete submission (examples/alice.py,

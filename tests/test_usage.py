@@ -1,5 +1,6 @@
 """Every mistake on the `grader` command line is one line on stderr and exit status 2,
-before anything is read, graded or written (grader/usage.py and the parser in grader/cli.py)."""
+before anything is read, graded or written (each command's `problem` in grader/commands/,
+and the parser grader/cli.py builds)."""
 import os
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def test_a_relative_readme_that_exists_is_read_from_the_current_folder(tmp_path)
 def test_a_zip_that_cannot_be_finished_leaves_no_file(tmp_path):
     """A zip whose writing fails halfway is not left under the name a good one would have
     (nor as the partial file)."""
-    from grader.gradescope import build
+    from grader.platforms.gradescope.autograder import build
     kit = tmp_path / "kit"
     kit.mkdir()
     (kit / "grader").mkdir()

@@ -32,7 +32,7 @@ import time
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(KIT, "bench", "mutants")
 
-# module -> (path, tests before issue 19, tests added for it[, older tests run after them
+# module -> (path, or a list of paths, tests before issue 19, tests added for it[, older tests run after them
 # instead of the first]); pytest node ids or -k selections, kept to what runs in seconds
 # (the batch-grading tests are left out)
 FAST_OUTPUTS = "tests/test_outputs.py -k 'not batch and not grader_grade and not gradebook'"
@@ -71,7 +71,7 @@ FAST_LAYOUTS = ("tests/test_layouts.py tests/test_layouts_attacks.py tests/test_
                 "-k 'not grades_csv_names and not junk_are_never_graded and not export'")
 MODULES = {
     "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
-    "files": ("grader/report/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
+    "files": ("grader/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
     "folders": ("grader/report/folders.py", FAST_OUTPUTS, "tests/test_mutants_folders.py"),
     "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_mutants_replies.py"),
     "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_mutants_compare.py"),
@@ -82,14 +82,23 @@ MODULES = {
                  "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
     "course": ("grader/course.py", "tests/test_course.py", "tests/test_mutants_course.py"),
     "overrides": ("grader/overrides.py", FAST_OVERRIDES, "tests/test_mutants_overrides.py"),
-    "layouts": ("grader/intake/layouts.py", FAST_LAYOUTS, "tests/test_mutants_layouts.py"),
+    # who each file is from: the recognition common to the platforms and each platform's own
+    # (issue 30 moved intake/layouts.py there; its exports are in "export")
+    "layouts": (["grader/intake/layouts.py", "grader/platforms/base.py",
+                 "grader/platforms/recognition.py", "grader/platforms/canvas/__init__.py",
+                 "grader/platforms/moodle/__init__.py", "grader/platforms/gradescope/__init__.py",
+                 "grader/platforms/gradescope/metadata.py", "grader/platforms/nbgrader.py"],
+                FAST_LAYOUTS, "tests/test_mutants_layouts.py"),
     "intake": ("grader/intake/__init__.py", FAST_INTAKE, "tests/test_mutants_intake.py"),
     "archive": ("grader/intake/archive.py", FAST_INTAKE, "tests/test_mutants_archive.py"),
     "safeio": ("grader/intake/safeio.py", FAST_INTAKE, "tests/test_mutants_safeio.py"),
     "text": ("grader/intake/text.py", FAST_INTAKE, "tests/test_mutants_text.py"),
     "notebook": ("grader/intake/notebook.py", FAST_INTAKE, "tests/test_mutants_notebook.py"),
     "times": ("grader/intake/times.py", FAST_TIMES, "tests/test_mutants_times.py"),
-    "export": ("grader/export.py", FAST_GRADEBOOK, "tests/test_mutants_export.py"),
+    # the score exports (issue 30 moved grader/export.py to the platforms and the command)
+    "export": (["grader/platforms/exports.py", "grader/platforms/canvas/scores.py",
+                "grader/platforms/moodle/worksheet.py", "grader/commands/export.py"],
+               FAST_GRADEBOOK, "tests/test_mutants_export.py"),
     "gradebook": ("grader/report/gradebook.py", FAST_GRADEBOOK,
                   "tests/test_mutants_gradebook.py"),
     "adjustments": ("grader/report/adjustments.py", FAST_GRADEBOOK,
@@ -135,7 +144,7 @@ def test_command(stages, timeout):
 def config_text(path, stages, timeout):
     command = test_command(stages, timeout)
     exclude = ",\n    ".join(json.dumps(e) for e in EXCLUDE)
-    return (f'[cosmic-ray]\nmodule-path = "{path}"\ntimeout = {timeout}\nexcluded-modules = []\n'
+    return (f'[cosmic-ray]\nmodule-path = {json.dumps(path)}\ntimeout = {timeout}\nexcluded-modules = []\n'
             f'test-command = {json.dumps(command)}\n\n[cosmic-ray.distributor]\nname = "local"\n\n'
             f'[cosmic-ray.filters.operators-filter]\nexclude-operators = [\n    {exclude}\n]\n')
 

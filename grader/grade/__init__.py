@@ -8,10 +8,10 @@ reported as a grader error, never as a zero.
 
 grades.csv's total is the final score: each kept row as graded, then the instructor's
 overrides (DIR/overrides.json) and the course's late policy (DIR/course.toml or --course),
-applied whenever the gradebook is built (gradebook.rebuild), never stored into a row.
+applied whenever the gradebook is built (report/rebuild.py), never stored into a row.
 
 <folder> is the submission's name made safe and unique (report/folders.py): the name itself
-for ordinary names. Every file is written atomically and capped (report/files.py); a
+for ordinary names. Every file is written atomically and capped (grader/files.py); a
 failure to write one submission's files is that row's grader error, and grades.csv is
 written whatever happened to the rows.
 """
@@ -32,12 +32,14 @@ from ..i18n import _
 from ..intake import layouts
 from ..report.console import Table
 from ..sandbox import isolation
-from ..report import files, folders
+from .. import files
+from ..report import folders
 from ..similarity import code as kept_code
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report import html as pages
 from ..report.gradescope import results_text
+from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import fingerprint, outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
@@ -354,7 +356,7 @@ def _write_gradebook(out_dir, rows, parts, policy, assignment=None):
         entries = None
         rows = [dict(r, flags=list(r.get("flags") or [])
                      + ["overrides.json does not read: no override applied"]) for r in rows]
-    gradebook.rebuild(out_dir, rows, parts, policy, entries, assignment)
+    rebuild(out_dir, rows, parts, policy, entries, assignment)
 
 
 def _identities(paths):

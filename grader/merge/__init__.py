@@ -1,4 +1,4 @@
-"""`grader merge SHARD_DIR... --out DIR`: shard folders into one gradebook, checked first.
+"""Shard folders into one gradebook, checked first (`grader merge`: commands/merge.py).
 
 Each SHARD_DIR is the --out of `grader grade --shard K/N` and/or `--parts` and holds
 shard.json (grader/shards.py). The merge refuses, writing nothing, when
@@ -15,7 +15,7 @@ shard.json (grader/shards.py). The merge refuses, writing nothing, when
   does not hash to, or two folders claim one student differently (identity, folder).
 
 Then each student's folder is copied into DIR and the gradebook is rebuilt by the same code
-as `grader grade` (gradebook.rebuild: grades.csv, report.html, the adjustments of DIR's
+as `grader grade` (report/rebuild.py: grades.csv, report.html, the adjustments of DIR's
 course file and overrides), so `grader export` reads DIR as after one run. Parts graded on
 different machines are combined per student (merge/parts.py). DIR/merge.json and each row's
 `graded_by` say which machine graded which shard and part.
@@ -24,14 +24,16 @@ import json
 import os
 import shutil
 import stat
-import sys
 
 from .. import course as courses
 from .. import overrides as ledger
 from .. import shards
-from ..report import files, folders, gradebook
+from .. import files
+from ..report import folders, gradebook
+from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import parts as partmerge
+from .errors import MergeError
 from . import verify
 
 MERGE_FILE = "merge.json"
@@ -39,10 +41,6 @@ MERGE_FILE = "merge.json"
 SAME = ("grader_version", "isolation", "suite", "all_parts")
 IDENTITY = ("student_id", "student_name", "layout", "submitted_at", "time_source", "late_flag",
             "flags")
-
-
-class MergeError(Exception):
-    """Why the shard folders cannot be merged (nothing was written)."""
 
 
 def _shown(path):
@@ -289,7 +287,7 @@ def _copy_folder(record, folder, target):
 
 
 def write(merged, groups, out_dir, course_file=None, assignment=None):
-    """Each student's folder into out_dir, then the gradebook (gradebook.rebuild; report.html
+    """Each student's folder into out_dir, then the gradebook (report/rebuild.py; report.html
     titled with `assignment`'s title, None: the default assignment's)."""
     os.makedirs(out_dir, exist_ok=True)
     all_parts = next(iter(next(iter(groups.values())).values()))["all_parts"]
@@ -306,8 +304,8 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
     kept = gradebook.load_records(out_dir)
     policy = courses.find(out_dir, course_file)
     entries = ledger.load(out_dir)
-    final, changed = gradebook.rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
-                                       assignment)
+    final, changed = rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
+                             assignment)
     files.write_text(os.path.join(out_dir, MERGE_FILE), files.dumps({
         "kind": "attention-kit merge",
         "shards": [{"dir": os.path.abspath(r["dir"]), "shard": r["shard"], "of": r["of"],
@@ -317,19 +315,3 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
         "suite": next(iter(next(iter(groups.values())).values()))["suite"],
         "students": len(merged)}))
     return final
-
-
-def main(args):
-    """The command: exit 0 when merged, 2 with one line saying why not."""
-    try:
-        courses.find(args.out, args.course)
-        ledger.load(args.out)
-        merged, groups = plan(args.shard_dirs, args.out)
-    except (MergeError, courses.CourseError, ledger.OverrideError) as error:
-        print(f"grader merge: nothing was merged: {error}", file=sys.stderr)
-        return 2
-    final = write(merged, groups, args.out, args.course, getattr(args, "kit_assignment", None))
-    shown = "; ".join(f"parts {', '.join(p)}: {len(g)} shard(s)" for p, g in groups.items())
-    print(f"Merged {len(merged)} students ({shown}) into {args.out}/grades.csv "
-          f"({len(final)} rows)")
-    return 0

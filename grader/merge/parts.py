@@ -13,8 +13,10 @@ is the first part set's page, and each other one's is `feedback-<parts>.html` be
 import json
 import os
 
-from ..report import files, folders
+from .. import files
+from ..report import folders
 from ..textsafety import safe_text
+from .errors import MergeError
 from .verify import listed_bytes
 
 STATUS_ORDER = ("grader error", "not gradable", "missing work", "graded")
@@ -41,7 +43,6 @@ def _parsed(data):
 def check_unadjusted(merged):
     """Parts are combined from the graded scores: a shard folder whose results.json carries an
     instructor adjustment (a course file or overrides in the shard folder) is refused."""
-    from . import MergeError
     for name, pieces in merged.items():
         for row, record in pieces:
             data = _results(os.path.join(record["dir"], row["folder"])) or {}

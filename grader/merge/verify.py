@@ -16,7 +16,9 @@ import os
 import stat
 
 from .. import shards
+from ..files import write_bytes
 from ..textsafety import safe_text
+from .errors import MergeError
 
 ROW_FILE = "gradebook-row.json"
 RESULTS_FILE = "results.json"
@@ -25,7 +27,6 @@ TOLERANCE = 1e-3                   # points: the files round each figure to 4 pl
 
 
 def _error(message):
-    from . import MergeError
     return MergeError(message)
 
 
@@ -85,9 +86,8 @@ def read_listed(shard_dir, folder, digests):
 def copy_listed(shard_dir, folder, digests, target):
     """The listed files of one row into the folder `target`, each as the bytes checked
     against its digest (MergeError if one changed since the merge's checks)."""
-    from ..report import files
     for name, expected in sorted(digests.items()):
-        files.write_bytes(os.path.join(target, name), _checked(shard_dir, folder, name, expected))
+        write_bytes(os.path.join(target, name), _checked(shard_dir, folder, name, expected))
 
 
 def _json(data, shown):

@@ -4,11 +4,10 @@
     course.py     the course's folders as nbgrader's config lays them out; who submitted
     scores.py     the kit's results -> nbgrader's gradebook.db, through nbgrader.api
     feedback.py   each student's feedback where `nbgrader generate_feedback` puts it
-    command.py    `grader nbgrader --course DIR ASSIGNMENT [STUDENT...]`
 
-Grading itself never happens in nbgrader's kernel: `grader nbgrader` grades the submitted
-notebooks with the kit's own sandboxed batch (grader/grade) and only writes the scores
-through nbgrader's API. nbgrader is an extra (`pip install -e '.[nbgrader]'`); only the
+Grading itself never happens in nbgrader's kernel: `grader nbgrader` (commands/nbgrader.py)
+grades the submitted notebooks with the kit's own sandboxed batch (grader/grade) and only
+writes the scores through nbgrader's API. nbgrader is an extra (`pip install -e '.[nbgrader]'`); only the
 commands that need it import it, through `require_nbgrader`.
 """
 INSTALL_HINT = "pip install -e '.[nbgrader]'"
@@ -21,15 +20,16 @@ class NbgraderMissing(Exception):
 def require_nbgrader(what="this command"):
     """Import nbgrader, or raise NbgraderMissing with a one-line install hint."""
     try:
-        import nbgrader.api  # noqa: F401
+        import nbgrader.api  # noqa: F401 - the extra (heavy): is it installed?
     except ImportError:
         raise NbgraderMissing(f"{what} needs nbgrader, which is not installed here: "
                               f"{INSTALL_HINT}") from None
 
 
 def require_nbformat(what="this command"):
+    """Import nbformat, or raise NbgraderMissing with a one-line install hint."""
     try:
-        import nbformat  # noqa: F401
+        import nbformat  # noqa: F401 - needed only to write a notebook: is it installed?
     except ImportError:
         raise NbgraderMissing(f"{what} needs nbformat, which is not installed here: "
                               f"{INSTALL_HINT}") from None

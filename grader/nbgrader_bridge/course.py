@@ -14,7 +14,9 @@ import secrets
 import stat
 
 from ..i18n import _
+from ..intake.layouts import Submission, student_id
 from ..intake.notebook import MAX_NOTEBOOK_BYTES
+from ..textsafety import safe_text
 
 
 @dataclasses.dataclass
@@ -26,6 +28,7 @@ class Submitted:
 
 def load_coursedir(root):
     """nbgrader's CourseDirectory for the course at `root`, configured as nbgrader would."""
+    # nbgrader and Jupyter: an extra (heavy), imported only by the commands that need them
     from jupyter_core.paths import jupyter_config_path
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
@@ -42,7 +45,7 @@ def load_coursedir(root):
 
 def _student_position(coursedir):
     """Which component of a formatted path is the student id."""
-    from nbgrader.utils import full_split
+    from nbgrader.utils import full_split  # nbgrader: an extra (heavy), imported only here
     parts = full_split(coursedir.directory_structure)
     return parts.index("{student_id}"), len(parts)
 
@@ -75,6 +78,48 @@ def submitted(coursedir, assignment, students=()):
                              f"{coursedir.format_path(coursedir.submitted_directory, student, assignment)}")
         found = {s: found[s] for s in students if s in found}
     return list(found.values()), notes
+
+
+def shown_student(student):
+    """A student's folder name for one line of the console: the name comes from
+    submitted/, which `nbgrader submit --student` lets a student choose."""
+    return " ".join(safe_text(student, 100).split()) or "?"
+
+
+def _iso(text):
+    """timestamp.txt's time as ISO 8601 with its offset (nbgrader reads it as UTC)."""
+    from nbgrader.utils import parse_utc  # nbgrader: an extra (heavy), imported only here
+    moment = parse_utc(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.isoformat()
+
+
+def timestamp(text):
+    """timestamp.txt's time when nbgrader can read it, else None (the submission keeps none)."""
+    if not text:
+        return None
+    from nbgrader.utils import parse_utc  # nbgrader: an extra (heavy), imported only here
+    try:
+        parse_utc(text)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    return text
+
+
+def submission(entry, path, name, known=True):
+    """The kit's Submission for one Submitted `entry` of `grader nbgrader`, staged at `path`: the student is the folder under submitted/
+    (nbgrader's own id; the command writes only the students gradebook.db already has),
+    their name from gradebook.db, and the time is timestamp.txt's ("nbgrader-timestamp"),
+    which only `nbgrader collect` writes; a submission copied there by hand has none (no
+    time, so no lateness is charged)."""
+    when = timestamp(entry.timestamp)
+    return Submission(
+        path=path, name=entry.student, student_id=student_id(entry.student), student_name=name,
+        layout="nbgrader", submitted_at=_iso(when) if when else "",
+        time_source="nbgrader-timestamp" if when else "",
+        flags=[] if known else [f"{shown_student(entry.student)} is not a student in "
+                                f"nbgrader's database: nothing written there"])
 
 
 def read_regular(path, limit):

@@ -18,7 +18,7 @@ import os
 import shutil
 
 from ..i18n import _
-from ..report import files
+from .. import files
 
 
 def page(text, title):

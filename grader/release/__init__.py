@@ -10,11 +10,10 @@ assignment's declaration. One module per concern, in the order they build on eac
     folder.py     the whole student folder in a language: the kit's folder, the skeleton,
                   the generated files and the earlier assignments' solutions it provides as
                   given code (core.given), written fresh
-    command.py    `grader release` and `grader release --check` (the notebook too, through
-                  nbgrader_bridge/notebook.py)
 
-This package imports core and folder only; the command is imported when it runs, so
-importing the notebook writer never imports the command that calls it.
+`grader release` and `grader release --check` (the notebook too, through
+nbgrader_bridge/notebook.py) are commands/release.py: this package imports nothing above it,
+so the notebook writer builds on its core without a cycle.
 """
 from .core import (BEGIN, BEGIN_INSTRUCTOR, BEGIN_ZH, END, END_INSTRUCTOR, END_ZH,  # noqa: F401
                    LANGUAGES, STUB_CALL, CheckLanguage, CheckNoLeak, DropInstructorOnly,
@@ -22,8 +21,3 @@ from .core import (BEGIN, BEGIN_INSTRUCTOR, BEGIN_ZH, END, END_INSTRUCTOR, END_Z
                    release)
 from .folder import student_folder  # noqa: F401
 
-
-def main(args):
-    """`grader release` (command.py)."""
-    from .command import main as run
-    return run(args)

@@ -6,7 +6,7 @@ adjustment and its reason, the final score), and results.json's `score` is the f
 with `extra_data.raw_score` the graded one and `extra_data.adjustment` what was applied.
 `sync` brings every student's files in line with the rows each time the gradebook is built,
 and rewrites only those whose adjustment changed (results.json records the one applied):
-atomically and capped, like every file (files.py). Removing the last adjustment takes the
+atomically and capped, like every file (grader/files.py). Removing the last adjustment takes the
 block out again. The block is in the language the files were written in (extra_data.lang).
 """
 import html
@@ -17,7 +17,7 @@ import re
 from .. import i18n
 from ..i18n import _
 from ..textsafety import safe_text
-from . import files
+from .. import files
 
 HTML_START, HTML_END = "<!-- instructor-adjustment -->", "<!-- /instructor-adjustment -->"
 HTML_BLOCK = re.compile(re.escape(HTML_START) + ".*?" + re.escape(HTML_END) + "\n?", re.DOTALL)

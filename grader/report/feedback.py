@@ -10,7 +10,7 @@ the other cases' names (grouped by the catalog mistakes the result equals, else 
 message's first line with numbers and bracketed values normalised). Passing cases are one
 count per part in the summary. A file that did not import is one message and one line for
 the cases that did not run; a function the student's file does not define is said once. Cases
-passed as error carried forward are said in their part (`carried_lines`), never counted as
+passed as error carried forward are said in their part (carried.py), never counted as
 passed without it.
 
 `summary` shows the summary and notes only (no case inputs, expected values or what the
@@ -23,8 +23,7 @@ import re
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
 from . import summary as summaries
-from .files import MESSAGE_CHARS
-from .gradescope import notes_lines
+from ..files import MESSAGE_CHARS
 
 MAX_LINES = 120
 MAX_BYTES = 12 * 1024
@@ -120,71 +119,6 @@ def _case_sections(result, whole, module_file):
     return sections
 
 
-# error carried forward (grader/catalog/carry.py): what a part says of its carried cases,
-# and of its failing cases that call a function that failed too
-CARRIED = N_("{count} of {total} cases of this part give the right result once {callee} "
-             "answers correctly, so {target}'s own code is right there and their points are "
-             "kept (error carried forward): {why}.")
-FAILED_THERE = N_("{callee} failed cases of its own in the {part} part, which is where that "
-                  "costs points")
-FAILED_THERE_MANY = N_("{callee} failed cases of their own in the {part} parts, which is where "
-                       "that costs points")
-EARLIER = N_("{callee} comes from your {part}, which is graded in its own assignment")
-DIFFERS = N_("{count} of {total} cases of this part fail even with {callee} answering "
-             "correctly, so {target} has a mistake of its own there.")
-REFUSED = N_("{count} of {total} cases of this part could not be judged apart from {callee}: "
-             "the way {target} calls it there, {callee} as specified refuses the call "
-             "({error}). They count as they ran, with your {callee}.")
-def _listed(names):
-    return _(" and ").join(names) if len(names) == 2 else ", ".join(names)
-
-
-def _why_carried(callees, parts):
-    """Why a carried case's callees were no reason to lose its points, one clause per kind
-    (a part of this assignment, or an earlier module's file)."""
-    here = [(c, p) for c, p in zip(callees, parts) if not p.endswith(".py")]
-    earlier = [(c, p) for c, p in zip(callees, parts) if p.endswith(".py")]
-    clauses = []
-    if here:
-        template = FAILED_THERE if len(here) == 1 else FAILED_THERE_MANY
-        clauses.append(_(template).format(
-            callee=_listed([c for c, _p in here]),
-            part=_listed(list(dict.fromkeys(p for _c, p in here)))))
-    for file in dict.fromkeys(p for _c, p in earlier):
-        clauses.append(_(EARLIER).format(callee=_listed([c for c, p in earlier if p == file]),
-                                         part=file))
-    return "; ".join(clauses)
-
-
-def carried_lines(tests):
-    """What one part's cases say of error carried forward: each group of carried cases (a
-    passed case never without this), then why failing cases that call a failed function
-    were not carried (TestOutcome.carried, .carry_note)."""
-    ran = [t for t in tests if t.status != "skipped"]
-    groups = {}
-    for test in ran:
-        carried = getattr(test, "carried", None)
-        note = getattr(test, "carry_note", None) if test.status == "failed" else None
-        if carried:
-            key = ("carried", carried["target"], tuple(carried["in"]), tuple(carried["parts"]),
-                   "")
-        elif note and note["callees"]:
-            key = (note["why"], note["target"], tuple(note["callees"]), tuple(note["parts"]),
-                   note.get("error") or "")
-        else:
-            continue
-        groups[key] = groups.get(key, 0) + 1
-    lines = []
-    for (kind, target, callees, parts, error), count in groups.items():
-        fields = dict(count=count, total=len(ran), target=target, callee=_listed(callees),
-                      error=error)
-        if kind == "carried":
-            fields["why"] = _why_carried(list(callees), list(parts))
-        template = {"carried": CARRIED, "differs": DIFFERS, "refused": REFUSED}[kind]
-        lines.append(_(template).format(**fields))
-    return lines
-
-
 def _fits(lines, extra, max_lines, max_bytes):
     size = sum(len(line.encode("utf-8")) + 1 for line in lines + extra)
     return len(lines) + len(extra) <= max_lines and size <= max_bytes
@@ -210,7 +144,7 @@ def feedback_text(result, feedback="full", max_lines=MAX_LINES, max_bytes=MAX_BY
         lines += whole[1].splitlines() + [""]
     lines += summaries.block_lines(summaries.part_summaries(result, feedback, module_file),
                                    feedback, whole)
-    notes = notes_lines(result, feedback, whole)
+    notes = summaries.notes_lines(result, feedback, whole)
     if notes:
         lines += [""] + notes
     if feedback == "summary":

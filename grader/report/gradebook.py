@@ -5,7 +5,7 @@ cell is not a zero, and the instructor sees which rows to look at. `submission` 
 submission's name as uploaded (made safe); `folder` is its folder in the output directory
 (folders.py: the same as the name unless the name was odd or collided). `student_id` and
 `name` are the student the row is about, as the layout the work arrived in says
-(intake/layouts.py: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
+(grader/platforms/: Canvas's user id, Moodle's participant id, Gradescope's SID, nbgrader's
 student folder); `grader export` matches rows to the LMS's gradebook on `student_id`.
 
 `diagnoses` holds the catalog ids of the mistakes diagnosed (grader/catalog/), one per part
@@ -40,9 +40,9 @@ import os
 
 from .. import course as courses
 from .. import overrides as ledger
-
+from ..intake.layouts import shown_source
 from ..textsafety import safe_text
-from .files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
+from ..files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
 from .summary import mistake_ids
 
 ROW_FILE = "gradebook-row.json"
@@ -91,7 +91,6 @@ def record(result, fingerprint=None):
 def _shown(source):
     """A row's source: never the temporary folder a download zip was unpacked into (gone
     when grading ends), but the zip and its entry (intake.layouts.shown_source)."""
-    from ..intake.layouts import shown_source
     return shown_source(source or "")
 
 
@@ -330,23 +329,3 @@ def orphans(rows, entries):
             f"applies to no row in the gradebook: not applied"
             for (student, _), e in sorted(ledger.active(entries or []).items())
             if student not in keys]
-
-
-def rebuild(out_dir, rows, parts=None, course=None, entries=None, assignment=None):
-    """Build what derives from the kept rows: grades.csv (final scores), report.html (titled
-    with `assignment`'s title; None: the default assignment's), and each student's files
-    where their adjustment changed (adjustments.sync). Returns
-    (final rows, how many students' files were rewritten). report.html and the students'
-    files never raise; grades.csv is written whatever happened to them."""
-    from . import adjustments
-    from . import html as pages
-    rows = list(rows)
-    final = final_rows(rows, course, entries)
-    write_gradebook(final, parts if parts is not None else parts_of(rows),
-                    os.path.join(out_dir, "grades.csv"))
-    pages.write_report(final, out_dir, orphans(rows, entries), assignment)
-    try:
-        changed = adjustments.sync(out_dir, final)
-    except Exception:
-        changed = 0
-    return final, changed

@@ -13,7 +13,7 @@ visible, so with the tests hidden the output says no more than the summary.
 `extra_data` records both and `diagnoses`: {"part", "mistake", "text"} per part that lost
 points (the catalog id, or null for an observation; never a case's inputs).
 
-Every string that may come from a submission is made safe and capped (files.py):
+Every string that may come from a submission is made safe and capped (grader/files.py):
 a test's output at MESSAGE_CHARS, the summary at SUMMARY_CHARS, and `results_text` keeps
 the whole file under RESULTS_BYTES by cutting the tests' outputs first.
 """
@@ -22,46 +22,14 @@ from ..outcomes import SubmissionResult
 from ..i18n import _
 from ..textsafety import safe_text
 from . import summary as summaries
-from .files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
+from .carried import carried_lines
+from ..files import MESSAGE_CHARS, RESULTS_BYTES, SUMMARY_CHARS, dumps
 
 VISIBILITY = "visible"
 
 
 def _round(value):
     return round(float(value), 4)
-
-
-def notes_lines(result, feedback="full", whole=None):
-    """What the summary says besides the parts: the grader's own failure, notebook cells
-    that raised, intake's notes, tests skipped on this machine, and (at `full` only, since
-    code can print what it was called with) what the code printed. `whole`: the problem
-    already said at the top (summary.whole_file_problem), not said again."""
-    lines = []
-    if result.grader_error and (whole is None or whole[0] != "grader"):
-        lines.append(_("GRADER ERROR: {error}\nThis is not your fault; your instructor has "
-                       "been told.").format(error=safe_text(result.grader_error, 4000)))
-    summary = result.summary or {}
-    cells = summary.get("cell_errors") or []
-    for number, kind, message in cells[:5]:
-        lines.append(_("Notebook cell {number} raised {kind}: {message} (the cell was "
-                       "skipped).").format(number=safe_text(number, 20), kind=safe_text(kind, 100),
-                                           message=safe_text(message, 500)))
-    if len(cells) > 5:
-        lines.append(_("... and {count} more notebook cells raised.").format(count=len(cells) - 5))
-    notes = [safe_text(note, 2000) for note in result.notes[:50]]
-    lines += notes[:10] + ([_("... and {count} more notes.").format(count=len(notes) - 10)]
-                           if len(notes) > 10 else [])
-    skipped = [t for t in result.tests if t.status == "skipped"]
-    if skipped:
-        reasons = sorted({safe_text(t.message, 500) for t in skipped})
-        lines.append(_("{count} tests did not run on this grading machine and carry no points "
-                       "here: {reasons}").format(count=len(skipped), reasons="; ".join(reasons)))
-    printed_out = safe_text((summary.get("stdout") or "")[:4000]).strip()
-    if printed_out and feedback == "full":
-        shown = printed_out[:2000].splitlines()
-        lines.append(_("Your code printed (first part shown):") + "\n" + "\n".join(
-            line[:1000] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
-    return lines
 
 
 def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full",
@@ -77,7 +45,7 @@ def summary_text(result: SubmissionResult, limit=SUMMARY_CHARS, feedback="full",
         return safe_text("\n".join(lines), limit)
     head = [whole[1]] if whole is not None else []
     parts = "\n".join(summaries.block_lines(blocks, feedback, whole))
-    notes = notes_lines(result, feedback, whole)
+    notes = summaries.notes_lines(result, feedback, whole)
     return safe_text("\n\n".join(head + ([parts] if parts else []) + notes), limit)
 
 
@@ -133,7 +101,6 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
         })
         if getattr(test, "carried", None):  # passed as error carried forward, said so
             tests[-1]["carried_forward"] = dict(test.carried)
-            from .feedback import carried_lines  # feedback.py imports this module
             tests[-1]["output"] = "" if feedback == "score" else carried_lines([test])[0]
     return {
         "score": _round(result.score),

@@ -28,9 +28,14 @@ import urllib.parse
 
 from .. import course as courses
 from .. import i18n
+from ..assignment import load as load_assignment
+from ..catalog.mistakes import Catalog
 from ..i18n import N_, _, case_title
 from ..textsafety import safe_text
-from . import files, pictures
+from .. import files
+from . import pictures
+from .carried import carried_lines
+from .gradebook import safe_record
 
 PAGE_BYTES = 2 * 1024 * 1024
 # what the page says, marked for the message catalog and translated where it is used
@@ -230,8 +235,7 @@ def _part_blocks(result, parts, feedback):
                 blocks.append(head + "</div>")
             continue
         tests = [t for t in result.tests if t.part == part and t.status != "skipped"]
-        # error carried forward (report/feedback.py): said in its part, full marks or not
-        from .feedback import carried_lines  # feedback.py, through gradescope.py, needs grade/
+        # error carried forward (carried.py): said in its part, full marks or not
         carried = [f"<p>{esc(line, 2000)}</p>" for line in carried_lines(tests)]
         if not lost:  # the table above has its score; cases carried forward are said here
             if carried:
@@ -261,8 +265,7 @@ def _part_blocks(result, parts, feedback):
 
 def _assignment(assignment):
     if assignment is None:
-        from ..assignment import load
-        assignment = load()
+        assignment = load_assignment()
     return assignment
 
 
@@ -435,7 +438,6 @@ def _row_of(item):
     """A gradebook row (dict) from a row or a SubmissionResult, with its tests when known."""
     if isinstance(item, dict):
         return item, None
-    from .gradebook import safe_record
     row = safe_record(item)
     if isinstance(getattr(item, "diagnoses", None), list) and "diagnoses" not in row:
         row["diagnoses"] = [d.get("mistake") for d in item.diagnoses if isinstance(d, dict)]
@@ -620,7 +622,6 @@ def _anchor(mistake):
 def _catalog(declared):
     """{id: Mistake} of the assignment's catalog (empty when it does not load: the page goes on)."""
     try:
-        from ..catalog.mistakes import Catalog
         return {m.id: m for m in Catalog.of(declared).mistakes}
     except Exception:  # noqa: BLE001 - the glossary is left out, the page stands
         return {}
@@ -736,13 +737,38 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     scored = [r for r in rows if r.get("status") != "missing work"]
     totals = [t for t in (_number(r.get("total")) for r in scored) if t is not None]
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
-    means = _part_means(scored)
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     declared = _assignment(assignment)
     named = declared.title_zh if i18n.language() == "zh" and declared.title_zh else declared.title
     title = esc(_(CLASS_TITLE).format(title=named), 400)
-    body = [f"<h1>{title}</h1>",
-            "<p>" + _("{count} submissions in the statistics").format(count=len(scored))
+    body = [f"<h1>{title}</h1>"] + _opening(rows, scored, errors, totals, top, out_dir)
+    known = _catalog(declared)
+    body += [f'<p class="note">{esc(courses.say(note), 1200)}</p>'
+             for note in courses.notes(rows + errors)]
+    body += _review(rows, errors, review)
+    body += _class_table(rows, known, {p.name: p.short for p in getattr(declared, "parts", ())
+                                       if getattr(p, "short", None)})
+    body.append("<h2>" + _("Score distribution") + "</h2>")
+    if totals and charts:
+        body.append(_img(_chart(lambda: pictures.histogram(
+            totals, N_("Total scores"), N_("total score"), top), notes),
+            _("Histogram of total scores")))
+    body += _means_section(_part_means(scored), charts, notes)
+    body += _cases_section(cases)
+    body += _diagnoses_section(frequent, known, charts, notes)
+    body += _errors_section(errors)
+    body += _glossary(diagnoses, known, declared)
+    body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
+    page = _page(title, "\n".join(b for b in body if b), sortable=True)
+    if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
+        return report_html(items, out_dir, charts=False, review=review, assignment=assignment)
+    return page
+
+
+def _opening(rows, scored, errors, totals, top, out_dir):
+    """What the class page says first: how many are in the statistics, the similarity
+    page's link, the totals' mean, median, lowest and highest."""
+    body = ["<p>" + _("{count} submissions in the statistics").format(count=len(scored))
             + (_("; {count} left out (grader errors, listed below)").format(count=len(errors))
                if errors else "")
             + (_("; {count} missing work, left out (to review)").format(
@@ -759,18 +785,11 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
                                             "highest {high} (of {top})").format(
             mean=f"{mean:.1f}", median=f"{median:g}", low=f"{ordered[0]:g}",
             high=f"{ordered[-1]:g}", top=f"{top:g}") + "</p>")
-    known = _catalog(declared)
-    body += [f'<p class="note">{esc(courses.say(note), 1200)}</p>'
-             for note in courses.notes(rows + errors)]
-    body += _review(rows, errors, review)
-    body += _class_table(rows, known, {p.name: p.short for p in getattr(declared, "parts", ())
-                                       if getattr(p, "short", None)})
-    body.append("<h2>" + _("Score distribution") + "</h2>")
-    if totals and charts:
-        body.append(_img(_chart(lambda: pictures.histogram(
-            totals, N_("Total scores"), N_("total score"), top), notes),
-            _("Histogram of total scores")))
-    body.append("<h2>" + _("Mean score by part") + "</h2>")
+    return body
+
+
+def _means_section(means, charts, notes):
+    body = ["<h2>" + _("Mean score by part") + "</h2>"]
     if means:
         if charts:
             body.append(_img(_chart(lambda: pictures.bar_chart(
@@ -784,7 +803,11 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
                         f"<tr><td>{esc(p, 100)}</td><td class=\"num\">{m:.2f}</td>"
                         f"<td class=\"num\">{t:g}</td><td style=\"width:35%\">{_bar(m, t)}</td></tr>"
                         for p, m, t in means) + "</table>")
-    body.append("<h2>" + _("Pass rate per case") + "</h2>")
+    return body
+
+
+def _cases_section(cases):
+    body = ["<h2>" + _("Pass rate per case") + "</h2>"]
     if cases:
         # bars drawn by the page itself: about 60 long case names stay legible on a phone
         heads = (_("case"), _("passed"))
@@ -796,7 +819,11 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     else:
         body.append("<p>" + _("No per-case results were found (results.json in each "
                                "folder).") + "</p>")
-    body.append("<h2>" + _("Most frequent diagnoses") + "</h2>")
+    return body
+
+
+def _diagnoses_section(frequent, known, charts, notes):
+    body = ["<h2>" + _("Most frequent diagnoses") + "</h2>"]
     if frequent:
         if charts:
             body.append(_img(_chart(lambda: pictures.bar_chart(
@@ -810,19 +837,19 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
                               "</td></tr>" for m, n in frequent) + "</table>")
     else:
         body.append("<p>" + _("No diagnoses recorded.") + "</p>")
-    if errors:
-        body.append("<h2>" + _("Grader errors (not in the statistics)") + "</h2><p>"
-                    + _("Regrade these: {command} grades a grader error again.").format(
-                        command="<code>grader grade</code>") + "</p><ul>")
-        body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
-                 f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
-        body.append("</ul>")
-    body += _glossary(diagnoses, known, declared)
-    body += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
-    page = _page(title, "\n".join(b for b in body if b), sortable=True)
-    if charts and len(page.encode("utf-8")) > PAGE_BYTES * 4:
-        return report_html(items, out_dir, charts=False, review=review, assignment=assignment)
-    return page
+    return body
+
+
+def _errors_section(errors):
+    if not errors:
+        return []
+    body = ["<h2>" + _("Grader errors (not in the statistics)") + "</h2><p>"
+            + _("Regrade these: {command} grades a grader error again.").format(
+                command="<code>grader grade</code>") + "</p><ul>"]
+    body += [f"<li><strong>{esc(r.get('name', ''), 200)}</strong>: "
+             f"{esc(_first_line(r.get('reason', '')), 300)}</li>" for r in errors]
+    body.append("</ul>")
+    return body
 
 
 def class_language(items, out_dir):

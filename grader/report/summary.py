@@ -17,12 +17,17 @@ at `summary` it is the failing cases' count and the first one's name (a descript
 inputs or expected values). A file that could not be imported (or was not graded at all)
 is said once (`whole_file_problem`), not once per part, and a function the student's file
 does not define is said once in its part (`missing_names`, `needs_missing`). The file is named
-as the assignment names it (`student_file`: its declaration's `<module>.py`).
+as the assignment names it (`student_file`: its declaration's `<module>.py`). What both
+feedback.txt and results.json say besides the parts (the grader's own failure, notebook
+cells that raised, intake's notes, tests that did not run, what the code printed) is
+`notes_lines`.
 """
 import re
 
+from ..assignment import load as load_assignment
 from ..i18n import N_, _, case_title, case_words, ngettext
 from ..textsafety import safe_text
+from .carried import carried_lines
 
 LEVELS = ("full", "summary", "score")
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -43,8 +48,7 @@ def student_file(given=None):
     assignment's `<module>.py` (grader/assignment.py)."""
     if given:
         return given
-    from ..assignment import load
-    return load().module_file
+    return load_assignment().module_file
 
 
 def first_line(message, limit=400):
@@ -169,7 +173,7 @@ def part_summaries(result, feedback="full", module_file=None):
                  "text": "", "experiment": "", "mistake": None, "diagnoses": [],
                  # error carried forward (report/feedback.py): how many passed so, and why
                  "carried": sum(1 for t in part_tests if getattr(t, "carried", None)),
-                 "carried_text": [] if feedback == "score" else _carried_lines(part_tests)}
+                 "carried_text": [] if feedback == "score" else carried_lines(part_tests)}
         if score < top and feedback != "score":
             stopped = bool(failed) and all(needs_missing(t, missing) for t in failed)
             if whole is not None:
@@ -198,11 +202,6 @@ def part_summaries(result, feedback="full", module_file=None):
 
 
 MAX_DIAGNOSES = 4  # per part: up to three named mistakes and an observation
-
-
-def _carried_lines(tests):
-    from .feedback import carried_lines  # feedback.py imports this module
-    return carried_lines(tests)
 
 
 def _said(text, mistake=None, experiment=""):
@@ -266,3 +265,36 @@ def mistake_ids(result):
         if isinstance(mistake, str) and mistake and mistake not in ids:
             ids.append(safe_text(mistake, 100))
     return ids
+
+
+def notes_lines(result, feedback="full", whole=None):
+    """What the summary says besides the parts: the grader's own failure, notebook cells
+    that raised, intake's notes, tests skipped on this machine, and (at `full` only, since
+    code can print what it was called with) what the code printed. `whole`: the problem
+    already said at the top (summary.whole_file_problem), not said again."""
+    lines = []
+    if result.grader_error and (whole is None or whole[0] != "grader"):
+        lines.append(_("GRADER ERROR: {error}\nThis is not your fault; your instructor has "
+                       "been told.").format(error=safe_text(result.grader_error, 4000)))
+    summary = result.summary or {}
+    cells = summary.get("cell_errors") or []
+    for number, kind, message in cells[:5]:
+        lines.append(_("Notebook cell {number} raised {kind}: {message} (the cell was "
+                       "skipped).").format(number=safe_text(number, 20), kind=safe_text(kind, 100),
+                                           message=safe_text(message, 500)))
+    if len(cells) > 5:
+        lines.append(_("... and {count} more notebook cells raised.").format(count=len(cells) - 5))
+    notes = [safe_text(note, 2000) for note in result.notes[:50]]
+    lines += notes[:10] + ([_("... and {count} more notes.").format(count=len(notes) - 10)]
+                           if len(notes) > 10 else [])
+    skipped = [t for t in result.tests if t.status == "skipped"]
+    if skipped:
+        reasons = sorted({safe_text(t.message, 500) for t in skipped})
+        lines.append(_("{count} tests did not run on this grading machine and carry no points "
+                       "here: {reasons}").format(count=len(skipped), reasons="; ".join(reasons)))
+    printed_out = safe_text((summary.get("stdout") or "")[:4000]).strip()
+    if printed_out and feedback == "full":
+        shown = printed_out[:2000].splitlines()
+        lines.append(_("Your code printed (first part shown):") + "\n" + "\n".join(
+            line[:1000] for line in shown[:8]) + ("\n[...]" if len(shown) > 8 else ""))
+    return lines

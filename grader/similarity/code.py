@@ -18,7 +18,7 @@ import os
 import stat
 
 from ..i18n import N_, _
-from ..report import files
+from .. import files
 from ..textsafety import safe_text
 
 CODE_FILE = "submitted-code.py"

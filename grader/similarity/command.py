@@ -1,13 +1,13 @@
-"""`grader similarity --from DIR [--threshold T]`: the class's similarity report.
+"""The class's similarity report (`grader similarity --from DIR [--threshold T]`:
+commands/similarity.py).
 
-Reads the code `grader grade` kept in the gradebook DIR (a merged one too), compares every
+`run` reads the code `grader grade` kept in the gradebook DIR (a merged one too), compares every
 pair with the base code removed, writes DIR/similarity.csv and DIR/similarity.html, and
 writes DIR/report.html again (the same rows, course file and overrides as `grader
 gradebook`; grades.csv and the students' files are not touched) so that it links the page.
 No grade changes; nothing is run.
 """
 import os
-import sys
 import time
 
 from .. import course as courses
@@ -17,42 +17,7 @@ from ..i18n import _
 from ..report import gradebook
 from ..report import html as pages
 from ..textsafety import safe_text
-from . import DEFAULT_THRESHOLD, MIN_SHARED
-
-
-
-def _count(n, noun):
-    """The console's English: "1 pair", "2 pairs"."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def threshold_value(text):
-    """argparse type: a score from 0 to 1."""
-    import argparse
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a score above 0 and at most 1")
-    return value
-
-
-def add_parser(commands):
-    parser = commands.add_parser(
-        "similarity", help="which submissions are alike beyond the book's code: "
-                           "DIR/similarity.html and .csv (a review aid; no grade changes)",
-        description="Compare the code of every two submissions of the gradebook DIR with "
-                    "copydetect, the skeleton, public tests, solution and the book's own code "
-                    "removed as base code; write DIR/similarity.csv (every pair) and "
-                    "DIR/similarity.html (flagged pairs side by side, clusters), linked from "
-                    "report.html. A review aid, never a verdict: no grade changes.")
-    parser.add_argument("--from", dest="source", default="grades", metavar="DIR",
-                        help="the gradebook folder (the --out of grader grade; default grades)")
-    parser.add_argument("--threshold", type=threshold_value, default=DEFAULT_THRESHOLD,
-                        metavar="T", help="flag pairs scoring at least T (0 to 1; default "
-                                          f"{DEFAULT_THRESHOLD:g})")
-    return parser
+from . import DEFAULT_THRESHOLD, MIN_SHARED, base, page, sources
 
 
 def run(out_dir, threshold=DEFAULT_THRESHOLD, assignment=None):
@@ -68,7 +33,8 @@ def run(out_dir, threshold=DEFAULT_THRESHOLD, assignment=None):
 
 
 def _run(out_dir, threshold, assignment):
-    from . import base, compare, fingerprint, page, sources
+    # copydetect (the similarity extra): imported only when a class is compared
+    from . import compare, fingerprint
     found, skipped = sources.load(out_dir)
     texts = base.base_texts(assignment)
     hashes = fingerprint.base_hashes([text for _label, text in texts])
@@ -104,30 +70,3 @@ def relink_report(out_dir, assignment=None):
         return f"report.html not rewritten ({safe_text(str(error), 300)}); it links the page " \
                "the next time the gradebook is built"
     return None
-
-
-def main(args, stream=None):
-    stream = stream or sys.stdout
-    out_dir = args.source
-    if not os.path.isdir(out_dir) or not gradebook.load_records(out_dir):
-        print(f"grader similarity: --from {safe_text(out_dir, 300)} is not a graded gradebook "
-              "folder (the --out of grader grade)", file=sys.stderr)
-        return 2
-    try:
-        import copydetect  # noqa: F401  (the optional extra)
-    except ImportError:
-        print("grader similarity: needs copydetect: pip install -e '.[similarity]'",
-              file=sys.stderr)
-        return 2
-    pairs, groups, found, skipped = run(out_dir, args.threshold,
-                                        getattr(args, "kit_assignment", None))
-    flagged = sum(p.flagged for p in pairs)
-    big = sum(len(g) > 2 for g in groups)
-    print(f"Wrote {out_dir}/similarity.html and similarity.csv: {_count(len(found), 'submission')}, "
-          f"{_count(len(pairs), 'pair')}, {flagged} flagged (score >= {args.threshold:g} and "
-          f"{MIN_SHARED} shared characters), {_count(big, 'cluster')} of more than two, "
-          f"{len(skipped)} skipped. A review aid: no grade changed.", file=stream)
-    note = relink_report(out_dir, getattr(args, "kit_assignment", None))
-    if note:
-        print(f"note: {note}", file=sys.stderr)
-    return 0

@@ -14,8 +14,8 @@ import html
 import io
 import os
 
+from .. import files, i18n
 from ..i18n import N_, _, ngettext
-from ..report import files
 from ..report.gradebook import text_cell
 from ..report.html import CSP
 from ..textsafety import safe_text
@@ -197,10 +197,28 @@ def counts_text(submissions, pairs, flagged, skipped, settings):
 def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS):
     """The whole page. settings: {"threshold", "min_shared", "k", "window", "base": [labels]}."""
     flagged = [p for p in pairs if p.flagged]
-    big = [g for g in groups if len(g) > 2]
-    none = "<p>" + esc(_("None.")) + "</p>"
     title = _("Similarity of submissions")
-    body = [f"<h1>{esc(title)}</h1>",
+    body = _introduction(title, pairs, flagged, sources, skipped, settings)
+    body += _clusters(groups, sources)
+    body += _pairs_table(pairs, flagged, sources, settings)
+    body.append(f"<h2>{esc(_('Score distribution'))}</h2>" + _distribution(pairs))
+    body += _side_by_side(flagged, sources, detailed)
+    body += _unread(sources, skipped)
+    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    page = (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
+            "<meta name=\"referrer\" content=\"no-referrer\">\n"
+            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")
+    if len(page.encode("utf-8")) > PAGE_BYTES and detailed > 0:
+        return page_html(pairs, groups, sources, skipped, settings, detailed // 2)
+    return page
+
+
+def _introduction(title, pairs, flagged, sources, skipped, settings):
+    """The title, the verdict it never is, the counts, what the score means, the base code."""
+    return [f"<h1>{esc(title)}</h1>",
             f'<p class="verdict">{esc(_(VERDICT), 1000)}</p>',
             "<p>" + esc(_("Made {made} from the code the gradebook kept; run `grader similarity` "
                           "again after grading more.").format(made=settings.get("made", "")), 600)
@@ -220,7 +238,15 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
                     k=settings["k"], window=settings["window"]), 2000) + "</p>",
             "<p>" + esc(_("Base code, which never counts: {files}.").format(
                 files=", ".join(settings["base"])), 3000) + "</p>"]
-    body.append(f"<h2>{esc(_('Clusters of more than two'))}</h2>")
+
+
+def _none():
+    return "<p>" + esc(_("None.")) + "</p>"
+
+
+def _clusters(groups, sources):
+    big = [g for g in groups if len(g) > 2]
+    body = [f"<h2>{esc(_('Clusters of more than two'))}</h2>"]
     if big:
         body.append("<ul>" + "".join(
             "<li>" + esc(ngettext("{n} submission: {names}", "{n} submissions: {names}",
@@ -228,8 +254,13 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
                                       sources[k].label for k in g)), 20000) + "</li>"
             for g in big) + "</ul>")
     else:
-        body.append(none)
-    body.append(f"<h2>{esc(_('Pairs'))}</h2>")
+        body.append(_none())
+    return body
+
+
+def _pairs_table(pairs, flagged, sources, settings):
+    """The flagged pairs, then the highest of the others."""
+    body = [f"<h2>{esc(_('Pairs'))}</h2>"]
     table = flagged[:TABLE_PAIRS] + [p for p in pairs if not p.flagged][:max(0, min(
         20, TABLE_PAIRS - len(flagged)))]
     body.append("<p>" + esc(_("The flagged pairs, then the highest of the others; every pair "
@@ -241,8 +272,12 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
         f'<th{f" class={chr(34)}{kind}{chr(34)}" if kind else ""}>{esc(text)}</th>'
         for text, kind in heads) + "</tr>"
         + "".join(_pair_row(p, sources, settings) for p in table) + "</table></div>")
-    body.append(f"<h2>{esc(_('Score distribution'))}</h2>" + _distribution(pairs))
-    body.append(f"<h2>{esc(_('Flagged pairs side by side'))}</h2>")
+    return body
+
+
+def _side_by_side(flagged, sources, detailed):
+    """The first `detailed` flagged pairs' code side by side, the shared lines marked."""
+    body = [f"<h2>{esc(_('Flagged pairs side by side'))}</h2>"]
     if not flagged:
         body.append("<p>" + esc(_("No pair is flagged.")) + "</p>")
     for pair in flagged[:detailed]:
@@ -261,8 +296,14 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
             "{n} more flagged pair is in the table and similarity.csv.",
             "{n} more flagged pairs are in the table and similarity.csv.", more).format(n=more))
             + "</p>")
+    return body
+
+
+def _unread(sources, skipped):
+    """What the comparison cannot see into, and what it skipped."""
+    none = _none()
     hidden = [src for src in sources.values() if src.hidden]
-    body.append(f"<h2>{esc(_('Read these yourself'))}</h2>")
+    body = [f"<h2>{esc(_('Read these yourself'))}</h2>"]
     body.append("<p>" + esc(_("Code that builds code from strings or bytes at run time: what it "
                               "runs is a string, which this comparison (and any token-based one) "
                               "does not see into.")) + "</p>"
@@ -278,21 +319,11 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
         rest = len(skipped) - MAX_SKIPPED
         body.append("<p>" + esc(ngettext("and {n} more.", "and {n} more.", rest).format(n=rest))
                     + "</p>")
-    from .. import i18n
-    lang = "zh-CN" if i18n.language() == "zh" else "en"
-    page = (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"
-            "<meta name=\"referrer\" content=\"no-referrer\">\n"
-            f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
-    if len(page.encode("utf-8")) > PAGE_BYTES and detailed > 0:
-        return page_html(pairs, groups, sources, skipped, settings, detailed // 2)
-    return page
+    return body
 
 
 def write(out_dir, pairs, groups, sources, skipped, settings):
-    """Write both files atomically (report/files.py)."""
+    """Write both files atomically (grader/files.py)."""
     files.write_bytes(os.path.join(out_dir, "similarity.csv"),
                       ("\ufeff" + csv_text(pairs, sources)).encode("utf-8"))
     files.write_text(os.path.join(out_dir, "similarity.html"),

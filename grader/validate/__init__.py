@@ -6,7 +6,8 @@ Grades, in one batch: the solution (must get full marks), the skeleton released 
 diagnosis), and every mistake of its catalog (tests_hidden/<name>/mistakes.py, read through
 grader/catalog: it must lose points in its part, and the diagnosis of that part must name
 it; with error carried forward on, the default, no case of a function that calls the
-mistake's function may lose points). Prints a table and returns whether every check held.
+mistake's function may lose points). Returns whether every check held, and a row per check
+(`grader validate`, commands/validate.py, prints them).
 Everything assignment-specific comes from the declaration (grader/assignment.py).
 """
 import dataclasses
@@ -14,6 +15,7 @@ import os
 import shutil
 import tempfile
 
+from .. import assignment as declarations
 from .. import paths
 from ..catalog import Catalog
 from ..grade import grade_batch
@@ -26,8 +28,7 @@ def _assignment(assignment=None, options=None):
     if assignment is None:
         assignment = getattr(options, "assignment", None)
     if assignment is None:
-        from .. import assignment as declared
-        assignment = declared.load()
+        assignment = declarations.load()
     return assignment
 
 
@@ -143,21 +144,6 @@ def validate(options, jobs=1, out_dir=None, stream=None, assignment=None):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def print_table(rows, stream=None):
-    import sys
-    stream = stream or sys.stdout
-    print(f"\n{'':2} {'kind':<12} {'name':<28} result", file=stream)
-    for item, ok, detail in rows:
-        print(f"{'ok' if ok else '!!':2} {item.kind:<12} {item.name:<28} {detail}", file=stream)
-    bad = [item.name for item, ok, _ in rows if not ok]
-    settings = {getattr(getattr(item, "result", None), "carry_forward", None) for item, _, _ in rows}
-    if "on" in settings:  # grader/catalog/carry.py; validate grades with the default
-        print("\nGraded with error carried forward on (the default): no case of a function "
-              "that calls a mistake's function may lose points.", file=stream)
-    print(f"\n{len(rows) - len(bad)} of {len(rows)} checks hold" +
-          (f"; failing: {', '.join(bad)}" if bad else "."), file=stream)
-
-
 def docs_path(assignment):
     """Where an assignment's catalog is written up (Assignment.mistakes_docs)."""
     return assignment.mistakes_docs
@@ -179,12 +165,11 @@ def docs_table(rows, date, assignment=None):
     """An assignment's docs/mistakes*.md (`docs_path`) from a validation: one row per catalog
     mistake with what it cost. The catalog's DOCS say in the assignment's words how a
     mistake spreads ("spread") and what the alternatives are ("alternatives")."""
-    from .. import assignment as declared
     assignment = _assignment(assignment)
     docs = Catalog.of(assignment).docs
     table = os.path.relpath(os.path.join(assignment.folder, "mistakes.py"), paths.KIT_ROOT)
     folder = os.path.relpath(assignment.alternatives, paths.KIT_ROOT)
-    command = "grader validate" + ("" if assignment.name == declared.DEFAULT
+    command = "grader validate" + ("" if assignment.name == declarations.DEFAULT
                                    else f" --assignment {assignment.name}")
     spread = f" {docs['spread']}" if docs.get("spread") else ""
     lines = [

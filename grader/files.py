@@ -1,7 +1,7 @@
 """Writing what the grader produces: atomically, as valid UTF-8, and never above a cap.
 
 Every file is written to a temporary file in the same folder (its name starts with `.`,
-which no submission's folder can: see folders.py) and moved into place with os.replace, so
+which no submission's folder can: see report/folders.py) and moved into place with os.replace, so
 a reader sees the old file or the new one, never half of one, and a failure leaves no
 half-written file behind. Text goes through textsafety.safe_text first (lone surrogates,
 NUL and control characters cannot reach a file) and is cut to a number of bytes with a
@@ -12,7 +12,7 @@ import math
 import os
 import tempfile
 
-from ..textsafety import CUT, safe_text
+from .textsafety import CUT, safe_text
 
 KB = 1024
 MESSAGE_CHARS = 4 * KB          # one test's message (feedback.txt and results.json)

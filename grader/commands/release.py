@@ -1,5 +1,5 @@
-"""`grader release [--check]`: write (or compare) what release generates for the assignment
-`args.kit_assignment` (grader/cli.py loads it).
+"""`grader release [--check]`: write (or compare) what release generates (grader/release/)
+for the assignment `args.kit_assignment` (grader/cli.py loads it).
 
     grader release                  the skeleton, and in the kit's student folder the
                                     generated files (Classroom workflow, README tables)
@@ -14,16 +14,71 @@ import difflib
 import os
 import sys
 
-from . import folder as folders
-from .core import LANGUAGES, STUB_CALL, release
+from .. import assignment as declarations
+from ..i18n import _
+from ..nbgrader_bridge import NbgraderMissing, require_nbformat
+from ..nbgrader_bridge import notebook as source_notebook
+from ..release import ReleaseError
+from ..release import folder as folders
+from ..release.core import LANGUAGES, STUB_CALL, release
+from . import usage
+from .arguments import language_argument
+
+NAME = "release"
 
 
-def _assignment(args):
-    chosen = getattr(args, "kit_assignment", None)
-    if chosen is None or isinstance(chosen, str):
-        from .. import assignment
-        chosen = assignment.load(chosen)
-    return chosen
+def add_parser(commands):
+    parser = commands.add_parser(NAME, help="write the student skeleton from the solution")
+    parser.add_argument("--solution", default=None,
+                        help="the instructor's solution (default: the assignment's)")
+    parser.add_argument("--output", default=None, metavar="FILE",
+                        help="the skeleton alone, to FILE: the older spelling of --out FILE.py "
+                             "(default: the assignment's student folder)")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that the skeleton is up to date (exit 1 if not)")
+    parser.add_argument("--notebook", metavar="PATH", default=None,
+                        help="also write nbgrader's source notebook here (for a course: "
+                             "COURSE/source/<assignment>/<module>.ipynb); needs nbformat")
+    parser.add_argument("--readme", metavar="PATH", default=None,
+                        help="the student README whose sections become the notebook's "
+                             "markdown (default: the assignment's student folder's README.md; "
+                             "README.zh-CN.md for Chinese)")
+    language_argument(parser, "language of the skeleton's docstrings and comments and of the "
+                              "notebook's README: en (default) or zh (needs --out or --output)")
+    parser.add_argument("--out", metavar="DIR|FILE.py", default=None,
+                        help="write the whole student folder here (the assignment's student "
+                             "folder, with <module>.py in --lang); a path ending in .py: the "
+                             "skeleton alone; with --check, compare it")
+    return parser
+
+
+def problem(args):
+    """The files it reads are there; those it writes are not folders, in folders that exist
+    or that it makes (--output defaults to the assignment's skeleton)."""
+    if args.output is None:
+        args.output = args.kit_assignment.skeleton
+    kit = os.path.join(args.kit_assignment.student_folder, "README.zh-CN.md")
+    checks = [
+        lambda: args.solution is not None and usage.input_file("--solution", args.solution),
+        lambda: args.readme is not None and usage.input_file(
+            "--readme", args.readme, f"; the kit's Chinese README is {usage.shown(kit)}"),
+        lambda: (args.out or "").endswith(".py") and usage.output_file("--out", args.out,
+                                                                     make_folders=True),
+        lambda: usage.output_file("--output", args.output, make_folders=True),
+        lambda: args.notebook and usage.output_file("--notebook", args.notebook,
+                                                    make_folders=True)]
+    return usage.first(*checks)
+
+
+def run(args):
+    try:
+        return _release(args)
+    except (ReleaseError, NbgraderMissing) as error:
+        print(f"grader release: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a file it reads or writes (the reason names it)
+        print(f"grader release: {error}", file=sys.stderr)
+        return 2
 
 
 def _same_folder(a, b):
@@ -62,11 +117,10 @@ def _notebook(args, assignment, lang):
     every file of the source folder with the notebook); {} without --notebook."""
     if not getattr(args, "notebook", None):
         return {}
-    from ..nbgrader_bridge import notebook, require_nbformat
     require_nbformat("grader release --notebook")
     readme = getattr(args, "readme", None) or os.path.join(
         assignment.student_folder, "README.zh-CN.md" if lang == "zh" else "README.md")
-    files = {args.notebook: notebook.notebook_text(assignment, readme, args.solution)
+    files = {args.notebook: source_notebook.notebook_text(assignment, readme, args.solution)
              .encode("utf-8")}
     beside = os.path.dirname(os.path.abspath(args.notebook))
     for name, text in folders.given_modules(assignment, lang).items():
@@ -77,13 +131,11 @@ def _notebook(args, assignment, lang):
 def given_notice(assignment, where):
     """The line that says which given modules went into `where`, and that each holds an
     earlier assignment's solution; "" when the assignment provides none."""
-    from .. import assignment as declared
-    from ..i18n import _
     kit_root = os.path.dirname(os.path.dirname(assignment.folder))
     given = []
     for dep in assignment.builds_on:
         if dep.provide == "given":
-            earlier = declared.load(dep.assignment, kit_root)
+            earlier = declarations.load(dep.assignment, kit_root)
             given.append(_("{module} (the assignment {earlier}'s full solution)").format(
                 module=earlier.module_file, earlier=earlier.name))
     if not given:
@@ -143,8 +195,8 @@ def _write_notebook(notebook, assignment=None):
             print(f"wrote {path} (given code beside the notebook: nbgrader releases it too)")
 
 
-def main(args):
-    assignment = _assignment(args)
+def _release(args):
+    assignment = args.kit_assignment
     args.solution = getattr(args, "solution", None) or assignment.solution
     lang = getattr(args, "lang", None) or "en"
     out = getattr(args, "out", None)

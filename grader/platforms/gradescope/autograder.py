@@ -1,4 +1,4 @@
-"""`grader gradescope`: the autograder zip for Gradescope.
+"""The autograder zip for Gradescope (`grader gradescope`, commands/gradescope.py).
 
 Gradescope builds an image from the zip once (running `setup.sh` as root), then runs
 `run_autograder` for every submission with the student's files in /autograder/submission,
@@ -28,7 +28,9 @@ import shlex
 import stat
 import zipfile
 
-from . import paths
+from ... import assignment as declared
+from ... import paths
+from ...report.summary import VISIBILITIES, check_level
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope, as root, when it builds the autograder image.
@@ -105,7 +107,6 @@ def solutions_needed(assignment, kit_root):
     """The solution files (relative to the kit) grading `assignment` runs: its own and, through
     builds_on, every earlier assignment's, whatever it provides (the reference builds on
     the earlier reference)."""
-    from . import assignment as declared
     needed, todo, seen = [], [assignment], set()
     while todo:
         current = todo.pop(0)
@@ -139,8 +140,6 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
     feedback and visibility go to `grader grade` in run_autograder: how much of a hidden
     case students see, and each test's Gradescope visibility (after_due_date: shown only
     once the deadline has passed)."""
-    from . import assignment as declared
-    from .report.summary import VISIBILITIES, check_level
     check_level(feedback)
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
@@ -169,15 +168,3 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
             os.remove(partial)
     return out_path
 
-
-def main(args):
-    import torch
-    version = args.torch or torch.__version__.split("+")[0]
-    chosen = getattr(args, "kit_assignment", None)
-    build(args.out, version, args.isolation, feedback=args.feedback, visibility=args.visibility,
-          lang=args.lang, assignment=chosen)
-    print(f"wrote {args.out}: grades {getattr(chosen, 'name', chosen) or 'the default assignment'}; "
-          f"setup.sh installs torch=={version} (CPU); students see "
-          f"--feedback {args.feedback}, each test --visibility {args.visibility}; upload it as "
-          f"the assignment's autograder")
-    return 0
