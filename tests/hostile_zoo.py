@@ -980,7 +980,10 @@ KILL_TRUSTED_NOW = (
     "_kill(_own_grader() + _forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote')"
     " + [p for p in _pids() if b'--attnkit-report-fd' in _cmdline(p)] + [os.getppid()])\n")
 KILL_TRUSTED = GRADER_PROCESSES + OWN_GRADER + KILL_TRUSTED_NOW
-LITTER_PREFIX = "attnkit-left-"  # what the litter entry names its files (test_hostile.py looks)
+# what the litter entry names its files (test_hostile.py and test_template.py look): this
+# test process's own, so that a test run beside it (another pytest-xdist worker) that
+# litters at the same time is not mistaken for a failed clean-up here
+LITTER_PREFIX = f"attnkit-left-{os.getpid()}-"
 LITTER = """
 import os
 for _folder in ("/tmp", "/var/tmp"):

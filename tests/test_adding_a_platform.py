@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import KIT, SOLUTION
 
 CHEN = os.path.join(KIT, "examples", "chen.py")   # 93 points (README)
@@ -101,6 +103,7 @@ def _rows(path):
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
+@pytest.mark.slow
 def test_a_platform_added_as_one_module_grades_and_exports_its_download(tmp_path):
     kit = _kit(tmp_path)
     download = tmp_path / "blackboard-download"

@@ -126,6 +126,7 @@ def _row(folder, name, **fields):
     (folder / name / "gradebook-row.json").write_text(json.dumps(row), encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fields, theirs", [({"assignment": "attention"}, "attention"),
                                             ({}, "attention")])  # older rows: the default's
 def test_a_gradebook_holds_one_assignment(tmp_path, fields, theirs):

@@ -497,6 +497,7 @@ def test_an_earlier_notebook_that_cannot_be_converted_is_said_and_the_work_is_st
         "converted to first.py: first.ipynb is a symbolic link; upload the file itself.")
 
 
+@pytest.mark.slow
 def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_for(tmp_path):
     """grade_one hands intake the declaration's student-provided modules: the names come
     from `builds_on`, not from the submission (given: none). End to end, in a copy of the
@@ -643,6 +644,7 @@ def test_an_earlier_module_handed_in_as_asked_is_never_taken_for_the_work(tmp_pa
     assert intake.stage(str(alone), str(tmp_path / "s-old"), "u", module="second").error is None
 
 
+@pytest.mark.slow
 def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp_path):
     """End to end, `grader grade --layout canvas` in a copy of the kit whose transformer says
     provide = "student": wangli uploaded transformer.py and attention.py as two files (100),

@@ -114,6 +114,7 @@ def _run(command, folder):
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})
 
 
+@pytest.mark.slow
 def test_each_step_runs_exactly_its_parts_public_checks(workflow, tmp_path):
     """In a copy of the student folder with the solution in it: every step's command
     passes, runs only tests of its part, and together the steps run every public check

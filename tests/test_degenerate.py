@@ -334,6 +334,7 @@ def _parts(row):
     return tuple(scores)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_each_scores_its_literal_figures(graded, name):
     rows, _ = graded
@@ -341,6 +342,7 @@ def test_each_scores_its_literal_figures(graded, name):
     assert float(rows[name]["total"]) == sum(EXPECTED[name])
 
 
+@pytest.mark.slow
 def test_the_feedback_of_a_shortcut_says_why_its_right_cases_do_not_count(graded):
     rows, out = graded
     with open(out / rows["softmax_ignores_lens"]["folder"] / "results.json",

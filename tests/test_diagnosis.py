@@ -119,6 +119,7 @@ def _named(result, part):
     return [d["mistake"] for d in result.diagnoses if d["part"] == part and d["mistake"]]
 
 
+@pytest.mark.slow
 def test_a_catalog_mistake_in_another_style_is_diagnosed(graded):
     results, _ = graded
     assert _diagnosis(results["einsum_fill_positive"], "masked_softmax")["mistake"] == \
@@ -127,6 +128,7 @@ def test_a_catalog_mistake_in_another_style_is_diagnosed(graded):
         "softmax-mask-zero"
 
 
+@pytest.mark.slow
 def test_two_mistakes_are_each_named_in_their_own_part(graded):
     """One bug, one diagnosis: masked_softmax's -inf is named in its own part only. Its
     callers are judged on their own code (error carried forward): DotProductAttention's is
@@ -151,6 +153,7 @@ def test_two_mistakes_are_each_named_in_their_own_part(graded):
     assert f"of the {failing} failing cases of this part" in mha["text"]
 
 
+@pytest.mark.slow
 def test_a_mistake_in_no_catalog_gets_an_observation_not_a_cause(graded):
     results, _ = graded
     result = results["uncatalogued"]
@@ -166,6 +169,7 @@ def test_a_mistake_in_no_catalog_gets_an_observation_not_a_cause(graded):
         assert "exactly what you get" not in test.message, test.name
 
 
+@pytest.mark.slow
 def test_code_that_masks_nothing_is_not_told_about_dropout(graded):
     results, _ = graded
     result = results["masks_nothing"]
@@ -176,6 +180,7 @@ def test_code_that_masks_nothing_is_not_told_about_dropout(graded):
             "eval mode", 1)[1][:200], test.name
 
 
+@pytest.mark.slow
 def test_two_independent_mistakes_in_one_part_are_both_named(graded):
     results, _ = graded
     result = results["two_in_one_part"]
@@ -203,6 +208,7 @@ def test_two_independent_mistakes_in_one_part_are_both_named(graded):
     assert sum("exactly what you get if" in line for line in lines) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, part, mistake, clause", [
     ("loops_fill_ten", "masked_softmax", "softmax-fill-small",
      "masked scores are set to -10, which is not small enough to vanish in the softmax"),
@@ -220,6 +226,7 @@ def test_a_near_variant_is_diagnosed_as_itself(graded, name, part, mistake, clau
     assert clause in _diagnosis(result, part)["text"]
 
 
+@pytest.mark.slow
 def test_a_per_case_match_the_part_rejected_is_not_shown(graded):
     results, _ = graded
     result = results["own_masking"]
@@ -235,6 +242,7 @@ def test_a_per_case_match_the_part_rejected_is_not_shown(graded):
         assert not test.mistakes, test.name
 
 
+@pytest.mark.slow
 def test_diagnoses_reach_results_json_and_grades_csv(graded):
     import csv
     import json

@@ -389,6 +389,7 @@ def test_the_autograder_passes_the_disclosure_to_grader_grade(tmp_path):
         build(str(tmp_path / "b.zip"), "2.13.0", visibility="later")
 
 
+@pytest.mark.slow
 def test_a_row_written_with_another_disclosure_is_written_again(tmp_path, monkeypatch):
     seen = []
 
@@ -430,6 +431,7 @@ def graded(tmp_path_factory):
     return {r.name: r for r in results}, out
 
 
+@pytest.mark.slow
 def test_bob_opens_with_the_summary_and_groups_his_failures(graded):
     results, out = graded
     text = (out / "bob" / "feedback.txt").read_text(encoding="utf-8")
@@ -450,6 +452,7 @@ def test_bob_opens_with_the_summary_and_groups_his_failures(graded):
     assert len(lines) <= fb.MAX_LINES and "[PASS]" not in text
 
 
+@pytest.mark.slow
 def test_erik_gets_one_message_and_one_line_for_the_cases(graded):
     results, out = graded
     text = (out / "erik" / "feedback.txt").read_text(encoding="utf-8")
@@ -458,6 +461,7 @@ def test_erik_gets_one_message_and_one_line_for_the_cases(graded):
     assert "fix " not in text and len(text.splitlines()) < 25
 
 
+@pytest.mark.slow
 def test_bob_at_summary_and_score_shows_no_hidden_case(graded, tmp_path):
     results, _ = graded
     for level in ("summary", "score"):
@@ -565,6 +569,7 @@ def evidence(tmp_path_factory):
     return {r.name: {t.name: t for t in r.tests} for r in results}
 
 
+@pytest.mark.slow
 def test_the_gpu_part_of_a_function_the_file_does_not_define_says_so(evidence):
     tests = evidence["no_sequence_mask"]
     gpu = [t for t in tests.values() if t.part == "GPU" and "sequence_mask" in t.name
@@ -595,6 +600,7 @@ def test_the_gpu_part_of_a_function_the_file_does_not_define_says_so(evidence):
         "part).") for t in skips), [t.message for t in skips]
 
 
+@pytest.mark.slow
 def test_mask_before_the_softmax_is_said_only_with_its_evidence(evidence):
     advice = "Mask the scores before the softmax."
     zeroed = [t for t in evidence["zero_after"].values()
@@ -607,6 +613,7 @@ def test_mask_before_the_softmax_is_said_only_with_its_evidence(evidence):
                    for t in scaled)
 
 
+@pytest.mark.slow
 def test_the_row_sum_check_follows_the_dtype_and_names_the_row_most_off(evidence):
     # bfloat16 scores (2, 2, 5), lengths [[2, 5], [0, 4]]: row [1, 0] has length 0 and comes
     # back all 0; the other rows are right, and in bfloat16 sum to 1 only within rounding

@@ -32,6 +32,7 @@ def graded_examples(tmp_path_factory):
     return done, rows, tmp_path / "out"
 
 
+@pytest.mark.slow
 def test_grading_runs_and_exits_0(graded_examples):
     done, rows, _ = graded_examples
     assert done.returncode == 0, done.stdout + done.stderr
@@ -44,6 +45,7 @@ def _part(row, part):
     return float(row[key]), float(key.split("/")[1].rstrip(")"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_example_scores_as_documented(graded_examples, name):
     _, rows, _ = graded_examples
@@ -60,6 +62,7 @@ def test_each_example_scores_as_documented(graded_examples, name):
         assert score < part_max and 0 < total < top
 
 
+@pytest.mark.slow
 def test_results_json_has_gradescope_fields(graded_examples):
     _, _, out = graded_examples
     for name in EXPECTED:
@@ -81,6 +84,7 @@ def test_results_json_has_gradescope_fields(graded_examples):
             "forked from a template that imported torch once per batch"), results["extra_data"]
 
 
+@pytest.mark.slow
 def test_feedback_teaches(graded_examples):
     _, _, out = graded_examples
     bob = (out / "bob" / "feedback.txt").read_text(encoding="utf-8")
@@ -93,6 +97,7 @@ def test_feedback_teaches(graded_examples):
     assert "`d2l`" in fatima
 
 
+@pytest.mark.slow
 def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
     broken = tmp_path / "solution.py"
     broken.write_text(open(SOLUTION, encoding="utf-8").read().replace(
@@ -110,6 +115,7 @@ def test_a_broken_reference_is_a_grader_error_not_a_zero(tmp_path):
     assert "bug in the reference" in log
 
 
+@pytest.mark.slow
 def test_a_broken_hidden_suite_stops_with_a_message_and_no_rows(tmp_path):
     hidden = tmp_path / "tests_hidden"
     shutil.copytree(os.path.join(KIT, "tests_hidden", "attention"), hidden,
@@ -133,6 +139,7 @@ def test_command_line_mistakes_are_one_line_and_grade_nothing(tmp_path):
     assert len(clash.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path):
     """Changing a case's points without the declaration's is refused, naming the part and the
     total, not graded 101/101."""
@@ -152,6 +159,7 @@ def test_points_that_do_not_add_up_to_the_declared_total_stop_the_batch(tmp_path
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 
+@pytest.mark.slow
 def test_the_readme_example_table_is_what_a_run_gives(graded_examples):
     """The README's table of example scores is kept true by this run."""
     _, rows, _ = graded_examples

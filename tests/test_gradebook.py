@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import KIT, SOLUTION, SUBMISSIONS
 
 FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
@@ -37,6 +39,7 @@ def _class(tmp_path):
     return subs
 
 
+@pytest.mark.slow
 def test_regrading_one_student_keeps_the_others_and_unchanged_ones_are_kept(tmp_path):
     subs, out = _class(tmp_path), tmp_path / "grades"
     first = _run(sorted(subs.iterdir()), out)
@@ -60,6 +63,7 @@ def test_regrading_one_student_keeps_the_others_and_unchanged_ones_are_kept(tmp_
     assert "unchanged" not in forced.stdout and _rows(out) == after
 
 
+@pytest.mark.slow
 def test_ctrl_c_writes_the_gradebook_for_what_was_graded_and_a_rerun_finishes(tmp_path):
     subs, out = _class(tmp_path), tmp_path / "grades"
     for name in ("dana", "erik"):

@@ -267,6 +267,7 @@ def _read(out, name, file):
         return handle.read()
 
 
+@pytest.mark.slow
 def test_grading_in_chinese_writes_chinese_feedback(graded_in_chinese):
     chen = _read(graded_in_chinese, "chen", "feedback.txt")
     # intake's notes (GBK, CRLF) and the failing cases' explanations are in Chinese
@@ -278,6 +279,7 @@ def test_grading_in_chinese_writes_chinese_feedback(graded_in_chinese):
 
 
 
+@pytest.mark.slow
 def test_grading_in_chinese_records_the_language(graded_in_chinese):
     results = json.loads(_read(graded_in_chinese, "chen", "results.json"))
     assert results["extra_data"].get("lang") == "zh"
@@ -292,6 +294,7 @@ def test_the_chinese_uses_the_terms_of_the_chinese_edition_in_the_feedback():
         assert term in text, term
 
 
+@pytest.mark.slow
 def test_grading_in_chinese_explains_the_failing_cases_in_chinese(graded_in_chinese):
     chen = _read(graded_in_chinese, "chen", "feedback.txt")
     assert chen.startswith("chen：93 / 100 分"), chen[:200]  # -inf costs masked_softmax only
@@ -300,6 +303,7 @@ def test_grading_in_chinese_explains_the_failing_cases_in_chinese(graded_in_chin
     assert "Failing cases" not in chen and "wrong values" not in chen
 
 
+@pytest.mark.slow
 def test_the_feedback_page_is_in_chinese_too(graded_in_chinese):
     page = _read(graded_in_chinese, "chen", "feedback.html")
     assert '<html lang="zh-CN"' in page
@@ -384,6 +388,7 @@ def test_the_word_counter_sees_english_prose_and_not_code():
     assert english_words("查询 (2, 3) float32，torch.arange(3)，`x`，有效长度 [0, 3]") == []
 
 
+@pytest.mark.slow
 def test_chinese_feedback_has_no_english_prose(graded_in_chinese):
     """Every student-facing message of a real run in Chinese: the summary, each failing
     case's call and name, the device check, the catalog's sentences, the HTML page."""
@@ -397,6 +402,7 @@ def test_chinese_feedback_has_no_english_prose(graded_in_chinese):
     assert all(len(found) > 50 for found in counts.values())  # the pages were read
 
 
+@pytest.mark.slow
 def test_the_class_report_is_in_chinese_too(graded_in_chinese):
     with open(graded_in_chinese / "report.html", encoding="utf-8") as handle:
         page = handle.read()
@@ -546,6 +552,7 @@ def graded_at_each_level(tmp_path_factory, graded_in_chinese):
     return outs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["full", "summary", "score"])
 def test_chinese_feedback_has_no_english_prose_at_any_level(graded_at_each_level, level):
     """feedback.txt, feedback.html and results.json (its output, each test's name and
@@ -568,6 +575,7 @@ def test_chinese_feedback_has_no_english_prose_at_any_level(graded_at_each_level
     assert ("sequence_mask: 0/11（通过：10 个用例中的 0 个）\n    本部分" in text) == (level != "score")
 
 
+@pytest.mark.slow
 def test_the_longest_chinese_feedback_has_no_english_word(graded_at_each_level):
     """The figure the README gives: of every feedback.txt graded in Chinese, the longest."""
     texts = [(_read(out, path.name, "feedback.txt"), path.name)
@@ -588,6 +596,7 @@ def _selfcheck_failures(output):
                      if not line.startswith("_") and "attention.py 第" not in line)
 
 
+@pytest.mark.slow
 def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
     """The folder of `grader release --lang zh`, with plain `pytest` (no --lang): the
     skeleton and catalog mistakes in every part fail in Chinese, with no English prose."""
@@ -636,6 +645,7 @@ def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
     assert results["skeleton"][1].count("还没有写（它抛出 NotImplementedError）") > 5
 
 
+@pytest.mark.slow
 def test_the_class_report_stays_chinese_when_rebuilt_without_lang(graded_in_chinese):
     """`grader gradebook` (and `grader override`) take no --lang: report.html keeps the
     language the class's feedback was written in (each results.json's extra_data.lang)."""

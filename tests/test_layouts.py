@@ -435,6 +435,7 @@ def test_canvas_anonymous_grading_gives_no_student_id(tmp_path):
                                   "student id is given (match it in Canvas)"])]
 
 
+@pytest.mark.slow
 def test_nbgrader_students_are_checked_against_the_course_database(tmp_path):
     api = pytest.importorskip("nbgrader.api")
     submitted = _nbgrader(tmp_path)          # alice and bob handed in
@@ -633,6 +634,7 @@ def graded(tmp_path_factory):
     return out, rows, run
 
 
+@pytest.mark.slow
 def test_grades_csv_names_every_student_by_the_lms_id(graded):
     out, rows, run = graded
     got = {name: (row["student_id"], row["name"]) for name, row in rows.items()}
@@ -664,6 +666,7 @@ def test_grades_csv_names_every_student_by_the_lms_id(graded):
     assert "zhaomin_10002_90002_attention.py was not graded" in feedback
 
 
+@pytest.mark.slow
 def test_metadata_and_junk_are_never_graded(graded):
     out, rows, run = graded
     assert not any("metadata" in name or "index" in name or "onlinetext" in name
@@ -679,6 +682,7 @@ def _export(out, lms, target, *extra):
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_export_canvas(graded, tmp_path):
     out, rows, _ = graded
     target = tmp_path / "canvas.csv"
@@ -698,6 +702,7 @@ def test_export_canvas(graded, tmp_path):
     assert done.stderr.count("missing work") == 1 and "left out Wu Kong" in done.stderr
 
 
+@pytest.mark.slow
 def test_export_moodle(graded, tmp_path):
     out, rows, _ = graded
     target = tmp_path / "moodle.csv"

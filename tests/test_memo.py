@@ -129,6 +129,7 @@ def test_a_whole_session_leaves_every_kept_result_as_it_was(tmp_path, monkeypatc
     memo.clear()
 
 
+@pytest.mark.slow
 def test_the_reference_and_the_catalog_run_once_per_batch(tmp_path):
     names = []
     for i, source in enumerate([SOLUTION, os.path.join(EXAMPLES, "chen.py")] * 2):

@@ -124,6 +124,7 @@ def _export(course, env, name):
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
+@pytest.mark.slow
 def test_nbgrader_round_trip(tmp_path):
     """alice submits through nbgrader's exchange, bob's notebook was collected with its
     timestamp (2 days late), chen's was copied into submitted/ by hand (no timestamp.txt,
@@ -312,6 +313,7 @@ def _transformer_course(tmp_path, students):
     return env, course
 
 
+@pytest.mark.slow
 def test_nbgrader_round_trip_of_an_assignment_that_builds_on_another(tmp_path):
     """The transformer (`from attention import MultiHeadAttention`, provide = "given"):
     `grader release --notebook` puts the given attention.py beside the source notebook,
@@ -362,6 +364,7 @@ def test_nbgrader_round_trip_of_an_assignment_that_builds_on_another(tmp_path):
         assert book.find_grade("AddNorm", "transformer", name, "bob").score == 18
 
 
+@pytest.mark.slow
 def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):
     env = _env(tmp_path)
     course = tmp_path / "course"
@@ -373,6 +376,7 @@ def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):
     assert "generate_assignment" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_scores_record_writes_the_time_and_penalty_and_keeps_a_manual_score(tmp_path):
     """scores.record through nbgrader's API, without grading: timestamp.txt's time and the
     late penalty land where `nbgrader export` reads them, quietly, and a score an instructor
@@ -405,6 +409,7 @@ def test_scores_record_writes_the_time_and_penalty_and_keeps_a_manual_score(tmp_
         assert str(submission.timestamp) == "2026-03-02 09:30:00"  # no timestamp.txt: kept
 
 
+@pytest.mark.slow
 def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submission(tmp_path):
     """provide = "student" (a copy of the kit whose transformer says so): each student's
     transformer notebook imports their own attention. alice handed it in for the earlier

@@ -296,6 +296,7 @@ AdditiveAttention = DotProductAttention = MultiHeadAttention = _Module
 '''
 
 
+@pytest.mark.slow
 def test_grader_grade_survives_a_batch_built_to_break_its_outputs(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()

@@ -233,6 +233,7 @@ def graded(tmp_path_factory):
     return subs, out
 
 
+@pytest.mark.slow
 def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded):
     subs, out = graded
     assert _csv(out)["alice"]["total"] == "100"
@@ -277,6 +278,7 @@ def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded
     assert again.returncode == 2 and "no override of sequence_mask in effect" in again.stderr
 
 
+@pytest.mark.slow
 def test_a_policy_change_recomputes_every_row_without_grading(graded):
     subs, out = graded
     # when the work arrived, as a layout records it (canvas-file-time: charged)
@@ -401,6 +403,7 @@ def test_report_lists_lateness_penalties_overrides_flags_and_what_to_review():
     assert "mean 75.0" in page and "1 missing work, left out" in page
 
 
+@pytest.mark.slow
 def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
     out = _gradebook_dir(tmp_path, [_row("wangli_10000", "10000"), _row("liu_10001", "10001")])
     sheet = tmp_path / "changes.csv"
@@ -439,6 +442,7 @@ submission_31000002:
 """
 
 
+@pytest.mark.slow
 def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export(tmp_path):
     import datetime
     source = open(SOLUTION, encoding="utf-8").read()
@@ -533,6 +537,7 @@ def test_an_adjustment_keeps_a_full_results_json_valid_and_under_its_cap(tmp_pat
     assert json.loads(raw)["score"] == 90.0 and len(json.loads(raw)["tests"]) == 115
 
 
+@pytest.mark.slow
 def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     rows = [_row("wangli_10000", "10000"), _row("liu_10001", "10001")]
     out = _gradebook_dir(tmp_path, rows)
@@ -553,6 +558,7 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     assert json.loads((out / "overrides.json").read_text(encoding="utf-8"))["entries"][-1]["action"] == "remove"
 
 
+@pytest.mark.slow
 def test_an_override_of_a_part_the_row_no_longer_has_can_still_be_removed(tmp_path):
     rows = [_row("wangli_10000", "10000")]
     out = _gradebook_dir(tmp_path, rows)

@@ -132,6 +132,7 @@ def read(path):
         return handle.read()
 
 
+@pytest.mark.slow
 @needs_matplotlib
 def test_feedback_page_shows_expected_and_returned_weights(batch):
     out, results = batch
@@ -156,6 +157,7 @@ def test_feedback_page_shows_expected_and_returned_weights(batch):
     print(f"chen feedback.html: {len(text.encode())} bytes, {len(page.images)} pictures")
 
 
+@pytest.mark.slow
 def test_feedback_page_of_a_file_that_does_not_parse(batch):
     out, _ = batch
     page = check_page(read(out / "erik" / "feedback.html"))
@@ -166,6 +168,7 @@ def test_feedback_page_of_a_file_that_does_not_parse(batch):
     assert "None of its cases could run" in body and body.count("not valid Python") <= 2
 
 
+@pytest.mark.slow
 def test_summary_and_score_show_no_hidden_values(batch, tmp_path):
     _, results = batch
     chen = results["chen"]
@@ -186,6 +189,7 @@ def test_summary_and_score_show_no_hidden_values(batch, tmp_path):
     assert f"{chen.score:g} / {chen.max_score:g} points" in score
 
 
+@pytest.mark.slow
 def test_an_observation_quotes_a_hidden_case_so_only_full_shows_it(batch, tmp_path):
     """A part's observation (no catalog mistake) names a hidden case's inputs: the summary
     page leaves it out, as results.json and feedback.txt do; a named mistake stays."""
@@ -201,6 +205,7 @@ def test_an_observation_quotes_a_hidden_case_so_only_full_shows_it(batch, tmp_pa
     assert "HIDDEN-INPUTS-7731" in pages.feedback_html(chen, "summary")
 
 
+@pytest.mark.slow
 @needs_matplotlib
 def test_report_page_for_the_class(batch):
     out, results = batch
@@ -361,6 +366,7 @@ def _in_chromium(path, tmp_path):
     return json.loads(html.unescape(found.group(1))), shot
 
 
+@pytest.mark.slow
 @needs_matplotlib
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_pages_in_a_real_browser_at_a_phones_width(batch, tmp_path):

@@ -335,6 +335,7 @@ def _grader(*args):
                           text=True, timeout=600, cwd=KIT)
 
 
+@pytest.mark.slow
 def test_the_command_on_a_graded_gradebook(tmp_path):
     out = tmp_path / "grades"
     subs = [os.path.join(SET, n) for n in ("wei.py", "nora_notebook.ipynb", "kim_where.py")]

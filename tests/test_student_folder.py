@@ -245,6 +245,7 @@ def _failure_text(output):
                      and not line.strip().startswith("attention.py line"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_a_broken_submission_is_explained_in_english_by_default(broken_runs, name):
     rc, output = broken_runs[f"{name}/default"]
@@ -255,6 +256,7 @@ def test_a_broken_submission_is_explained_in_english_by_default(broken_runs, nam
     assert not CJK.search(text), text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_a_broken_submission_is_explained_in_chinese_with_lang_zh(broken_runs, name):
     rc, output = broken_runs[f"{name}/zh"]
@@ -269,12 +271,14 @@ def test_a_broken_submission_is_explained_in_chinese_with_lang_zh(broken_runs, n
         assert CJK.search(line) or not re.search(r"\b(the|is|are|of|with|must)\b", line), line
 
 
+@pytest.mark.slow
 def test_the_language_can_be_chosen_with_attn_lang_and_lang_en(broken_runs):
     assert "可能的原因：" in _failure_text(broken_runs["mha_repeat/env"][1])
     english = _failure_text(broken_runs["mha_repeat/en"][1])
     assert "Likely cause: " in english and not CJK.search(english)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [f"{name}/{lang}" for name in sorted(MUTANTS) for lang in ("default", "zh")])
 def test_no_message_prints_the_fixing_code(broken_runs, run):
     text = _failure_text(broken_runs[run][1])
@@ -286,6 +290,7 @@ def _failed_tests(output):
     return sorted(line.split("::")[1].split(" - ")[0] for line in output.splitlines() if line.startswith("FAILED "))
 
 
+@pytest.mark.slow
 def test_each_hidden_behaviour_has_its_own_public_check(broken_runs):
     """A mistake that every other public check passes is caught by the check for its behaviour:
     a tensor made without device= by the device-discipline check (by the GPU test where CUDA
@@ -406,6 +411,7 @@ def device_verdicts(tmp_path_factory, solution_source):
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(DEVICE_VARIANTS))
 def test_the_public_device_check_flags_what_the_hidden_guard_flags(device_verdicts, variant):
     verdict = device_verdicts[variant]
@@ -443,6 +449,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_every_catalog_mistake_fails_a_public_check(tmp_path):
     """A student whose public checks all pass loses hidden points only to hidden edge cases: no
     mistake of the catalog (grader/catalog/mistakes.py) passes every public check. Before the
@@ -553,6 +560,7 @@ def test_folder_is_small_and_self_contained():
     assert os.path.isfile(MO) and os.path.isfile(PO)
 
 
+@pytest.mark.slow
 def test_the_chinese_folder_is_as_small_and_passes_the_solution_without_numpy(tmp_path):
     """`grader release --lang zh --out DIR`: the same files (attention.py in Chinese, pytest
     answering in Chinese), as small; with the solution in it, every check passes with only

@@ -126,6 +126,7 @@ def graded(tmp_path_factory):
     return done, rows, tmp_path / "out"
 
 
+@pytest.mark.slow
 def test_the_solution_gets_100_and_an_empty_stub_0(graded):
     done, rows, out = graded
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -138,6 +139,7 @@ def test_the_solution_gets_100_and_an_empty_stub_0(graded):
         "doubling: a float64 matrix", "doubling: a vector", "doubling: its gradient"]
 
 
+@pytest.mark.slow
 def test_the_parts_are_the_declarations(graded):
     """grades.csv's part columns and the console's headings come from assignment.toml."""
     done, rows, _ = graded
@@ -147,6 +149,7 @@ def test_the_parts_are_the_declarations(graded):
     assert header[2:] == ["dbl", "time", "note"]
 
 
+@pytest.mark.slow
 def test_a_wrong_case_costs_its_points_with_the_declarations_words(graded):
     """The float64 case (30 points) fails; the message names the case and what came back."""
     _, rows, out = graded

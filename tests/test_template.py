@@ -269,6 +269,7 @@ def test_a_killed_template_is_started_again_and_the_next_worker_drops_the_same(t
         assert held["NoNewPrivs"] == "1"
 
 
+@pytest.mark.slow
 @needs_none
 def test_killing_the_fork_server_costs_only_what_the_submission_earned(tmp_path):
     """A correct submission that kills the fork server keeps its 100: its trusted process
@@ -283,6 +284,7 @@ def test_killing_the_fork_server_costs_only_what_the_submission_earned(tmp_path)
     assert rows["c_next"]["total"] == "100" and "fork_server" not in isolation["c_next"]
 
 
+@pytest.mark.slow
 @needs_none
 def test_a_submission_that_kills_its_trusted_process_is_charged(tmp_path):
     """... and what it left (files in /tmp and /var/tmp, a daemon) is removed all the same,
@@ -306,6 +308,7 @@ def test_a_submission_that_kills_its_trusted_process_is_charged(tmp_path):
     assert rows["b_next"]["total"] == "100"
 
 
+@pytest.mark.slow
 @needs_none
 def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_path):
     """The grader's own bug (here: a hidden suite that kills its process at its second test)

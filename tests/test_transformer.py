@@ -255,6 +255,7 @@ def _self_checks(folder, *args):
     return done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_student_folder_works_copied_alone(tmp_path):
     """assignments/transformer/ on a laptop with torch and pytest: the given attention.py
     is there, the skeleton fails every self-check (in Chinese with --lang zh), the solution
@@ -293,6 +294,7 @@ def test_each_part_has_its_own_self_checks(kit):
 
 
 # -- the grader, end to end -----------------------------------------------------------------
+@pytest.mark.slow
 def test_grader_grade_gives_the_solution_100_and_the_skeleton_0(tmp_path):
     """`grader grade --assignment transformer`: real workers (the given attention.py staged
     beside each submission), real trusted processes, grades.csv read back."""

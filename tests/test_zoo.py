@@ -25,12 +25,14 @@ def validation(request):
     return declared, validate(SuiteOptions(), jobs=2, assignment=declared)
 
 
+@pytest.mark.slow
 def test_validate_holds(validation):
     _, (ok, rows) = validation
     bad = [f"{item.kind} {item.name}: {detail}" for item, good, detail in rows if not good]
     assert ok and not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_catalog_is_big_enough_and_covers_every_part(validation):
     declared, (_, rows) = validation
     catalog = Catalog.of(declared)
