@@ -254,3 +254,48 @@ def test_a_worker_at_level_none_is_stopped_past_its_file_count(tmp_path):
     leftovers = [name for folder in ("/tmp", "/var/tmp", "/dev/shm") for name in os.listdir(folder)
                  if name.startswith("attnkit-litter-")]
     assert leftovers == []
+
+
+def test_each_level_is_one_object_its_tools_its_view_its_command_and_its_description(monkeypatch):
+    """An isolation level is one object (isolation.KINDS): what it needs, where the worker
+    finds its files, how its command line starts and what results.json says; the figures
+    are the documented ones (the module's docstring), not read back from the objects."""
+    assert isolation.LEVELS == ("bwrap", "unshare", "none")
+    assert isolation.CHOICES == ("auto", "strict", "bwrap", "unshare", "none")
+    kinds = isolation.KINDS
+    assert [k.namespaces for k in kinds.values()] == [True, True, False]
+    assert kinds["bwrap"].tools(False) == ("bwrap",)
+    assert kinds["bwrap"].tools(True) == ("bwrap", "setpriv")
+    assert kinds["unshare"].tools(False) == ("unshare", "chroot")
+    assert kinds["unshare"].tools(True) == ("unshare", "chroot", "setpriv")
+    assert kinds["none"].tools(True) == kinds["none"].tools(False) == ()
+    view = isolation.View("/h", "/r", ())
+    assert isolation.Isolation("none").paths(view) == ("/h/submission", "/r")
+    for name in ("bwrap", "unshare"):
+        assert isolation.Isolation(name).paths(view) == ("/submission", "/runtime")
+        said = isolation.Isolation(name).describe()
+        assert (said["level"], said["network"]) == (name, "none")
+        assert said["filesystem"] == "private root: system and Python read-only, kit not visible"
+    said = isolation.Isolation("none", 200_001).describe()
+    assert (said["level"], said["network"], said["user"]) == ("none", "host", "throwaway uid")
+    assert said["filesystem"] == "host filesystem, as the worker's user may read it"
+    # the command lines: the namespace levels start with their tool, after the cgroup prefix
+    monkeypatch.setattr(isolation, "tool", lambda name: f"/bin/{name}")
+    assert isolation.Isolation("bwrap").wrap(["py"], view, ("join",))[:2] == ["join", "/bin/bwrap"]
+    assert isolation.Isolation("unshare").wrap(["py"], view, ("join",))[:2] == ["join", "/bin/unshare"]
+    # level none: the command as it is; with a uid or a gid, setpriv takes it after the prefix
+    assert isolation.Isolation("none").wrap(["py"], view, ("join",)) == ["join", "py"]
+    assert isolation.Isolation("none").popen_user() == {}
+    dropped = isolation.Isolation("none", 7, 7).wrap(["py"], view, ("join",))
+    assert dropped[:3] == ["join", "/bin/setpriv", "--reuid=7"] and dropped[-1] == "py"
+    assert isolation.Isolation("none", None, 9).wrap(["py"], view, ())[:2] == ["/bin/setpriv", "--regid=9"]
+    assert isolation.Isolation("none", 7, 7).popen_user() == {}
+    assert isolation.Isolation("bwrap", 7, 7).popen_user() == {}
+    # without setpriv: Popen changes the uid before exec, too late to join a cgroup
+    monkeypatch.setattr(isolation, "tool", lambda name: None)
+    assert isolation.Isolation("none", 7, 7).wrap(["py"], view, ("join",)) == ["py"]
+    assert isolation.Isolation("none", 7, 7).popen_user() == {"user": 7, "group": 7, "extra_groups": []}
+    assert isolation.Isolation("none", None, 9).popen_user() == {"group": 9, "extra_groups": []}
+    assert not isolation.Isolation("none", 7, 7).kind.joins_cgroups(isolation.Isolation("none", 7, 7))
+    assert isolation.Isolation("none").kind.joins_cgroups(isolation.Isolation("none"))
+    assert isolation.Isolation("unshare", 7, 7).kind.joins_cgroups(isolation.Isolation("unshare", 7, 7))

@@ -225,12 +225,12 @@ class Worker:
             self.cgroups = cgroups_mod.WorkerCgroups.create(self.limits.memory_mb * 2**20,
                                                             self.limits.cgroup_pids())
         prefix = self.cgroups.join_prefix() if self.cgroups is not None else ()
-        self._ipc_before = ipc.snapshot() if self.isolation.level == "none" else None
+        self._ipc_before = ipc.snapshot() if not self.isolation.kind.namespaces else None
         self._started_at = time.time()
         worker_py = os.path.join(runtime_inside, "worker.py")
         submission = os.path.join(work, os.path.basename(self.submission_file))
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
-        if self.isolation.level == "none":  # a private TMPDIR (namespaces give a private /tmp)
+        if not self.isolation.kind.namespaces:  # a private TMPDIR (namespaces give a private /tmp)
             env.update(TMPDIR=self.view.tmp_dir, TMP=self.view.tmp_dir, TEMP=self.view.tmp_dir)
         self._plan = (worker_py, rlimits, submission, env, prefix)
         self._template = None if self.gpu else template_mod.current()
@@ -291,7 +291,7 @@ class Worker:
     def _begin_forked(self, env, prefix):
         """At the namespace levels: the sandbox around a placeholder (the same command line as
         a fresh worker's, with a shell that waits for Python), started, not waited for."""
-        if self.isolation.level in ("bwrap", "unshare"):
+        if self.isolation.kind.namespaces:
             # says its pid, then waits for its stdin to close: should the trusted process die
             # without stopping it, the placeholder ends, and its PID namespace with it
             placeholder = ["/bin/sh", "-c", 'echo "$$" && read _ ; exit 0']
@@ -309,7 +309,7 @@ class Worker:
         started. Raises template.TemplateGone when that cannot be done: the worker then starts
         fresh."""
         namespaces, ns_fds = [], []
-        if self.isolation.level in ("bwrap", "unshare"):
+        if self.isolation.kind.namespaces:
             inner = _first_line(self._holder.stdout, self.limits.startup_seconds)
             host_pid = procfs.host_pid(self._holder.pid, inner) if inner.isdigit() else None
             if host_pid is None:
@@ -439,7 +439,7 @@ class Worker:
             raise self._failed(_("the submission's process sent a reply the grader refuses to "
                                  "read: {reason}").format(reason=safe_text(exc, 600)),
                                "protocol") from None
-        if self.isolation.level == "none" and self._over_disk():  # a burst between two looks
+        if not self.isolation.kind.namespaces and self._over_disk():  # a burst between two looks
             self._kill_tree()
             raise self._failed(self._disk_reason(), "disk")
         return reply
@@ -515,7 +515,7 @@ class Worker:
         the worker's process tree, whose System V objects are removed at the end."""
         limit_kb = self.limits.memory_mb * 1024
         watchdog = self.cgroups is None or "memory" not in self.cgroups.folders
-        record = self.isolation.level == "none"
+        record = not self.isolation.kind.namespaces
         if not (watchdog or record):
             return
         rounds = 0
@@ -599,7 +599,7 @@ class Worker:
             pass
         self.reply_fd = -1
         shutil.rmtree(self.view.home, ignore_errors=True)
-        if self.isolation.level == "none" and self._ipc_before is not None:
+        if not self.isolation.kind.namespaces and self._ipc_before is not None:
             ipc.remove(self.isolation.uid, self._seen_pids, self._ipc_before, self._started_at,
                         self.isolation.gid)
             self._ipc_before = None
@@ -678,7 +678,7 @@ class Worker:
         its own may leave, and its orphans stay in its PID namespace.)"""
         groups = self.cgroups
         return groups is not None and "pids" in groups.folders \
-            and self.isolation.level in ("bwrap", "unshare")
+            and self.isolation.kind.namespaces
 
     def _kill_contained(self, roots):
         """_kill_tree by the worker's cgroups: kill what they hold until they hold nothing

@@ -38,8 +38,6 @@ import sysconfig
 
 from . import cgroups
 
-LEVELS = ("bwrap", "unshare", "none")
-CHOICES = ("auto", "strict") + LEVELS
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 
@@ -90,23 +88,138 @@ class View:
         return os.path.join(self.home, "root")
 
 
+class Level:
+    """An isolation level: what it needs of the machine, how it wraps a worker's command
+    line, where the worker finds its files, and what results.json says of it. One subclass
+    (and its entry in KINDS) per level; the rest of the kit asks it, never its name."""
+    name = ""
+    namespaces = False  # a private root, /tmp, /proc, network, PID and IPC namespaces
+    network = filesystem = ""  # what results.json records (Isolation.describe)
+
+    def __repr__(self):
+        return f"<isolation level {self.name}>"
+
+    def tools(self, as_uid):
+        """The system tools it needs (with a throwaway uid: `as_uid`)."""
+        return ()
+
+    def wrap(self, isolation, argv, view, prefix):
+        raise NotImplementedError
+
+    def paths(self, view):
+        """(work dir, runtime dir) as the worker sees them."""
+        return SANDBOX_WORK, SANDBOX_RUNTIME
+
+    def popen_user(self, isolation):
+        """subprocess.Popen arguments that change the worker's user (none: it changes inside)."""
+        return {}
+
+    def joins_cgroups(self, isolation):
+        """Can a worker of `isolation` join cgroups of its own (before it changes user)?"""
+        return True
+
+
+class _Namespaces(Level):
+    """A new root built from scratch (see _mounts), inside Linux namespaces; with a throwaway
+    uid, setpriv changes to it inside, after the cgroups are joined."""
+    namespaces = True
+    network = "none"
+    filesystem = "private root: system and Python read-only, kit not visible"
+    needs = ()  # its own tools; setpriv too with a throwaway uid
+
+    def tools(self, as_uid):
+        return self.needs + (("setpriv",) if as_uid else ())
+
+    def wrap(self, isolation, argv, view, prefix):
+        return list(prefix) + self.command(argv, view, isolation.uid, os.geteuid() == 0)
+
+    def command(self, argv, view, uid, privileged):
+        """The command line that builds the root and runs `argv` in it."""
+        raise NotImplementedError
+
+
+class Bwrap(_Namespaces):
+    """bubblewrap."""
+    name = "bwrap"
+    needs = ("bwrap",)
+
+    def command(self, argv, view, uid, privileged):
+        return bwrap_command(argv, view, uid, privileged)
+
+
+class Unshare(_Namespaces):
+    """util-linux unshare, a few mounts and chroot, for machines without bwrap."""
+    name = "unshare"
+    needs = ("unshare", "chroot")
+
+    def command(self, argv, view, uid, privileged):
+        return unshare_command(argv, view, uid, privileged)
+
+
+class Host(Level):
+    """No namespaces: the host's filesystem and network, a private folder and TMPDIR, the
+    resource limits, and (as root) a throwaway uid, or the grader's uid and a throwaway gid
+    that marks every file the worker makes (cleanup.py removes them)."""
+    name = "none"
+    network = "host"
+    filesystem = "host filesystem, as the worker's user may read it"
+
+    def wrap(self, isolation, argv, view, prefix):
+        if self._setpriv(isolation):
+            if isolation.uid is None:
+                return list(prefix) + _drop_gid_to(isolation.gid) + list(argv)
+            return list(prefix) + _drop_to(isolation.uid) + list(argv)
+        if isolation.uid is not None:
+            return list(argv)  # no setpriv: Popen changes the uid, too late to join a cgroup
+        return list(prefix) + list(argv)
+
+    def paths(self, view):
+        return view.work_dir, view.runtime_dir
+
+    def popen_user(self, isolation):
+        """Where setpriv exists, it changes the uid (after the cgroups are joined); without
+        it the uid changes before exec."""
+        if self._setpriv(isolation):
+            return {}
+        if isolation.uid is None:
+            return {} if isolation.gid is None else {"group": isolation.gid, "extra_groups": []}
+        return {"user": isolation.uid, "group": isolation.uid, "extra_groups": []}
+
+    def joins_cgroups(self, isolation):
+        """With a throwaway uid, setpriv takes it after the cgroup is joined: needed."""
+        return isolation.uid is None or tool("setpriv") is not None
+
+    @staticmethod
+    def _setpriv(isolation):
+        return (isolation.uid is not None or isolation.gid is not None) \
+            and tool("setpriv") is not None
+
+
+KINDS = {kind.name: kind for kind in (Bwrap(), Unshare(), Host())}  # best first
+LEVELS = tuple(KINDS)
+CHOICES = ("auto", "strict") + LEVELS
+
+
 @dataclasses.dataclass(frozen=True)
 class Isolation:
-    level: str
+    level: str               # a name in KINDS (what results.json and --isolation say)
     uid: int | None = None   # throwaway uid (and gid) when the grader runs as root
     # the worker's throwaway gid: its uid's, or at level `none` without a uid (and as root)
     # one of its own, which marks every file it creates (cleanup.py removes them)
     gid: int | None = None
 
+    @property
+    def kind(self):
+        """The Level object of this level."""
+        return KINDS[self.level]
+
     def describe(self):
         """What results.json records about how the code was run."""
-        namespaces = self.level in ("bwrap", "unshare")
         memory, pids = cgroups.describe()
         return {
             "level": self.level,
-            "network": "none" if namespaces else "host",
-            "filesystem": "private root: system and Python read-only, kit not visible"
-            if namespaces else "host filesystem, as the worker's user may read it",
+            "network": self.kind.network,
+            "filesystem": self.kind.filesystem,
             "user": "throwaway uid" if self.uid is not None else "the grader's own user",
             "memory_limit": (memory or "watchdog (PSS)") if self.uses_cgroups() else "watchdog (PSS)",
             "pids_limit": (pids or "RLIMIT_NPROC") if self.uses_cgroups() else "RLIMIT_NPROC",
@@ -117,7 +230,7 @@ class Isolation:
         uid is then taken by setpriv after the cgroup is joined, so setpriv is needed.)"""
         if not any(cgroups.support().values()):
             return False
-        return self.level != "none" or self.uid is None or tool("setpriv") is not None
+        return self.kind.joins_cgroups(self)
 
     def fresh(self):
         """The same level for one more worker, with a throwaway uid of its own (leased until
@@ -126,7 +239,7 @@ class Isolation:
         if self.uid is not None:
             uid = lease_uid()
             return dataclasses.replace(self, uid=uid, gid=uid)
-        if self.level == "none" and os.geteuid() == 0:
+        if not self.kind.namespaces and os.geteuid() == 0:
             return dataclasses.replace(self, gid=lease_uid())
         return self
 
@@ -142,39 +255,18 @@ class Isolation:
 
     def paths(self, view):
         """(work dir, runtime dir) as the worker sees them."""
-        if self.level == "none":
-            return view.work_dir, view.runtime_dir
-        return SANDBOX_WORK, SANDBOX_RUNTIME
+        return self.kind.paths(view)
 
     def wrap(self, argv, view, prefix=()):
         """The command line that runs `argv` (paths as the worker sees them) at this level;
         `prefix` (joining the worker's cgroups) runs first, still as the grader's user."""
-        privileged = os.geteuid() == 0
-        if self.level == "bwrap":
-            return list(prefix) + bwrap_command(argv, view, self.uid, privileged)
-        if self.level == "unshare":
-            return list(prefix) + unshare_command(argv, view, self.uid, privileged)
-        if self._setpriv_at_none():
-            if self.uid is None:
-                return list(prefix) + _drop_gid_to(self.gid) + list(argv)
-            return list(prefix) + _drop_to(self.uid) + list(argv)
-        if self.level == "none" and self.uid is not None:
-            return list(argv)  # no setpriv: Popen changes the uid, too late to join a cgroup
-        return list(prefix) + list(argv)
-
-    def _setpriv_at_none(self):
-        return self.level == "none" and (self.uid is not None or self.gid is not None) \
-            and tool("setpriv") is not None
+        return self.kind.wrap(self, argv, view, prefix)
 
     def popen_user(self):
         """subprocess.Popen arguments: inside namespaces, and at level `none` where setpriv
         exists, setpriv changes the uid (after the cgroups are joined); at level `none`
         without setpriv the uid changes before exec."""
-        if self.level != "none" or self._setpriv_at_none():
-            return {}
-        if self.uid is None:
-            return {} if self.gid is None else {"group": self.gid, "extra_groups": []}
-        return {"user": self.uid, "group": self.uid, "extra_groups": []}
+        return self.kind.popen_user(self)
 
 
 @functools.lru_cache(maxsize=None)
@@ -389,11 +481,7 @@ def release_uid(uid):
 def works(level, as_uid):
     """Run a trivial Python under `level` to see whether this machine allows it."""
     import tempfile
-    if level == "bwrap" and not tool("bwrap"):
-        return False
-    if level == "unshare" and not (tool("unshare") and tool("chroot")):
-        return False
-    if as_uid and level != "none" and not tool("setpriv"):
+    if not all(tool(name) for name in KINDS[level].tools(as_uid)):
         return False
     with tempfile.TemporaryDirectory(prefix="attnkit-probe-") as tmp:
         os.chmod(tmp, 0o711)
@@ -439,9 +527,8 @@ def choose(requested="auto"):
     level, _, with_uid = os.environ.get(CHECKED_ENV, "").partition(":")
     if requested == level and level in LEVELS:
         return Isolation(level, throwaway_uid() if with_uid == "uid" else None)
-    wanted = [requested] if requested in LEVELS else ["bwrap", "unshare"]
-    if requested == "auto":
-        wanted.append("none")
+    wanted = [requested] if requested in LEVELS else \
+        [name for name, kind in KINDS.items() if kind.namespaces or requested == "auto"]
     uid = throwaway_uid()
     for level in wanted:
         if uid is not None and works(level, True):
