@@ -176,13 +176,14 @@ def test_the_result_types_are_a_leaf_the_reports_read_without_the_batch():
 
 
 def test_a_table_that_does_not_fit_its_declaration_stops_the_batch_naming_each_case(tmp_path):
-    """A case twice, a target the api does not name and points the part does not have: the
-    library refuses the table before grading anything, each problem named."""
+    """A case twice, a target the api does not name, a kind of check it does not know and
+    points the part does not have: the library refuses the table before grading anything, each problem named."""
     wrong = CASES.replace(
         'Case("doubling", "a vector", 30, "double", (r.randn(5),)),',
         'Case("doubling", "a vector", 30, "double", (r.randn(5),)),\n'
         '    Case("doubling", "a vector", 10, "double", (r.randn(5),)),\n'
-        '    Case("doubling", "a typo", 5, "dubble", (r.randn(5),)),')
+        '    Case("doubling", "a typo", 5, "dubble", (r.randn(5),)),\n'
+        '    Case("doubling", "a guess", 5, "double", (r.randn(5),), check="guess"),')
     assert wrong != CASES
     kit = _kit(tmp_path, wrong)
     (tmp_path / "right.py").write_text(SOLUTION, encoding="utf-8")
@@ -194,6 +195,40 @@ def test_a_table_that_does_not_fit_its_declaration_stops_the_batch_naming_each_c
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "the case 'doubling: a vector' is in the table twice" in done.stderr
     assert "the case 'doubling: a typo' calls 'dubble', which the declaration's api" in done.stderr
+    # a kind of check the library does not register (grader/suite/checks.py KINDS), the known
+    # ones named in their order (its points count in no part's total)
+    assert ("the case 'doubling: a guess' has check 'guess' (known: match, eval, dropout, "
+            "device, cuda)") in done.stderr
     assert ("part 'doubling': its cases' points add up to 115, not the 100 the declaration "
             "gives it") in done.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_kind_of_check_is_one_entry_its_check_and_its_test():
+    """grader/suite/checks.py KINDS: each kind's hidden test (grader/suite/tests.py) is made
+    from its entry, runs its check over the cases of its kind, and is what the suites import."""
+    import ast
+    from grader.suite import checks, tests
+    names = ["match", "eval", "dropout", "device", "cuda"]
+    assert [kind.name for kind in checks.KINDS] == list(checks.CHECKS) == names
+    assert [kind.check for kind in checks.KINDS] == [checks.check_match, checks.check_eval,
+                                                     checks.check_dropout, checks.check_device,
+                                                     checks.check_cuda]
+    assert tests.__all__ == ["test_matches_reference", "test_eval_mode_is_deterministic",
+                             "test_dropout_acts_on_the_weights", "test_device_discipline",
+                             "test_on_cuda"]
+    for kind in checks.KINDS:
+        test = getattr(tests, kind.test)
+        assert test.__name__ == kind.test and test.__doc__ == kind.about and kind.about
+        assert [m.args for m in test.pytestmark if m.name == "cases"] == [(kind.name,)]
+    # a test made from an entry runs that entry's check with the suite's fixtures
+    ran = []
+    made = tests._test_of(checks.CheckKind("spy", lambda *args: ran.append(args), "test_spy", "A spy."))
+    made("suite", "case", "student", "reference")
+    assert ran == [("suite", "case", "student", "reference")] and made.__name__ == "test_spy"
+    for name in ("attention", "transformer"):
+        path = os.path.join(KIT, "tests_hidden", name, f"test_{name}.py")
+        with open(path, encoding="utf-8") as handle:
+            imported = [alias.name for node in ast.walk(ast.parse(handle.read()))
+                        if isinstance(node, ast.ImportFrom) for alias in node.names]
+        assert imported and set(imported) <= set(tests.__all__), (name, imported)

@@ -19,7 +19,6 @@ IN_EVAL_MODE = N_("{module} in eval mode, forward({args})")
 IN_TRAIN_MODE = N_("{module} in training mode, forward({args})")
 # the GPU part's case names, "<target> <label>": the label is translated where shown
 GPU_LABELS = {"device": N_("makes no tensor on the default device"), "cuda": N_("on CUDA")}
-CHECK_KINDS = ("match", "eval", "dropout", "device", "cuda")
 
 
 @dataclasses.dataclass

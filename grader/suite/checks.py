@@ -18,6 +18,7 @@ graded again by its own check with the submission's callees answered by the solu
 the GPU share included.
 """
 import contextlib
+import dataclasses
 
 import pytest
 import torch
@@ -473,5 +474,31 @@ def check_cuda(session, case, student, reference):
     check_on_device(session, case, student, reference, device="cuda")
 
 
-CHECKS = {"match": check_match, "eval": check_eval, "dropout": check_dropout,
-          "device": check_device, "cuda": check_cuda}
+@dataclasses.dataclass(frozen=True)
+class CheckKind:
+    """A kind of check, in one place: the name a case table gives it (Case.check), the check
+    itself, and the hidden test that runs it (tests.py makes it from this entry; a suite's
+    test file imports it by `test`, pytest parametrizes it over the cases of this kind)."""
+    name: str
+    check: object   # check(session, case, student, reference); raises StudentFailure
+    test: str       # its test function's name in grader/suite/tests.py
+    about: str      # that test's docstring
+
+    def __call__(self, session, case, student, reference):
+        return self.check(session, case, student, reference)
+
+
+KINDS = (
+    CheckKind("match", check_match, "test_matches_reference",
+              "Outputs, stored weights and gradients equal the instructor's solution."),
+    CheckKind("eval", check_eval, "test_eval_mode_is_deterministic",
+              "Eval mode with dropout > 0: every call equals the reference."),
+    CheckKind("dropout", check_dropout, "test_dropout_acts_on_the_weights",
+              "Training mode: dropout acts on the attention weights, as the reference's."),
+    CheckKind("device", check_device, "test_device_discipline",
+              "CPU-only machines: tensors are made on the inputs' device "
+              "(grader/sandbox/runtime/guards.py)."),
+    CheckKind("cuda", check_cuda, "test_on_cuda",
+              "On a GPU: the function's cases run on CUDA and equal the reference."),
+)
+CHECKS = {kind.name: kind for kind in KINDS}  # Case.check -> its CheckKind (callable)

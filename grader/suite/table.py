@@ -1,4 +1,5 @@
 """A hidden suite's case table, read from its assignment, and the questions asked of it."""
+from .checks import CHECKS
 
 
 class Table:
@@ -31,7 +32,6 @@ class Table:
         """What is wrong with the table itself, as messages naming the case: an id (part and
         name) used twice, a part the declaration does not have, a target its api and given
         do not name, a kind of check the library does not know."""
-        from .case import CHECK_KINDS
         declared = self.assignment
         where = f"{declared.folder}/cases.py"
         known = set(declared.api) | set(declared.given)
@@ -47,9 +47,9 @@ class Table:
             if case.target not in known:
                 found.append(f"{where}: the case {case.id!r} calls {case.target!r}, which the "
                              "declaration's api and given do not name")
-            if case.check not in CHECK_KINDS:
+            if case.check not in CHECKS:
                 found.append(f"{where}: the case {case.id!r} has check {case.check!r} (known: "
-                             f"{', '.join(CHECK_KINDS)})")
+                             f"{', '.join(CHECKS)})")
         return found
 
     def max_points(self):

@@ -1,35 +1,25 @@
 """The hidden tests: one harness per kind of check, run over the assignment's case table.
 
-A suite's test file imports these (tests_hidden/<name>/test_<name>.py), which makes them
-its tests: pytest collects them there, parametrized over the table's cases (plugin.py).
+Each is made from its entry in checks.KINDS (its name, its check, its docstring), so that a
+kind of check is one entry there. A suite's test file imports these by name
+(tests_hidden/<name>/test_<name>.py), which makes them its tests: pytest collects them
+there, parametrized over the table's cases of that kind (plugin.py).
 """
 import pytest
 
 from . import checks
 
 
-@pytest.mark.cases("match")
-def test_matches_reference(suite, case, student, reference):
-    """Outputs, stored weights and gradients equal the instructor's solution."""
-    checks.check_match(suite, case, student, reference)
+def _test_of(kind):
+    """The hidden test of one kind of check: `kind.check` over each case of that kind."""
+    @pytest.mark.cases(kind.name)
+    def test(suite, case, student, reference):
+        kind.check(suite, case, student, reference)
+    test.__name__ = test.__qualname__ = kind.test
+    test.__doc__ = kind.about
+    return test
 
 
-@pytest.mark.cases("eval")
-def test_eval_mode_is_deterministic(suite, case, student, reference):
-    checks.check_eval(suite, case, student, reference)
-
-
-@pytest.mark.cases("dropout")
-def test_dropout_acts_on_the_weights(suite, case, student, reference):
-    checks.check_dropout(suite, case, student, reference)
-
-
-@pytest.mark.cases("device")
-def test_device_discipline(suite, case, student, reference):
-    """CPU-only machines: tensors are made on the inputs' device (grader/sandbox/runtime/guards.py)."""
-    checks.check_device(suite, case, student, reference)
-
-
-@pytest.mark.cases("cuda")
-def test_on_cuda(suite, case, student, reference):
-    checks.check_cuda(suite, case, student, reference)
+for _kind in checks.KINDS:
+    globals()[_kind.test] = _test_of(_kind)
+__all__ = [kind.test for kind in checks.KINDS]
