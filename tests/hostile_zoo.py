@@ -543,12 +543,13 @@ ZOO = [
             file("os_exit_import.py", solution("import os\nos._exit(0)\n")), expect="zero",
             reason="exited with status 0"),
     Hostile("os-exit-mid-call", "calls os._exit(3) inside transpose_output",
-            "that call fails, a fresh worker grades the rest",
+            "that call fails, a fresh worker grades the rest; only transpose_output's part loses "
+            "points (MultiHeadAttention is judged with it answered: error carried forward)",
             file("os_exit_call.py", solution(replace=[(
                 "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])  # (B, heads, n, hidden/heads)",
                 "    import os\n    os._exit(3)")])),
-            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
-            reason="exited with status 3"),
+            expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
+            lost_parts=("transpose",), reason="exited with status 3"),
     Hostile("memory-at-once", "allocates 40 GB in DotProductAttention.forward",
             "RLIMIT_AS (the allocation fails in the submission); MultiHeadAttention, judged with "
             "DotProductAttention answered (error carried forward), keeps its points",
@@ -718,10 +719,31 @@ ZOO = [
                     _probes.describe_exception = _amplified
                 """), postlude=RAISE_EVERYWHERE))),
     Hostile("surrogate-message", "transpose_output raises a message of lone surrogates, terminal "
-            "escapes and 200,000 newlines, passed on uncut by a patched describe_exception",
+            "escapes and 20,000 newlines, passed on uncut by a patched describe_exception",
             "strings in replies are made safe (safe_text) and capped; only transpose_output's part "
             "loses points (MultiHeadAttention is judged with it answered: error carried forward)",
             file("surrogate_message.py", solution(postlude=FIND_RUNTIME + textwrap.dedent("""
+                _probes = _runtime("runtime.probes")
+                if _probes is not None:
+                    _plain_describe = _probes.describe_exception
+                    def _uncut(exc):
+                        out = _plain_describe(exc)
+                        out["message"] = str(exc)
+                        return out
+                    _probes.describe_exception = _uncut
+                _BAD = "\\udcff\\ud800\\x1b[2J\\u202e" * 100 + "\\n" * 20000
+                def transpose_output(X, num_heads):
+                    raise ValueError(_BAD)
+                """))),
+            expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
+            lost_parts=("transpose",), reason="ValueError"),
+    Hostile("oversize-message", "transpose_output raises a message of lone surrogates, terminal "
+            "escapes and 200,000 newlines, passed on uncut by a patched describe_exception: a reply "
+            "past the frame's bounds",
+            "a frame whose structure passes 256 KB is refused unread, with its reason; only "
+            "transpose_output's part loses points (MultiHeadAttention is judged with it answered: "
+            "error carried forward, though its own raw run failed the worker)",
+            file("oversize_message.py", solution(postlude=FIND_RUNTIME + textwrap.dedent("""
                 _probes = _runtime("runtime.probes")
                 if _probes is not None:
                     _plain_describe = _probes.describe_exception
@@ -735,14 +757,15 @@ ZOO = [
                     raise ValueError(_BAD)
                 """))),
             expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
-            lost_parts=("transpose",), reason="ValueError"),
+            lost_parts=("transpose",), reason="refuses to read"),
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # No process's RSS shows these pages; the kernel's memory cgroup of the worker charges
     # them, so these entries run only where that cgroup exists.
     Hostile("sysv-shm", "creates 8 System V shared memory segments of 256 MB in "
             "DotProductAttention.forward, touches each and detaches it (held by no process)",
             "the worker's memory cgroup charges shared memory; its IPC namespace (or, at level "
-            "none, the grader) removes the segments",
+            "none, the grader) removes the segments; only DotProductAttention's part loses points "
+            "(MultiHeadAttention is judged with it answered: error carried forward)",
             file("sysv_shm.py", solution(replace=[(
                 "        d = queries.shape[-1]",
                 "        import ctypes\n        _libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -751,8 +774,8 @@ ZOO = [
                 "            _at = _libc.shmat(_id, None, 0)\n"
                 "            ctypes.memset(_at, 1, 256 << 20)\n"
                 "            _libc.shmdt(ctypes.c_void_p(_at))\n        d = queries.shape[-1]")])),
-            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose",),
-            lost_parts=("DotProductAttention", "MultiHeadAttention"), reason="MB of memory",
+            expect="parts", full_parts=ALL_PARTS[:3] + ("transpose", "MultiHeadAttention"),
+            lost_parts=("DotProductAttention",), reason="MB of memory",
             levels=EVERYWHERE if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"]
             else frozenset()),
     Hostile("memfd", "fills 160 memfds of 12 MB (each under RLIMIT_FSIZE) in AdditiveAttention.forward",
@@ -768,15 +791,16 @@ ZOO = [
             levels=EVERYWHERE if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"]
             else frozenset()),
     Hostile("fill-dev-shm", "writes 250 files of 8 MB into the host's /dev/shm in transpose_output",
-            "the worker's memory cgroup charges tmpfs pages; the grader removes the files",
+            "the worker's memory cgroup charges tmpfs pages; the grader removes the files; only "
+            "transpose_output's part loses points (MultiHeadAttention is judged with it answered)",
             file("fill_dev_shm.py", solution(replace=[(
                 "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])  # (B, heads, n, hidden/heads)",
                 "    import os\n    _chunk = b'x' * (8 << 20)\n    for _i in range(250):\n"
                 "        with open('/dev/shm/attnkit-hog-%d-%d' % (os.getpid(), _i), 'wb') as _f:\n"
                 "            _f.write(_chunk)\n"
                 "    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])")])),
-            expect="parts", full_parts=ALL_PARTS[:4], lost_parts=("transpose", "MultiHeadAttention"),
-            reason="MB of memory",
+            expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
+            lost_parts=("transpose",), reason="MB of memory",
             levels=frozenset({"none", "none-uid"})
             if __import__("grader.sandbox.cgroups", fromlist=["support"]).support()["memory"] else frozenset()),
     # -- issue 6, class 6: odd tensors (replies) -------------------------------------------
