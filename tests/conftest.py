@@ -45,13 +45,3 @@ def student_provided_kit(dest, parts=("grader", "tests_hidden", "solutions")):
     toml.write_text(text.replace('provide = "given"', 'provide = "student"'), encoding="utf-8")
     return dest
 
-
-# -- the suite on both cores (pytest-xdist: the README's `python -m pytest -n 2 --dist loadgroup`)
-def pytest_collection_modifyitems(config, items):
-    """Each test file is one unit of work for pytest-xdist's `--dist loadgroup`, so that a
-    module-scoped fixture that grades a batch grades it once, in one worker, and a file's
-    tests run in their order (a file may still split itself by marking its tests
-    `xdist_group`)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

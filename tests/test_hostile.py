@@ -267,8 +267,8 @@ class ZooRun:
 _RUNS = {}
 
 
-# one batch per level, one after the other in one pytest-xdist worker (conftest.py: a file is
-# one group): a level's batch looks for what escaped into the shared /tmp (ESCAPES), which
+# one batch per level, one after the other in one pytest-xdist worker (--dist loadfile): a
+# level's batch looks for what escaped into the shared /tmp (ESCAPES), which
 # another level's attack writes there for a moment before the grader removes it
 @pytest.fixture(scope="module", ids=[key for _, key in LEVELS],
                 params=[pytest.param(level, marks=pytest.mark.slow) for level in LEVELS])
