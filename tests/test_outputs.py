@@ -47,7 +47,7 @@ def test_ordinary_names_are_their_own_folders():
 @pytest.mark.parametrize("name", ["grades.csv", "GRADES.CSV", "Grades.Csv", "report.html",
                                   "grader-errors.log", "ｇｒａｄｅｓ.csv", ".hidden", ".git",
                                   "..", ".", "", "con", "NUL.txt", "course.toml",
-                                  "Overrides.JSON"])
+                                  "Overrides.JSON", "similarity.html", "Similarity.CSV"])
 def test_reserved_and_dot_names_never_become_those_folders(name):
     (folder,) = folders.folder_names([name])
     _safe_folder(folder)
