@@ -197,3 +197,13 @@ def test_the_site_builds_strictly(tmp_path):
               encoding="utf-8") as handle:
         page = handle.read()
     assert "late_policy.unknown_days" in page and "generated:" not in page
+
+
+def test_the_isolation_page_counts_the_hostile_zoo_as_it_stands():
+    """The page says how many hostile submissions tests/hostile_zoo.py holds: the number is
+    the zoo's own, so an entry added or removed without the page fails here."""
+    import hostile_zoo
+    with open(os.path.join(DOCS, "explanation", "isolation.md"), encoding="utf-8") as handle:
+        said = re.search(r"`tests/hostile_zoo\.py` holds (\d+) hostile", handle.read())
+    assert said, "the isolation page no longer says how many entries the zoo holds"
+    assert int(said.group(1)) == len(hostile_zoo.ZOO)

@@ -229,6 +229,8 @@ TOP_FILES = {
     "overrides.json": "the overrides ledger, append-only (`grader override`)",
     "shard.json": "a shard's record (`grader grade --shard`), read by `grader merge`",
     "merge.json": "the shards a merge took, and their machines",
+    "similarity.csv": "`grader similarity`'s pairs, one row each (columns below)",
+    "similarity.html": "`grader similarity`'s page: the flagged pairs side by side",
 }
 
 
