@@ -21,7 +21,7 @@ its defaults): its pair similarity, flagged here at >= 0.5, and its range is pri
 that any threshold can be read off. Dolos needs node and `npm install` in bench/dolos/
 (see bench/README.md); --no-dolos measures this kit alone.
 
-A benchmark, not a test: the figures in README "Similarity" came from it; tests/
+A benchmark, not a test: the figures in docs/how-to/similarity.md came from it; tests/
 test_similarity_disguises.py asserts one pair per disguise.
 """
 import argparse

@@ -261,8 +261,9 @@ def _fields(table, schema, optional, where):
 
 def _kind(kind):
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join({"str": "a string", "list": "a list", "dict": "a table", "int": "a number",
-                        "float": "a number", "bool": "true or false"}[k.__name__] for k in kinds)
+    words = {"str": "a string", "list": "a list", "dict": "a table", "int": "a number",
+             "float": "a number", "bool": "true or false"}
+    return " or ".join(dict.fromkeys(words[k.__name__] for k in kinds))  # a number, said once
 
 
 def _names(values, where, key):

@@ -2,7 +2,7 @@
 
 `DIR/course.toml` beside the gradebook (or `--course FILE`), read with tomllib and checked
 on load: an unknown key, a date without a UTC offset, a negative penalty... is refused in
-one line that names the key. Example (the README has it too):
+one line that names the key. Example (docs/how-to/late-policy-and-overrides.md has it too):
 
     due = 2026-12-01T23:59:00+08:00     # TOML date-time, or a string in ISO 8601 with offset
     grace_minutes = 15                  # on time up to 15 minutes after the due date

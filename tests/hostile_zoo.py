@@ -919,7 +919,7 @@ def _zip_bomb(folder):
 # without a throwaway uid can (the grader's uid: it may signal them). Elsewhere /proc is
 # private or the kill is refused: the attack finds or stops nothing. It aims only at the
 # processes below its own `grader grade`, so that the test runs sharing this machine (which
-# a real attacker at that level could reach: README "Honest limits") are left alone.
+# a real attacker at that level could reach: docs/explanation/isolation.md, "Honest limits") are left alone.
 GRADER_PROCESSES = """
 import os, signal
 def _cmdline(pid):

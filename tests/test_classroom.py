@@ -138,7 +138,7 @@ def test_each_step_runs_exactly_its_parts_public_checks(workflow, tmp_path):
         assert not seen & set(ran), f"{command} runs tests of another step: {seen & set(ran)}"
         seen |= set(ran)
     # the GPU part's public checks (on CUDA, or the CPU device-discipline check) are worth
-    # no Classroom points: the hidden suite grades that part (README: GitHub Classroom)
+    # no Classroom points: the hidden suite grades that part (docs/how-to/github-classroom.md)
     assert seen == every - {"test_runs_on_the_gpu", "test_no_tensor_made_on_the_default_device"}
 
     (folder / "attention.py").write_text(skeleton, encoding="utf-8")

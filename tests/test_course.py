@@ -158,11 +158,13 @@ def test_lms_late_without_a_time_and_file_times():
     assert both["penalty"] == 10.0 and "did not mark it late" in both["review"][0]
 
 
-def test_the_readme_course_file_is_valid():
+def test_the_documented_course_file_is_valid():
+    """The example of docs/how-to/late-policy-and-overrides.md loads as it says."""
     import os
     import re
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
-    (block,) = re.findall(r"```toml\n(.*?)```", readme, re.DOTALL)
+    page = open(os.path.join(os.path.dirname(__file__), "..", "docs", "how-to",
+                             "late-policy-and-overrides.md"), encoding="utf-8").read()
+    (block,) = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
     loaded = course.from_data(course.tomllib.loads(block))
     assert (loaded.kind, loaded.percent, loaded.cap, loaded.unknown_days) == ("per_day", 10, 50, 1)
     assert loaded.extensions["10002"].isoformat() == "2026-12-03T23:59:00+08:00"

@@ -354,7 +354,7 @@ def _odd_tensors():
 
 
 ODD, ODD_SKIPPED = _odd_tensors()
-# the kinds README's "what the grader withstands" names for replies: a torch that cannot
+# the kinds docs/explanation/isolation.md's "what crosses" table names for replies: a torch that cannot
 # build one of these leaves that claim untested, which fails, never silently passes
 CLAIMED = {"meta": ["meta", "meta_huge"],
            "sparse": ["sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr"],
@@ -394,7 +394,7 @@ def test_odd_tensors_are_a_student_failure_with_their_reason(name, where):
         claimed = [c for c, names in CLAIMED.items() if name in names]
         message = f"this torch cannot build or save a {name} tensor: {ODD_SKIPPED[name]}"
         if claimed:
-            pytest.fail(f"the README claims {claimed[0]} tensors are handled; {message}")
+            pytest.fail(f"docs/explanation/isolation.md claims {claimed[0]} tensors are handled; {message}")
         pytest.skip(message)
     case = CASES[1]  # MultiHeadAttention, with captured weights and gradients
     reply = valid_reply(case)
@@ -411,7 +411,7 @@ def test_odd_tensors_are_a_student_failure_with_their_reason(name, where):
     assert deliver_bounded(frame_of(reply), case=case) == "student"
     message = LAST["message"]
     if name in REFUSED:
-        # README: "no larger than 4 x the reference's result" (+ 64 for tiny results)
+        # docs/explanation/isolation.md: "no larger than 4 x the reference's result" (+ 64 for tiny results)
         bound = 4 * max(t.numel() for t in _tensors(_reference_raw(case))) + 64
         assert "cannot be compared: " + REFUSED[name].format(bound=bound) in message
     else:  # a plain tensor of the wrong shape: compared, and told so

@@ -577,7 +577,7 @@ def test_chinese_feedback_has_no_english_prose_at_any_level(graded_at_each_level
 
 @pytest.mark.slow
 def test_the_longest_chinese_feedback_has_no_english_word(graded_at_each_level):
-    """The figure the README gives: of every feedback.txt graded in Chinese, the longest."""
+    """The figure docs/reference/output-files.md gives: of every feedback.txt graded in Chinese, the longest."""
     texts = [(_read(out, path.name, "feedback.txt"), path.name)
              for out in graded_at_each_level.values() for path in out.iterdir()
              if (path / "feedback.txt").is_file()]

@@ -54,7 +54,7 @@ def test_readme_test_command_is_what_ci_runs():
           if line.startswith("python -m pip install torch==2.13.0 -e '.[test,nbgrader]'")]
     # the whole suite, on both cores, each test file in one worker (its module fixtures once)
     assert len(ci) == 1 and ci[0].endswith("&& python -m pytest -n 2 --dist loadfile"), commands
-    assert ci[0] in readme.split("## Layout")[0]
+    assert ci[0] in readme.split("## Documentation")[0]   # in the two commands
     # after it, only the check that the test extra alone is enough (.ci/test-extra)
     assert commands[commands.index(ci[0]) + 1:] == ["bash .ci/test-extra"]
 

@@ -4,7 +4,7 @@ declaration names (`transformer` here), never for attention.py.
 Each test is built so that the default assignment's name would choose otherwise: the other
 file is newer, or its name sorts later, or it is attention.py itself (a student's own
 earlier module, handed in beside the new one). Expectations are literals, written by hand
-from the README's rules (the file most like the assignment's, then the newest)."""
+from docs/how-to/canvas.md's rules (the file most like the assignment's, then the newest)."""
 import json
 import os
 import zipfile

@@ -63,7 +63,7 @@ def _append(path, line):
 def test_the_contracts_catch_an_arrow_back_up_a_circle_and_one_platform_importing_another(tmp_path):
     kit = _copy(tmp_path)
     assert _lint(kit).returncode == 0
-    # a toy platform (a new module, as README's Adding a platform says) that reads Canvas's
+    # a toy platform (a new module, as docs/how-to/add-platform.md says) that reads Canvas's
     # names: one platform importing another
     (kit / "grader" / "platforms" / "toy.py").write_text(
         "from . import base\nfrom .canvas import parse_canvas  # noqa: F401\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""grader/course.py at its edges (issue 19): each boundary the README states (on time up to
+"""grader/course.py at its edges (issue 19): each boundary docs/how-to/late-policy-and-overrides.md states (on time up to
 the grace, a day *started*, the cut-off, at most 100 percent, 1 MB, 100000 extensions) is
 checked on both sides with figures worked out by hand, and each refusal by its reason."""
 import datetime

@@ -15,7 +15,7 @@ MB = 1024 * 1024
 
 
 def test_the_documented_caps():
-    """README, "what the grader withstands": 4 KB per test message, 256 KB feedback.txt,
+    """docs/explanation/isolation.md, "what crosses": 4 KB per test message, 256 KB feedback.txt,
     1 MB results.json; the log is held to 1 MB, the summary to 64 KB, a gradebook cell to
     300 characters."""
     assert files.MESSAGE_CHARS == 4096

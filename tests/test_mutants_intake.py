@@ -1,5 +1,5 @@
 """grader/intake/__init__.py at its edges (issue 19): which file is the work (each rule of
-the README's order, the shallowest copy, the names never taken), the names a batch gives
+docs/how-to/canvas.md's order, the shallowest copy, the names never taken), the names a batch gives
 its submissions (computed by hand here), which helpers are staged beside it (2 MB on both
 sides), each refusal by its whole text and what it makes of the row (missing work, not
 gradable, grader error), on real folders, files and zips in tmp_path."""

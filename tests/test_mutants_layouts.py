@@ -1,6 +1,6 @@
 """grader/platforms/ (recognition.py and each platform's recognition) at its edges (issue 19): who each file belongs to.
 
-Every expectation here is written out by hand from the rule the README and the module's
+Every expectation here is written out by hand from the rule docs/explanation/identity.md (with the platform pages) and the module's
 docstring state (Canvas's `name[_LATE]_userid_attachmentid_file`, Moodle's
 `full name_id_assignsubmission_plugin_`, nbgrader's `submitted/<student>/`, Gradescope's
 metadata), never computed by the code under test; each cap is checked on both sides with

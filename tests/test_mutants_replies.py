@@ -35,7 +35,7 @@ def why(value, bound=replies.GLOBAL_MAX_NUMEL):
 
 
 def test_the_bounds_are_the_documented_figures():
-    """README: a 256 KB pickle, 16 MB of storage; tensors no larger than 4 x the
+    """docs/explanation/isolation.md: a 256 KB pickle, 16 MB of storage; tensors no larger than 4 x the
     reference's result."""
     assert replies.ARCHIVE == {"max_entries": 1024, "max_pickle_bytes": 256 * 1024,
                                "max_storage_bytes": 16 * MB}

@@ -179,7 +179,7 @@ def test_nbgrader_round_trip(tmp_path):
     assert (submitted / "alice" / ASSIGNMENT / "submission_secret.txt").is_file()
     # bob: collected earlier (his timestamp.txt), with .repeat in MultiHeadAttention
     _fill(released, source, submitted / "bob" / ASSIGNMENT / "attention.ipynb", (RIGHT, WRONG))
-    # chen: the notebook alone, copied in by hand (the README allows it)
+    # chen: the notebook alone, copied in by hand (docs/how-to/nbgrader.md allows it)
     _fill(released, source, submitted / "chen" / ASSIGNMENT / "attention.ipynb", collected=False)
     # dana: her folder holds no notebook (she put her answers in a text file)
     (submitted / "dana" / ASSIGNMENT).mkdir(parents=True)

@@ -47,12 +47,23 @@ def test_ordinary_names_are_their_own_folders():
 @pytest.mark.parametrize("name", ["grades.csv", "GRADES.CSV", "Grades.Csv", "report.html",
                                   "grader-errors.log", "ｇｒａｄｅｓ.csv", ".hidden", ".git",
                                   "..", ".", "", "con", "NUL.txt", "course.toml",
-                                  "Overrides.JSON"])
+                                  "Overrides.JSON", "similarity.html", "Similarity.CSV"])
 def test_reserved_and_dot_names_never_become_those_folders(name):
     (folder,) = folders.folder_names([name])
     _safe_folder(folder)
     assert folders.key(folder) not in folders.RESERVED
     assert not folder.startswith(".")
+
+
+@pytest.mark.parametrize("written", ["grades.csv", "report.html", "grader-errors.log",
+                                     "similarity.csv", "similarity.html", "shard.json",
+                                     "merge.json", "course.toml", "overrides.json"])
+def test_no_folder_takes_the_name_of_a_file_the_grader_writes_beside_it(written):
+    """Listed here from what the commands write at the top of --out (grade, merge, similarity,
+    the course file and the ledger), not from folders.RESERVED."""
+    for name in (written, written.upper()):
+        (folder,) = folders.folder_names([name])
+        assert folders.key(folder) != folders.key(written), (name, folder)
 
 
 def test_names_that_differ_only_in_case_or_unicode_form_get_different_folders():

@@ -118,7 +118,7 @@ def test_copies_are_flagged_and_rank_above_every_independent_pair(class_pairs):
     assert all(p.flagged for p in copies), [(p.a, p.b, p.score) for p in copies if not p.flagged]
     assert not any(p.flagged for p in others), [(p.a, p.b, p.score) for p in others if p.flagged]
     assert min(p.score for p in copies) > max(p.score for p in others)
-    # measured (README "Similarity"): every copy scores 1, sharing 493 characters and up
+    # measured (docs/how-to/similarity.md): every copy scores 1, sharing 493 characters and up
     # (all of its own code); independent pairs 0.17 at most, sharing 124 at most
     assert min(p.score for p in copies) == 1.0 and max(p.score for p in others) == 0.1708
     assert min(p.shared for p in copies) == 493 and max(p.shared for p in others) == 124

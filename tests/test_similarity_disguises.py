@@ -5,7 +5,7 @@ alternatives, the catalog's mistakes, the book followers) stay unflagged. The di
 keep the code working (checked here on wei.py), so each is a copy a student could hand in.
 
 The figures for every disguise, every pair and triple of them and both tools are in
-bench/similarity.py and README "Similarity".
+bench/similarity.py and docs/how-to/similarity.md.
 """
 import importlib.util
 import os

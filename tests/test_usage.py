@@ -14,7 +14,7 @@ ALICE = os.path.join(KIT, "examples", "alice.py")
 # (arguments, a piece of the one line that must say why); {tmp} is a fresh empty folder,
 # which is also the current folder of the command
 MISTAKES = [
-    # the README's own example, run from a course folder instead of the kit
+    # docs/how-to/nbgrader.md's own example, run from a course folder instead of the kit
     (["release", "--output", "{tmp}/s.py", "--notebook", "{tmp}/nb/a.ipynb",
       "--readme", "assignments/attention/README.zh-CN.md"],
      "--readme assignments/attention/README.zh-CN.md: no such file (relative paths are read "

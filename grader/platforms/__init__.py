@@ -11,8 +11,8 @@ and the exports read their choices from.
     classroom.py    GitHub Classroom: the workflow the student folder carries
 
 Each is one `base.Platform` object, registered when its module is imported; this package
-imports every module in it, so a new platform is one new module here (README: Adding a
-platform). What the platforms share: base.py (what a platform is, the recognition helpers),
+imports every module in it, so a new platform is one new module here (docs/how-to/
+add-platform.md). What the platforms share: base.py (what a platform is, the recognition helpers),
 exports.py (which rows an LMS gets, a student's feedback, `Export`), recognition.py (the paths
 given to `grader grade` → one Submission per student). No platform imports another.
 

@@ -61,8 +61,8 @@ def workflow(assignment):
         head.append(f"The {names} part{'s' if len(gpu) > 1 else ''} ({worth} points) "
                     f"{'are' if len(gpu) > 1 else 'is'} not checked here: Classroom's runners "
                     f"have no GPU.")
-    where = "(`grader grade` on the students' repositories, see the kit's README, " \
-            "\"GitHub Classroom\")."
+    where = "(`grader grade` on the students' repositories, see the kit's " \
+            "docs/how-to/github-classroom.md)."
     head.append("The public checks are a sample; the grade of record comes from the kit's "
                 "hidden suite " + where.replace(" ", NBSP))  # the reference stays on one line
     lines = _comment(" ".join(head))

@@ -22,7 +22,8 @@ MAX_BYTES = 80
 RESERVED = frozenset({"grades.csv", "report.html", "grader-errors.log", "index.html",
                       "results.json", "feedback.txt",
                       "course.toml", "overrides.json",  # the course file and the ledger
-                      "shard.json", "merge.json"})  # a shard's record, a merge's (shards.py)
+                      "shard.json", "merge.json",  # a shard's record, a merge's (shards.py)
+                      "similarity.csv", "similarity.html"})  # grader similarity's (similarity/page.py)
 _WINDOWS = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
                       *(f"lpt{i}" for i in range(10))})
 _PUNCTUATION = frozenset("-_.+@() ")

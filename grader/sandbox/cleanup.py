@@ -15,7 +15,7 @@ by that mark, and:
 
 A file it wrote into a folder it may write only as its owner (the grader's own uid at level
 `none` without a throwaway uid: the kit, the grader's temporary folders) is not found here;
-README "Honest limits" says so.
+docs/explanation/isolation.md ("Honest limits") says so.
 """
 import os
 import shutil

@@ -16,7 +16,7 @@ verb needs it.
 """
 
 # A pair is flagged when its score is at least the threshold and it shares at least
-# MIN_SHARED characters of normalised code beyond the base. Measured (README "Similarity",
+# MIN_SHARED characters of normalised code beyond the base. Measured (docs/how-to/similarity.md,
 # bench/similarity.py): 1,550 disguised copies scored 0.82 and up and shared 256 characters
 # or more; of the independent pairs, those sharing 200 characters or more scored 0.46 at
 # most, and those scoring 0.5 or more shared 45 at most (a few generic or edited lines,

@@ -26,7 +26,7 @@ from . import normal
 K = 12          # characters of normalised code in a k-gram (copydetect's default is 25)
 WINDOW = 8      # winnowing window: any shared run of K + WINDOW - 1 = 19 is found
 LEXED_AS = "submission.py"  # the name copydetect is told (the language is given: only logs read it)
-# 12 and 8, measured on tests/similarity/ (README "Similarity"): with copydetect's 25 and 6
+# 12 and 8, measured on tests/similarity/ (docs/how-to/similarity.md): with copydetect's 25 and 6
 # a copy with a dead line after every statement (gus_padded.py) scored 0.40.
 
 
