@@ -66,8 +66,12 @@ def test_regrading_one_student_keeps_the_others_and_unchanged_ones_are_kept(tmp_
 @pytest.mark.slow
 def test_ctrl_c_writes_the_gradebook_for_what_was_graded_and_a_rerun_finishes(tmp_path):
     subs, out = _class(tmp_path), tmp_path / "grades"
+    # dana and erik are right but slow to import (4 s each, under the 10 s limit), so the batch
+    # is still running when Ctrl-C comes, however late a loaded machine lets this test send it
+    # (a batch of five fast files once finished before it: exit 0)
+    slow = "import time\ntime.sleep(4)\n" + open(SOLUTION, encoding="utf-8").read()
     for name in ("dana", "erik"):
-        shutil.copy(SOLUTION, subs / f"{name}.py")
+        (subs / f"{name}.py").write_text(slow, encoding="utf-8")
     paths = sorted(subs.iterdir())
     proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
                              str(out), *FAST], cwd=KIT, stdout=subprocess.PIPE,
