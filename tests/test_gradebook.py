@@ -73,9 +73,12 @@ def test_ctrl_c_writes_the_gradebook_for_what_was_graded_and_a_rerun_finishes(tm
     for name in ("dana", "erik"):
         (subs / f"{name}.py").write_text(slow, encoding="utf-8")
     paths = sorted(subs.iterdir())
+    # Ctrl-C as a terminal delivers it: a test run started in the background of a shell
+    # without job control inherits SIGINT ignored, and Python then leaves it ignored
     proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
                              str(out), *FAST], cwd=KIT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600
     for line in proc.stdout:  # wait for the first graded row, then press Ctrl-C
         if line.startswith("[  1/5"):
