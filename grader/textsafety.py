@@ -45,3 +45,13 @@ def safe_text(value, limit=None):
     value = _SURROGATE.sub("\ufffd", value)
     value = _UNSAFE.sub("", value)
     return capped(value, limit, dropped)
+
+
+def finite_number(value):
+    """A cell or field read back from a file, as a finite float; None when it is not one
+    (text, NaN, an infinity, a number too large for a float)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None

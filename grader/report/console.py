@@ -14,7 +14,7 @@ import sys
 import time
 
 from ..i18n import _, ngettext
-from ..textsafety import safe_text
+from ..textsafety import finite_number as _number, safe_text
 
 MISSING = "missing"
 
@@ -180,14 +180,6 @@ def summary(rows, seconds, unchanged=0):
                                      "{count} unchanged since their last grading, rows kept",
                                      unchanged).format(count=unchanged))
     return lines
-
-
-def _number(value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
 
 
 def _line(text, width):

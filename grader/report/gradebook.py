@@ -41,7 +41,7 @@ import os
 from .. import course as courses
 from .. import overrides as ledger
 from ..intake.layouts import shown_source
-from ..textsafety import safe_text
+from ..textsafety import finite_number as _number, safe_text
 from ..files import GRADEBOOK_CELL_CHARS, write_bytes, write_text
 from .summary import mistake_ids
 
@@ -153,14 +153,6 @@ def recorded_assignment(out_dir):
     named.discard(None)
     found = named.pop() if len(named) == 1 else None
     return found if isinstance(found, str) and found.isidentifier() else None
-
-
-def _number(value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
 
 
 def final_row(row, course=None, current=None):

@@ -31,7 +31,7 @@ from .. import i18n
 from ..assignment import load as load_assignment
 from ..catalog.mistakes import Catalog
 from ..i18n import N_, _, case_title
-from ..textsafety import safe_text
+from ..textsafety import finite_number as _number, safe_text
 from .. import files
 from . import pictures
 from .carried import carried_lines
@@ -425,14 +425,6 @@ def write_feedback_page(result, folder, feedback="full", assignment=None):
 
 
 # ---------------------------------------------------------------- the instructor's page
-
-def _number(value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
 
 def _row_of(item):
     """A gradebook row (dict) from a row or a SubmissionResult, with its tests when known."""
