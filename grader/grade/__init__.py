@@ -38,6 +38,7 @@ from ..similarity import code as kept_code
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report import html as pages
+from ..report import pictures
 from ..report.gradescope import results_text
 from ..report.rebuild import rebuild
 from ..textsafety import safe_text
@@ -267,6 +268,7 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
 def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None,
                  shard=None, wanted_parts=None):
     catalog = trusted.catalog(options, zygote)
+    pictures.warm_up()  # off the critical path: the report's charts and the heatmaps need it
     parts = _declared_parts(options.assignment, catalog)
     all_parts, whole_suite = parts, fingerprint.suite_fingerprint(options)
     gpu_parts = options.assignment.gpu_parts

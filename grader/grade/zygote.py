@@ -373,3 +373,8 @@ def serve(sock_fd):
 
 if __name__ == "__main__":
     serve(int(sys.argv[1]))
+    # the batch is over: leave without the interpreter's teardown of torch and pytest (about
+    # 0.15 s of the batch's wall time); nothing of this process is kept for after
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

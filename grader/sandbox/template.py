@@ -437,3 +437,4 @@ def serve(sock_fd):
 
 if __name__ == "__main__":
     serve(int(sys.argv[1]))
+    os._exit(0)  # every keeper reaped: leave without tearing torch down (about 0.4 s of wall)
