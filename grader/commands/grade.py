@@ -36,7 +36,8 @@ def add_parser(commands):
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION")
     gradebook_argument(parser, "the gradebook folder: results, grades.csv, report.html")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="submissions graded at once (default 1)")
+                        help="submissions whose code runs at once (default 1); one more is "
+                             "prepared meanwhile and waits for its turn")
     parser.add_argument("--force", action="store_true",
                         help="regrade every submission, also those unchanged since their row in "
                              "DIR was graded (by default those rows are kept)")

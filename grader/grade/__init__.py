@@ -51,12 +51,18 @@ __all__ = ["BatchInterrupted", "SuiteFailed", "SuiteOptions", "grade_batch", "gr
 
 
 def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, previous=None,
-              companions=()):
+              companions=(), place=None):
     """Stage and grade one submission; always returns a SubmissionResult.
 
     suite: the suite's fingerprint; previous: the fingerprint of this submission's row in
     the gradebook. When what was staged has the same fingerprint, nothing is graded and
     the result says `unchanged` (its row is kept)."""
+    with trusted.in_line(place):  # place: in the batch's line for turns (turns.py)
+        return _grade_one(path, name, catalog, options, workdir, zygote, suite, previous,
+                          companions)
+
+
+def _grade_one(path, name, catalog, options, workdir, zygote, suite, previous, companions):
     started = time.monotonic()
     stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(name)[:40]}-", dir=workdir)
     os.chmod(stage_root, 0o711)
@@ -115,12 +121,13 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
         return outcome.SubmissionResult(name, path, tests, staged.notes,
                                         grader_error=str(failure),
                                         seconds=time.monotonic() - started)
+    costs = outcome.costs_from(report)
     result = outcome.SubmissionResult(
         name, path, outcome.from_suite(report, catalog, options.assignment), staged.notes,
         isolation=report.get("isolation"), summary=report.get("submission"),
-        seconds=time.monotonic() - started, diagnoses=outcome.diagnoses_from(report),
-        case_results=outcome.case_results_from(report),
-        carry_forward=outcome.carry_setting(report), costs=outcome.costs_from(report))
+        seconds=time.monotonic() - started - (costs["turn_wait"] or 0.0),
+        diagnoses=outcome.diagnoses_from(report), case_results=outcome.case_results_from(report),
+        carry_forward=outcome.carry_setting(report), costs=costs)
     if report.get("errors"):
         result.grader_error = "; ".join(report["errors"])[:2000]
     result.console = report.get("console", "")
@@ -256,11 +263,13 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     trusted.vouch_isolation(chosen)  # the trusted processes take it as checked
     workers = trusted.start_worker_template()  # torch imported once for every worker
     zygote = trusted.start_zygote(options, max(1, jobs))  # torch, pytest, the suite: once
+    trusted.pace(max(1, jobs))  # `jobs` submissions' code at once, one more prepared ahead
     try:
         return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
                             {"feedback": feedback, "visibility": visibility}, policy,
                             shard, parts)
     finally:
+        trusted.pace(None)
         trusted.stop_zygote(zygote)
         trusted.stop_worker_template(workers)
 
@@ -298,7 +307,9 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     workdir = tempfile.mkdtemp(prefix="attnkit-grade-")
     os.chmod(workdir, 0o711)
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        # one more than --jobs: the next submission is staged and its trusted process
+        # prepared while the others run; its code waits for a turn (turns.py)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs) + 1) as pool:
             futures = {}
             for i, (path, name) in enumerate(zip(paths, names)):
                 row = kept.get(name) or {}
@@ -307,7 +318,8 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
                 previous = None if force or not same else row.get("fingerprint")
                 futures[pool.submit(grade_one, path, name, catalog, options, workdir, zygote,
                                     suite, previous,
-                                    getattr(identities[i], "companions", ()))] = i
+                                    getattr(identities[i], "companions", ()),
+                                    trusted.place_in_line())] = i
             try:
                 for future in concurrent.futures.as_completed(futures):
                     _finish(future, futures[future], results, names, paths, folder_names,

@@ -68,11 +68,12 @@ def case_results_from(report):
 
 
 def costs_from(report):
-    """{"exchanges": int, "worker_cpu": s, "trusted_cpu": s} from the report, checked (None
-    for what it does not say); the benchmark reads them."""
+    """{"exchanges": int, "worker_cpu": s, "trusted_cpu": s, "turn_wait": s} from the
+    report, checked (None for what it does not say); the benchmark reads them, and the
+    seconds a result reports leave the wait for its turn (turns.py) out."""
     found = report.get("costs") if isinstance(report.get("costs"), dict) else {}
     out = {}
-    for key in ("exchanges", "worker_cpu", "trusted_cpu"):
+    for key in ("exchanges", "worker_cpu", "trusted_cpu", "turn_wait"):
         value = found.get(key)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e9
         out[key] = value if ok else None

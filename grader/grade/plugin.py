@@ -20,6 +20,7 @@ import traceback
 import pytest
 
 from grader import i18n
+from grader.grade import turns
 from grader.harness import memo
 from grader.harness.failures import StudentFailure
 from grader.i18n import N_, _
@@ -68,6 +69,16 @@ class Recorder:
         self.order = []
         self.errors = []
         self.started = time.monotonic()
+        self.waited = 0.0  # for its turn (turns.py): not part of the time it reports
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session):
+        """Before the hidden suite starts the submission's worker: wait for this
+        submission's turn (turns.py); none came, the grader stopped: the session ends here."""
+        waited = turns.wait_for_turn()
+        if waited is None:
+            pytest.exit("the grader stopped before this submission's turn", returncode=3)
+        self.waited = waited
 
     def _record(self, item):
         if item.nodeid not in self.tests:
@@ -135,7 +146,7 @@ class Recorder:
                 "tests": [self.tests[n] for n in self.order],
                 "errors": errors,
                 "exitstatus": int(exitstatus),
-                "seconds": time.monotonic() - self.started,
+                "seconds": time.monotonic() - self.started - self.waited,
                 "isolation": dict(level.describe(), **(student.limits_applied() if student else {}))
                 if level else None,
                 "submission": student.summary() if student else None,

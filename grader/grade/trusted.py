@@ -5,6 +5,7 @@ submission's worker (see grader/sandbox) and reports each test's outcome as JSON
 pipe that only it holds. `grader grade` never imports student code and never reads a
 file a worker could have written.
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,6 +20,7 @@ from .. import paths
 from ..i18n import N_, _
 from ..sandbox import cleanup, isolation, template
 from ..sandbox.limits import Limits
+from . import turns
 
 # the events pipe (sandbox/client.py EVENTS_FD; zygote.py FD_ENVIRONMENT): named here, not
 # imported from zygote.py, which `python -m grader.grade.zygote` runs as __main__
@@ -100,7 +102,7 @@ class SuiteFailed(Exception):
 # the batch's worker template (its socket is inherited by trusted processes), the templates
 # that died (kept open until the batch ends), how many times it was restarted and why
 _BATCH = {"template": None, "template_fd": None, "dead": [], "restarts": 0, "stopped": None,
-          "checked": None}
+          "checked": None, "pace": None}
 _TEMPLATE_LOCK = threading.Lock()
 
 
@@ -216,6 +218,8 @@ _RUNNING_LOCK = threading.Lock()
 def interrupt_all():
     """Ctrl-C: ask every running trusted process to stop (SIGINT: pytest ends the session,
     which stops the submission's worker and its cgroups, and reports)."""
+    if _BATCH["pace"] is not None:
+        _BATCH["pace"].close()  # a prepared process waiting for its turn gets none
     with _RUNNING_LOCK:
         targets = list(_RUNNING.items())
     for pid, interrupt in targets:
@@ -233,6 +237,12 @@ def _drain(fd, into):
 class StoppedWhileRunning(SuiteFailed):
     """The trusted process was killed while its submission's worker ran as the grader's
     own uid (level `none` without a throwaway uid), and left no report: see run_suite."""
+
+
+class StoppedWhileIdle(SuiteFailed):
+    """The trusted process was killed, at a level where a classmate's worker runs as the
+    grader's own uid, while its own submission's worker was not running (waiting for its
+    turn, say): someone else's doing. Graded again alone, never charged: see run_suite."""
 
 
 class _Turns:
@@ -310,8 +320,32 @@ def _describe_status(status):
     return f"killed by signal {-status}" if status < 0 else f"exit status {status}"
 
 
-def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
-    """Run pytest with our plugin, forked from `zygote` or as a fresh process.
+def pace(jobs):
+    """Give each submission of the batch its turn (turns.py): at most `jobs` trusted
+    processes past it at once, so grade_batch may start one more, prepared ahead.
+    None: no turns (each trusted process goes at once)."""
+    _BATCH["pace"] = turns.Pace(jobs) if jobs else None
+
+
+def place_in_line():
+    """The next place in the batch's line for turns (grade_batch, in submission order);
+    None when the batch gives no turns."""
+    paced = _BATCH.get("pace")
+    return paced.issue() if paced is not None else None
+
+
+def in_line(place):
+    """Around one submission's grading (grade_one) holding its `place`; nothing without one."""
+    paced = _BATCH.get("pace")
+    if paced is None or place is None:
+        return contextlib.nullcontext()
+    return paced.place(place)
+
+
+def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=False):
+    """Run pytest with our plugin, forked from `zygote` or as a fresh process; take_turn:
+    it waits for its turn (pace()) before the submission's worker starts, and `timeout`
+    counts from then.
 
     Returns (report dict, console text); raises SuiteFailed when no report came (and
     StoppedWhileRunning when the evidence says its submission's worker stopped it).
@@ -324,6 +358,8 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     console_r, console_w = os.pipe()
     events_r, events_w = os.pipe()
     report, console, events = [], [], []
+    paced = _BATCH.get("pace") if take_turn else None
+    mine, theirs = turns.channel() if paced is not None else (None, None)
     readers = [threading.Thread(target=_drain, args=(report_r, report), daemon=True),
                threading.Thread(target=_drain, args=(console_r, console), daemon=True),
                threading.Thread(target=_drain, args=(events_r, events), daemon=True)]
@@ -333,6 +369,8 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     fds = {"events": events_w}
     if template_fd is not None:
         fds["template"] = template_fd
+    if theirs is not None:
+        fds["turn"] = theirs.fileno()
     lost = object()  # the status of a child whose fork server died before it
     child_cpu = None  # its CPU seconds, as the fork server saw them when it ended
     with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
@@ -347,19 +385,33 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
             env = dict(_environment(), **{EVENTS_ENV: str(events_w)})
             if template_fd is not None:
                 env[template.ENV_FD] = str(template_fd)
+            if theirs is not None:
+                env[turns.TURN_ENV] = str(theirs.fileno())
             proc = subprocess.Popen([sys.executable, "-m", "pytest", *args,
                                      "--attnkit-report-fd", str(report_w)],
                                     cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=console_w, stderr=console_w,
-                                    pass_fds=(report_w, events_w, *_inherited_fds()),
+                                    pass_fds=(report_w, events_w, *_inherited_fds(),
+                                              *([theirs.fileno()] if theirs else [])),
                                     start_new_session=True)
         os.close(report_w)
         os.close(console_w)
         os.close(events_w)
+        if theirs is not None:
+            theirs.close()
         running = pid if zygote is not None else proc.pid
         with _RUNNING_LOCK:
             _RUNNING[running] = (lambda sig, p=running: os.kill(p, sig))
+        waited = 0.0
         try:
+            if paced is not None:  # prepared; its code runs from its turn on
+                waited = paced.take_slot()
+                template_fd = current_template_fd()  # the live one: it may have died meanwhile
+                restarts = _BATCH["restarts"]
+                if paced.closed:  # Ctrl-C: no turn; the child hears EOF and ends
+                    mine.close()
+                else:
+                    turns.go(mine, template_fd)
             if zygote is not None:
                 try:
                     status = zygote.wait(pid, timeout)
@@ -384,6 +436,16 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
         finally:
             with _RUNNING_LOCK:
                 _RUNNING.pop(running, None)
+            # a template that died meanwhile is started again now, for the next; said
+            # before the slot goes to the next submission, whose code may kill it again
+            current_template_fd()
+            if _BATCH["restarts"] > restarts:
+                notes["worker_template"] = (f"the batch's worker template stopped "
+                                            f"({_BATCH['stopped']}) while this submission "
+                                            "was graded; it was started again")
+            if paced is not None:
+                mine.close()  # closed already, unless something failed before its turn
+                paced.done()
         for reader in readers:
             reader.join(30)
     console = (console[0] if console else b"").decode("utf-8", "replace")
@@ -393,10 +455,6 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     for ids in running_ids:  # its trusted process died before it could stop this worker
         cleanup.kill(ids)
         cleanup.remove(ids)
-    current_template_fd()  # one that died meanwhile is started again now, for the next
-    if _BATCH["restarts"] > restarts:
-        notes["worker_template"] = (f"the batch's worker template stopped ({_BATCH['stopped']}) "
-                                    "while this submission was graded; it was started again")
     if status is lost:
         notes["fork_server"] = ("the grader's fork server stopped while this submission was "
                                 "graded; it was started again")
@@ -405,9 +463,12 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
     data = report[0] if report else b""
     if not data:
         how = _describe_status(None if status is lost else status)
-        if worker_running and (status is lost or status < 0) and _worker_shares_grader_uid(options):
-            raise StoppedWhileRunning(f"the trusted process was stopped ({how}) while the "
-                                      "submission's worker ran as the grader's uid")
+        if (status is lost or status < 0) and _worker_shares_grader_uid(options):
+            if worker_running:
+                raise StoppedWhileRunning(f"the trusted process was stopped ({how}) while the "
+                                          "submission's worker ran as the grader's uid")
+            raise StoppedWhileIdle(f"the trusted process was stopped ({how}) while its "
+                                   "submission's worker was not running")
         raise SuiteFailed(f"the hidden suite exited with status {how} and wrote no "
                           f"report:\n{console[-4000:]}")
     try:
@@ -416,7 +477,7 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None):
         raise SuiteFailed(f"the hidden suite's report is not JSON ({error})") from None
     if isinstance(report, dict):  # what it cost (grader/bench.py reads it)
         costs = report.get("costs") if isinstance(report.get("costs"), dict) else {}
-        report["costs"] = dict(costs, trusted_cpu=child_cpu)
+        report["costs"] = dict(costs, trusted_cpu=child_cpu, turn_wait=waited)
     return report, console
 
 
@@ -438,6 +499,21 @@ STOPPED_BY_SUBMISSION = N_(
     "processes; what did not finish scores 0.")
 
 
+def _alone_or_charged(options, args, stage_dir, zygote, tests, notes, first):
+    """(report, console) after `first` (StoppedWhileRunning): graded again alone; stopped
+    again, and a control submission survives, it is charged (run_suite's rule)."""
+    with _TURNS.exclusive():
+        try:
+            report, console = run_pytest(options, args, options.process_seconds(), zygote, notes)
+            notes["graded_alone"] = (f"graded again alone: {first} while other "
+                                     "submissions' code also ran")
+        except StoppedWhileRunning as again:
+            evidence = f"{first}; graded alone: {again}"
+            _control(options, stage_dir, zygote, evidence)  # raises SuiteFailed if it dies too
+            report, console = _charged(options, evidence, tests), ""
+    return report, console
+
+
 def run_suite(options, submission_file, stage_dir, zygote=None, tests=None):
     """The hidden suite's report for one staged submission; `tests`: the batch's catalog of
     hidden tests (catalog()), what a charged report lists.
@@ -449,23 +525,25 @@ def run_suite(options, submission_file, stage_dir, zygote=None, tests=None):
     running (the events pipe, which no worker can reach), and (3) the same happens when the
     submission is graded again alone, with no other submission's code running, while (4) a
     control submission that defines nothing, graded the same way alone, does not die.
-    Anything else is a grader error."""
+    One killed while its worker was not running (waiting for its turn: turns.py) is graded
+    again alone, as if nothing had happened. Anything else is a grader error."""
     args = ["--submission", submission_file, "--stage-dir", stage_dir]
     notes = {}
     try:
         with _TURNS.shared():
-            report, console = run_pytest(options, args, options.process_seconds(), zygote, notes)
-    except StoppedWhileRunning as first:
-        with _TURNS.exclusive():
-            try:
+            report, console = run_pytest(options, args, options.process_seconds(), zygote, notes,
+                                         take_turn=True)
+    except StoppedWhileIdle as idle:  # not its code's doing: once more, alone
+        try:
+            with _TURNS.exclusive():
                 report, console = run_pytest(options, args, options.process_seconds(), zygote,
                                              notes)
-                notes["graded_alone"] = (f"graded again alone: {first} while other "
-                                         "submissions' code also ran")
-            except StoppedWhileRunning as again:
-                evidence = f"{first}; graded alone: {again}"
-                _control(options, stage_dir, zygote, evidence)  # raises SuiteFailed if it dies too
-                report, console = _charged(options, evidence, tests), ""
+            notes["graded_alone"] = f"graded again alone: {idle}"
+        except StoppedWhileRunning as first:  # and then its own code stopped it
+            report, console = _alone_or_charged(options, args, stage_dir, zygote, tests, notes,
+                                                first)
+    except StoppedWhileRunning as first:
+        report, console = _alone_or_charged(options, args, stage_dir, zygote, tests, notes, first)
     report["console"] = console[-20000:]
     if notes and isinstance(report.get("isolation"), dict):
         report["isolation"].update(notes)

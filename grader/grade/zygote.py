@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 
+from . import turns
+
 PRELOAD = ("torch", "pytest", "_pytest.python", "grader.harness", "grader.grade.plugin",
            "grader.suite.plugin", "grader.sandbox.client", "pytest_timeout")
 
@@ -195,7 +197,8 @@ class Zygote:
 
 
 # -- the server side ------------------------------------------------------------------
-FD_ENVIRONMENT = {"template": "ATTNKIT_WORKER_TEMPLATE_FD", "events": "ATTNKIT_EVENTS_FD"}
+FD_ENVIRONMENT = {"template": "ATTNKIT_WORKER_TEMPLATE_FD", "events": "ATTNKIT_EVENTS_FD",
+                  "turn": turns.TURN_ENV}
 
 
 def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):

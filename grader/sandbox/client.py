@@ -251,6 +251,12 @@ class Worker:
         going (or started fresh), its output read, its memory watched."""
         worker_py, rlimits, submission, env, prefix = self._plan
         if self._template is not None:
+            # the template as it is now: one given at this submission's turn (grade/turns.py)
+            # may have replaced the one begin() saw
+            self._template = template_mod.current()
+            if self._template is None:
+                self._stop_holder()
+        if self._template is not None:
             try:
                 self._start_forked(self._template, worker_py, rlimits, submission, env, prefix)
             except template_mod.TemplateGone as gone:
