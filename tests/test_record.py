@@ -79,3 +79,40 @@ def test_a_moodle_downloads_results_carry_who_when_flags_folder_and_code_as_fiel
         "the uploaded file's own name claims Moodle participant 10006")
     assert (out / "Fang Wu_10006" / "submitted-code.py").read_text(encoding="utf-8") == \
         fang.staged_code.text
+
+
+def test_a_gradebook_reads_its_course_and_ledger_once_and_the_ledger_again_only_when_it_changed(
+        tmp_path, monkeypatch):
+    from grader import course, overrides
+    from grader.outcomes import SubmissionResult, TestOutcome
+    from grader.report import book as books, gradebook
+    out = str(tmp_path)
+    row = gradebook.record(SubmissionResult(
+        "wang", "wang.py", [TestOutcome("a", "mask", 10.0, "passed")], folder="wang",
+        provenance=Provenance("10000", "Wang Li", "canvas")))
+    (tmp_path / "wang").mkdir()
+    gradebook.save_record(row, out)
+    (tmp_path / "course.toml").write_text("due = 2026-12-01T23:59:00+08:00\n", encoding="utf-8")
+    reads = []
+    real_course, real_ledger = course.load, overrides.load
+    monkeypatch.setattr(course, "load", lambda path: reads.append("course") or real_course(path))
+    monkeypatch.setattr(overrides, "load", lambda d: reads.append("ledger") or real_ledger(d))
+
+    book = books.Gradebook.open(out)
+    assert (list(book.rows), book.policy is not None, book.entries) == (["wang"], True, [])
+    final, _ = book.rebuild(["mask"])
+    final, _ = book.rebuild(["mask"])
+    assert reads == ["course", "ledger"] and final[0]["total"] == 10.0
+
+    # another process records an override meanwhile (grader override: it reads the ledger
+    # under its lock to append): the next rebuild reads the ledger again, and applies it
+    overrides.append(out, [overrides.entry_for([row], "10000", "mask", "7", "by hand")])
+    final, _ = book.rebuild(["mask"])
+    assert reads == ["course", "ledger", "ledger", "ledger"] and final[0]["total"] == 7.0
+
+    # a ledger that no longer reads: no override applied, and every row says so
+    (tmp_path / overrides.FILE).write_text("{not json", encoding="utf-8")
+    final, _ = book.rebuild(["mask"])
+    assert final[0]["total"] == 10.0
+    assert final[0]["flags"] == ["overrides.json does not read: no override applied"]
+    assert reads.count("course") == 1
