@@ -10,6 +10,13 @@ grades.csv's total is the final score: each kept row as graded, then the instruc
 overrides (DIR/overrides.json) and the course's late policy (DIR/course.toml or --course),
 applied whenever the gradebook is built (report/rebuild.py), never stored into a row.
 
+One submission's walk: the platform's layouts.Submission (who, when, what to flag) and the
+folder the batch settled for it make a Job; intake stages it (intake.Staged), the trusted
+process answers with its report, and `Job.result` makes the one SubmissionResult
+(grader/outcomes.py) that carries all of it as fields: its folder, its Provenance, the code
+intake staged. Its row goes into the gradebook folder, a report.book.Gradebook whose course
+file and overrides ledger are read once a run.
+
 <folder> is the submission's name made safe and unique (report/folders.py): the name itself
 for ordinary names. Every file is written atomically and capped (grader/files.py); a
 failure to write one submission's files is that row's grader error, and grades.csv is
