@@ -399,7 +399,7 @@ def _similarity_class(size):
             kept = texts[i % len(texts)]
             copy = code.Kept(renamed(kept.text), None if kept.cells is None else
                              [(n, renamed(cell)) for n, cell in kept.cells])
-            code.keep(folder, type("Row", (), {"folder": name, "staged_code": copy})())
+            code.keep(folder, name, copy)
         started, cpu = time.perf_counter(), time.process_time()
         pairs, groups, found, skipped = command.run(folder)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu

@@ -1,5 +1,11 @@
 """What grading one submission came to: a list of test outcomes and what surrounds them.
 
+One record per submission, `SubmissionResult`, filled where each thing is learnt: who handed
+it in and when (`Provenance`, from the platform's layout resolution: intake/layouts.py
+Submission.provenance), the folder the batch settled for it, the code intake staged
+(`Kept`), and what the hidden suite found. The reports read its fields; none is added
+later.
+
 A leaf module (it imports nothing of the grader): the batch (grader/grade/) makes these and
 the reports (grader/report/) read them, and neither imports the other for it.
 """
@@ -36,6 +42,29 @@ class TestOutcome:
 
 
 @dataclasses.dataclass
+class Provenance:
+    """Who handed a submission in, when, and what to flag: what the layout the work arrived
+    in says (grader/platforms/; "" when it says nothing). Made safe and capped where it is
+    learnt; the gradebook row caps it again (report/gradebook.py identity)."""
+    student_id: str = ""          # the LMS's id (Canvas user, Moodle participant, SID...)
+    student_name: str = ""        # the display name
+    layout: str = ""              # plain | canvas | moodle | gradescope | nbgrader | classroom
+    submitted_at: str = ""        # ISO 8601 with an offset (a zoneless Moodle time without)
+    time_source: str = ""         # how that time was learnt (gradescope-metadata, file-mtime...)
+    late_flag: bool = None        # True/False when the LMS itself said (Canvas's LATE), else None
+    flags: list = dataclasses.field(default_factory=list)  # identity warnings, for the instructor
+
+
+@dataclasses.dataclass
+class Kept:
+    """What `grader grade` keeps of one submission for `grader similarity` (report/kept.py):
+    the staged module's text, and the code cells intake converted ([(number, source)]) when
+    the upload was a notebook (else None)."""
+    text: str
+    cells: list = None
+
+
+@dataclasses.dataclass
 class SubmissionResult:
     name: str
     source: str
@@ -58,6 +87,14 @@ class SubmissionResult:
     # {"exchanges", "worker_cpu", "trusted_cpu"}: what grading it cost (grade/outcome.py
     # costs_from; grader/bench.py reads it, no report shows it)
     costs: dict = None
+    console: str = ""            # what the trusted process printed (grader-errors.log shows it)
+    # where it came from and where its files go: the batch's folder for it, DIR/<folder>/
+    # (report/folders.py; None: the name made safe), and who and when (the layout's)
+    folder: str = None
+    provenance: Provenance = dataclasses.field(default_factory=Provenance)
+    # the code intake staged, kept beside the row for `grader similarity` (report/kept.py);
+    # None when intake refused the upload or the grader failed before intake
+    staged_code: Kept = None
 
     @property
     def score(self):

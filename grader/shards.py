@@ -80,9 +80,8 @@ def belongs(identity, shard):
     """Does the layouts.Submission (or row) `identity` belong to `shard`?"""
     if shard is None:
         return True
-    student = identity.get("student_id") if isinstance(identity, dict) \
-        else getattr(identity, "student_id", "")
-    name = identity.get("name") if isinstance(identity, dict) else getattr(identity, "name", "")
+    student = identity.get("student_id") if isinstance(identity, dict) else identity.student_id
+    name = identity.get("name") if isinstance(identity, dict) else identity.name
     return shard_of(key(student, name), shard.count) == shard.index
 
 

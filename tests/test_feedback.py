@@ -4,6 +4,7 @@ import error or a missing function once, and discloses no more of a hidden case 
 course's --feedback allows; results.json and grades.csv carry the diagnoses, the
 disclosure and Gradescope's visibility."""
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -393,14 +394,12 @@ def test_the_autograder_passes_the_disclosure_to_grader_grade(tmp_path):
 def test_a_row_written_with_another_disclosure_is_written_again(tmp_path, monkeypatch):
     seen = []
 
-    def fake_grade_one(path, name, catalog, options, workdir, zygote=None, suite=None,
-                       previous=None, companions=()):
-        seen.append(previous)
-        if previous == "mark":
-            return outcome.SubmissionResult(name, path, [], unchanged=True, fingerprint="mark")
-        result = _mha_result()
-        result.name, result.fingerprint = name, "mark"
-        return result
+    def fake_grade_one(job, catalog, options, workdir, zygote=None, suite=None):
+        seen.append(job.previous)
+        if job.previous == "mark":
+            return job.result([], unchanged=True, fingerprint="mark")
+        return dataclasses.replace(_mha_result(), name=job.submission.name, folder=job.folder,
+                                   fingerprint="mark")
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
     monkeypatch.setattr(grade.trusted, "start_zygote", lambda *_: None)
     monkeypatch.setattr(grade.trusted, "catalog", lambda options, zygote=None: [

@@ -175,14 +175,12 @@ def test_show_prints_one_students_final_row(tmp_path):
 
 
 def test_the_console_shows_final_scores_missing_work_and_the_time_left():
-    from grader.outcomes import SubmissionResult, TestOutcome
+    from grader.outcomes import Provenance, SubmissionResult, TestOutcome
 
     def result(name, score, **extra):
-        made = SubmissionResult(name, f"{name}.py", [TestOutcome("c", "p", score, "passed"),
+        return SubmissionResult(name, f"{name}.py", [TestOutcome("c", "p", score, "passed"),
                                                      TestOutcome("d", "p", 10 - score, "failed")],
-                                **extra)
-        made.seconds, made.student_id, made.late_flag = 2.0, name, True
-        return made
+                                seconds=2.0, provenance=Provenance(name, late_flag=True), **extra)
     ticks = iter([0.0, 30.0, 90.0])
     stream = io.StringIO()
     from grader import course

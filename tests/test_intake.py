@@ -1100,8 +1100,11 @@ def test_status_of_a_result_with_nothing_found():
 def _graded_status(staged):
     """The row status grading gives what intake staged (nothing runs: intake refused it)."""
     from grader import grade
+    from grader.intake.layouts import Submission
     catalog = [{"name": "test_mask", "part": "sequence_mask", "points": 10}]
-    return grade._grade_staged(staged, "student", "upload", catalog, None, None, None, 0.0).status
+    job = grade.Job(Submission("upload", "student"), "student")
+    return grade._grade_staged(job, staged, None, None, catalog, grade.SuiteOptions(), None, None,
+                               0.0).status
 
 
 def test_a_notebook_whose_cell_source_is_not_text_is_the_students_broken_file(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from grader import course
 from grader.grade.outcome import SubmissionResult
 from grader.grade.outcome import TestOutcome as Outcome
+from grader.outcomes import Provenance
 from grader.report import gradebook
 from grader.report.gradebook import text_cell
 from grader.report.rebuild import rebuild
@@ -115,9 +116,8 @@ def test_a_rows_text_is_cut_at_its_documented_length():
     assert gradebook.record(result)["folder"] == "kept_folder"
 
 
-class _Who:
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+def _Who(**fields):
+    return SubmissionResult("w", "w.py", [], provenance=Provenance(**fields))
 
 
 def test_identity_caps_each_field_and_takes_only_a_true_boolean_and_a_list():
@@ -136,23 +136,18 @@ def test_identity_caps_each_field_and_takes_only_a_true_boolean_and_a_list():
 
 
 def test_a_result_too_odd_to_read_becomes_a_grader_error_row():
-    class Odd:
-        name, source, status, grader_error, intake_error = "n" * 200, "odd.py", "graded", None, None
-        summary, tests, score, max_score = None, [], 1.0, 1.0
-
+    class Odd(SubmissionResult):
         def by_part(self):
             raise RuntimeError("odd")
-    row = gradebook.safe_record(Odd())
+    row = gradebook.safe_record(Odd("n" * 200, "odd.py", []))
     assert (row["status"], row["total"], row["max"], row["parts"]) == ("grader error", None, 0, {})
     assert row["reason"] == "the grader could not write this row: RuntimeError('odd')"
     assert row["folder"] == "n" * 80 and row["name"] == "n" * 200
 
     class Huge(Odd):
-        name, source = "n" * 3000, "s" * 3000
-
         def by_part(self):
             raise RuntimeError("x" * 2000)
-    row = gradebook.safe_record(Huge())
+    row = gradebook.safe_record(Huge("n" * 3000, "s" * 3000, []))
     assert len(row["reason"]) == 1000 and row["reason"].endswith("x" * 900)
     assert len(row["name"]) == 1000 and len(row["source"]) == 2000
 

@@ -250,10 +250,13 @@ CATALOG = [{"name": "case", "part": "p", "points": 10.0, "nodeid": "t::case"}]
 
 
 def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
-    def fake_grade_one(path, name, catalog, options, workdir, zygote=None, *rest):
+    def fake_grade_one(job, catalog, options, workdir, zygote=None, *rest):
+        name = job.submission.name
         if name == "crash":
             raise RuntimeError("a bug of ours")
-        return _result(name, "passed" if name == "alice" else "failed")
+        # in the folder the batch settled for it, as grade_one's results are (Job.result)
+        return dataclasses.replace(_result(name, "passed" if name == "alice" else "failed"),
+                                   folder=job.folder)
     monkeypatch.setattr(grade, "grade_one", fake_grade_one)
     monkeypatch.setattr(grade.trusted, "start_zygote", lambda *_: None)
     monkeypatch.setattr(grade.trusted, "catalog", lambda options, zygote=None: CATALOG)

@@ -323,13 +323,11 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
 
 def test_the_layouts_times_and_flags_reach_the_row():
     from grader import grade
-    from grader.grade.outcome import SubmissionResult
     from grader.intake.layouts import Submission
     who = Submission("x.py", "x_10009", "10009", "X", "canvas")
     who.submitted_at, who.time_source = "2026-12-02T01:00:00+08:00", "canvas-file-time"
     who.late_flag, who.flags = True, ["the file's own name claims Canvas user 10000"]
-    result = SubmissionResult("x_10009", "x.py", [])
-    grade._identify(result, who)
+    result = grade.Job(who, "x_10009").result([])
     row = gradebook.record(result)
     assert (row["submitted_at"], row["time_source"], row["late_flag"], row["flags"]) == (
         "2026-12-02T01:00:00+08:00", "canvas-file-time", True,

@@ -226,10 +226,6 @@ def _row(out, folder, student_id, name="", status="graded"):
                            "source": folder}, str(out))
 
 
-class _Result:
-    def __init__(self, folder, text):
-        self.folder, self.staged_code = folder, text
-
 
 HOSTILE = "<script>alert('x')</script>\u202e"
 
@@ -244,8 +240,8 @@ def test_hostile_names_and_code_are_escaped(tmp_path):
     evil = wei.replace('"""Attention homework, Wei."""', '"""</pre><b>x</b>"""')
     _row(tmp_path, "a", "10001", name=HOSTILE)
     _row(tmp_path, "b", HOSTILE)
-    code.keep(str(tmp_path), _Result("a", wei))
-    code.keep(str(tmp_path), _Result("b", evil))
+    code.keep(str(tmp_path), "a", wei)
+    code.keep(str(tmp_path), "b", evil)
     pairs, groups, found, skipped = command.run(str(tmp_path))
     assert [(p.a, p.b, p.flagged) for p in pairs] == [("a", "b", True)] and not skipped
     text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
@@ -267,8 +263,8 @@ def test_a_formula_in_a_student_id_is_neutralised_in_the_csv(tmp_path):
         ana = handle.read()
     _row(tmp_path, "a", "=HYPERLINK(\"http://x\")")
     _row(tmp_path, "b", "10002")
-    code.keep(str(tmp_path), _Result("a", ana))
-    code.keep(str(tmp_path), _Result("b", ana))
+    code.keep(str(tmp_path), "a", ana)
+    code.keep(str(tmp_path), "b", ana)
     command.run(str(tmp_path))
     rows = list(csv.reader(io.StringIO((tmp_path / "similarity.csv").read_text(encoding="utf-8-sig"))))
     assert rows[1][0] == "'=HYPERLINK(\"http://x\")"
@@ -279,12 +275,12 @@ def test_oversized_linked_and_missing_code_is_skipped_with_its_reason(tmp_path):
         wei = handle.read()
     for folder in ("ok1", "ok2", "at_cap", "cap_plus_1", "big", "link", "fifo", "none", "missing"):
         _row(tmp_path, folder, folder, status="missing work" if folder == "missing" else "graded")
-    code.keep(str(tmp_path), _Result("ok1", wei))
-    code.keep(str(tmp_path), _Result("ok2", wei))
+    code.keep(str(tmp_path), "ok1", wei)
+    code.keep(str(tmp_path), "ok2", wei)
     assert code.MAX_CODE_BYTES == 128 * 1024
-    code.keep(str(tmp_path), _Result("big", wei + "#" * (128 * 1024)))
-    code.keep(str(tmp_path), _Result("at_cap", wei + "#" * (128 * 1024 - len(wei))))
-    code.keep(str(tmp_path), _Result("cap_plus_1", wei + "#" * (128 * 1024 + 1 - len(wei))))
+    code.keep(str(tmp_path), "big", wei + "#" * (128 * 1024))
+    code.keep(str(tmp_path), "at_cap", wei + "#" * (128 * 1024 - len(wei)))
+    code.keep(str(tmp_path), "cap_plus_1", wei + "#" * (128 * 1024 + 1 - len(wei)))
     assert os.path.getsize(tmp_path / "at_cap" / code.CODE_FILE) == 131072
     os.symlink(tmp_path / "ok1" / code.CODE_FILE, tmp_path / "link" / code.CODE_FILE)
     os.mkfifo(tmp_path / "fifo" / code.CODE_FILE)
@@ -307,15 +303,26 @@ def test_oversized_linked_and_missing_code_is_skipped_with_its_reason(tmp_path):
 
 def test_keep_writes_removes_and_leaves_alone(tmp_path):
     (tmp_path / "a").mkdir()
-    code.keep(str(tmp_path), _Result("a", "x = 1\n"))
+    code.keep(str(tmp_path), "a", "x = 1\n")
     assert (tmp_path / "a" / code.CODE_FILE).read_text() == "x = 1\n"
     record = json.loads((tmp_path / "a" / code.RECORD_FILE).read_text())
     assert record == {"form": "file", "code_sha256": hashlib.sha256(b"x = 1\n").hexdigest()}
-    class Failed:   # the grader failed before intake: no staged_code at all
-        folder = "a"
-    code.keep(str(tmp_path), Failed())
+    # the grader failed before intake (a bug of ours): the batch leaves what was kept alone
+    from concurrent.futures import Future
+    from grader import assignment
+    from grader.grade import Job, _Batch
+    from grader.intake.layouts import Submission
+    from grader.report.book import Gradebook
+    from grader.report.console import Table
+    failed = Future()
+    failed.set_exception(RuntimeError("a bug of ours"))
+    batch = _Batch(Gradebook(str(tmp_path)), [Job(Submission(str(tmp_path / "a.py"), "a"), "a")],
+                   [], Table([], 1, stream=io.StringIO(), short={}),
+                   {"feedback": "full", "visibility": "visible"}, assignment.load())
+    batch.finish(0, failed)
+    assert batch.results[0].status == "grader error" and batch.results[0].staged_code is None
     assert (tmp_path / "a" / code.CODE_FILE).exists() and (tmp_path / "a" / code.RECORD_FILE).exists()
-    code.keep(str(tmp_path), _Result("a", None))   # intake refused the new upload
+    code.keep(str(tmp_path), "a", None)   # intake refused the new upload
     assert not (tmp_path / "a" / code.CODE_FILE).exists()
     assert not (tmp_path / "a" / code.RECORD_FILE).exists()
 
@@ -382,7 +389,7 @@ def test_code_built_from_strings_is_listed_to_read(tmp_path):
                        "attention.eval()\n")
     for folder, text in (("copy", wei), ("hidden", hidden), ("plain", plain)):
         _row(tmp_path, folder, folder)
-        code.keep(str(tmp_path), _Result(folder, text))
+        code.keep(str(tmp_path), folder, text)
     pairs, groups, found, skipped = command.run(str(tmp_path))
     assert {k: s.hidden for k, s in found.items()} == {
         "copy": [], "hidden": ["b64decode", "exec"], "plain": []}
@@ -418,7 +425,7 @@ def test_a_plain_file_that_opens_like_a_converted_notebook_is_compared_as_itself
         staged = intake.stage(str(uploads / f"{name}.py"), str(tmp_path / "staged" / name), name)
         assert staged.error is None and staged.cells is None      # intake: a plain file
         _row(out, name, name)
-        code.keep(str(out), _Result(name, code.staged_code(staged)))
+        code.keep(str(out), name, code.staged_code(staged))
     pairs, groups, found, skipped = command.run(str(out))
     assert not skipped and not found["copy"].code.notebook
     (pair,) = pairs
@@ -433,7 +440,7 @@ def test_a_plain_file_that_opens_like_a_converted_notebook_is_compared_as_itself
     staged = intake.stage(str(uploads / "nb.ipynb"), str(tmp_path / "staged" / "nb"), "nb")
     assert [n for n, _ in staged.cells] == [1, 2]
     _row(out, "nb", "nb")
-    code.keep(str(out), _Result("nb", code.staged_code(staged)))
+    code.keep(str(out), "nb", code.staged_code(staged))
     pairs, groups, found, skipped = command.run(str(out))
     assert found["nb"].code.notebook and found["nb"].text.startswith("# cell 1\n")
     assert found["nb"].hidden == ["b64decode", "exec"]
@@ -448,7 +455,7 @@ def test_stored_code_without_its_record_or_with_another_is_skipped(tmp_path):
         wei = handle.read()
     for folder in ("ok", "old", "other", "broken"):
         _row(tmp_path, folder, folder)
-        code.keep(str(tmp_path), _Result(folder, wei))
+        code.keep(str(tmp_path), folder, wei)
     os.remove(tmp_path / "old" / code.RECORD_FILE)
     (tmp_path / "other" / code.CODE_FILE).write_text(wei + "\n# changed\n", encoding="utf-8")
     (tmp_path / "broken" / code.RECORD_FILE).write_text('{"form": "notebook", "cells": 3}')

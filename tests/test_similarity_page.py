@@ -54,10 +54,6 @@ def _row(out, folder, student_id, lang=None):
         (out / folder / "results.json").write_text(json.dumps({"extra_data": {"lang": lang}}))
 
 
-class _Result:
-    def __init__(self, folder, kept):
-        self.folder, self.staged_code = folder, kept
-
 
 def _class(out, tmp_path):
     """tests/similarity/ graded as a class with long student ids, and one copy of wei.py
@@ -66,13 +62,13 @@ def _class(out, tmp_path):
         name = os.path.splitext(entry)[0]
         staged = intake.stage(os.path.join(SET, entry), str(tmp_path / "staged" / name), name)
         _row(out, name, f"2024{index:06d}-{name}-exchange-student-at-the-faculty")
-        code.keep(str(out), _Result(name, code.staged_code(staged)))
+        code.keep(str(out), name, code.staged_code(staged))
     with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
         wide = handle.read().replace(
             "    return torch.where(keep, X, torch.full_like(X, value))",
             "    return torch.where(keep, X, torch.full_like(X, value))  # " + "long " * 80)
     _row(out, "wide", "2024999999-wide")
-    code.keep(str(out), _Result("wide", wide))
+    code.keep(str(out), "wide", wide)
 
 
 def _measure(path):
@@ -133,7 +129,7 @@ def test_counts_in_the_right_number_and_why_a_pair_above_the_threshold_is_not_fl
     helper = "def _pad(t, n):\n    return torch.cat([t, t.new_zeros(n - t.shape[0])])\n"
     for folder in ("a", "b"):
         _row(tmp_path, folder, folder)
-        code.keep(str(tmp_path), _Result(folder, _book_plus(helper)))
+        code.keep(str(tmp_path), folder, _book_plus(helper))
     (pair,) = command.run(str(tmp_path))[0]
     assert pair.score == 1.0 and not pair.flagged and 0 < pair.shared < 200
     text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
@@ -146,7 +142,7 @@ def test_counts_in_the_right_number_and_why_a_pair_above_the_threshold_is_not_fl
     with open(os.path.join(SET, "wei.py"), encoding="utf-8") as handle:
         wei = handle.read()
     for folder in ("a", "b"):
-        code.keep(str(tmp_path), _Result(folder, wei))
+        code.keep(str(tmp_path), folder, wei)
     command.run(str(tmp_path))
     text = (tmp_path / "similarity.html").read_text(encoding="utf-8")
     assert "2 submissions compared, 1 pair; 1 pair flagged (score" in text

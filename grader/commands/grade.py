@@ -159,7 +159,7 @@ def _batch(args, runs, grading, batch, shard, parts):
     try:
         results = runs.grade_batch(batch.submissions, args.out, grading.options, jobs=args.jobs,
                               force=args.force, feedback=args.feedback,
-                              visibility=args.visibility, course_file=args.course,
+                              visibility=args.visibility, book=grading.book,
                               shard=shard, parts=parts)
     except (shards.ShardError, runs.SuiteFailed) as error:
         _say(f"nothing was graded: {error}")
@@ -172,12 +172,12 @@ def _batch(args, runs, grading, batch, shard, parts):
     if args.results_json:
         _copy_results(args.out, results[0], args.results_json, args.feedback, args.visibility,
                       grading.assignment.module_file)
-    _warn_orphan_overrides(grading, args.out)
+    _warn_orphan_overrides(grading)
     _summary(grading, args.out, results, time.monotonic() - started,
              sum(r.unchanged for r in results))
     failed = [r for r in results if r.status == "grader error"]
     if failed:
-        shown = ", ".join(safe_text(getattr(r, "folder", r.name), 100) for r in failed[:50])
+        shown = ", ".join(safe_text(r.folder or r.name, 100) for r in failed[:50])
         more = f" and {len(failed) - 50} more" if len(failed) > 50 else ""
         print(f"The grader itself failed on: {shown}{more} (see DIR/<folder>/grader-errors.log)",
               file=sys.stderr)
@@ -189,7 +189,7 @@ def _summary(grading, out_dir, results, seconds, unchanged):
     """The batch's closing lines: its final rows counted (as grades.csv has them), what the
     course file could not decide, and where grades.csv is."""
     try:
-        final = grading.final_rows(out_dir, results)
+        final = grading.final_rows(results)
     except Exception:  # noqa: BLE001 - grades.csv is written; the summary counts what was graded
         final = [gradebook.safe_record(r) for r in results]
     lines = console.summary(final, seconds, unchanged)
@@ -199,10 +199,10 @@ def _summary(grading, out_dir, results, seconds, unchanged):
         console.print_line(sys.stdout, line)
 
 
-def _warn_orphan_overrides(grading, out_dir):
+def _warn_orphan_overrides(grading):
     """An override in effect that applies to no row is said, not silently dropped."""
     try:
-        lines = grading.orphans(out_dir)
+        lines = grading.orphans()
     except Exception:  # noqa: BLE001 - the batch is done; grades.csv says the rest
         return
     for line in lines:
@@ -213,7 +213,7 @@ def _copy_results(out_dir, result, target, feedback="full", visibility="visible"
                   module_file=None):
     """Gradescope's results.json: the one in the submission's folder, or, if that could not
     be written, one written here from the result (atomically, capped, as always)."""
-    source = os.path.join(out_dir, getattr(result, "folder", result.name), "results.json")
+    source = os.path.join(out_dir, result.folder or result.name, "results.json")
     try:
         with open(source, "rb") as handle:
             data = handle.read()

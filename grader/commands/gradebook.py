@@ -9,7 +9,7 @@ import sys
 from .. import course as courses
 from .. import overrides as ledger
 from ..report import gradebook
-from ..report.rebuild import rebuild as rebuild_gradebook
+from ..report.book import Gradebook
 from ..report.gradebook import recorded_assignment
 from ..textsafety import safe_text
 from .arguments import course_argument, gradebook_argument
@@ -48,30 +48,35 @@ def rows_of(out_dir):
     return list(rows.values())
 
 
-def rebuild(out_dir, course_file=None, stream=None, assignment=None):
-    """Rebuild DIR's grades.csv, report.html (titled with `assignment`'s title) and students'
-    adjustments; prints one line."""
+def open_book(out_dir, course_file=None):
+    """The gradebook folder out_dir (report/book.py): its rows (OverrideError, said first,
+    when there are none), its course file and its overrides ledger, read once."""
     rows = rows_of(out_dir)
-    policy = courses.find(out_dir, course_file)
-    entries = ledger.load(out_dir)
-    final, changed = rebuild_gradebook(out_dir, rows, None, policy, entries, assignment)
-    for line in gradebook.orphans(rows, entries):
+    return Gradebook(out_dir, {row["name"]: row for row in rows},
+                     courses.find(out_dir, course_file), ledger.load(out_dir))
+
+
+def rebuild(book, stream=None, assignment=None):
+    """Rebuild the Gradebook's grades.csv, report.html (titled with `assignment`'s title) and
+    students' adjustments; prints one line."""
+    final, changed = book.rebuild(None, assignment)
+    for line in book.orphans():
         print(f"warning: {line}", file=sys.stderr)
     for note in courses.notes(final):
         print(courses.say(note), file=stream or sys.stdout)
     late = sum(r.get("late") is True for r in final)
     adjusted = sum(bool(r.get("penalty") or r.get("overrides")) for r in final)
-    print(f"Wrote {out_dir}/grades.csv: {len(final)} rows, {late} late, {adjusted} adjusted "
-          f"(penalty or override), {len(ledger.active(entries))} override(s) in effect; "
+    print(f"Wrote {book.out_dir}/grades.csv: {len(final)} rows, {late} late, {adjusted} adjusted "
+          f"(penalty or override), {len(ledger.active(book.entries))} override(s) in effect; "
           f"{changed} student(s)' feedback rewritten"
-          + ("" if policy else "; no course file, so no late policy"),
+          + ("" if book.policy else "; no course file, so no late policy"),
           file=stream or sys.stdout)
     return final
 
 
 def run(args):
     try:
-        rebuild(args.out, args.course, assignment=args.kit_assignment)
+        rebuild(open_book(args.out, args.course), assignment=args.kit_assignment)
     except (courses.CourseError, ledger.OverrideError) as error:
         return fail(NAME, error)
     return 0

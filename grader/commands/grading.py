@@ -4,11 +4,12 @@ done once, in one object, before anything is graded.
     run = Run(args)                    the assignment (args.kit_assignment, loaded by the CLI)
                                        and the SuiteOptions of the command's arguments
     run.resolve(paths, layout)         who each submission is (platforms.resolve)
-    run.read_gradebook(out, course)    the course file and the overrides ledger, read once:
-                                       the console's final scores, its summary and the
-                                       warnings use what was read here
+    run.read_gradebook(out, course)    the gradebook (report/book.py): the course file, the
+                                       overrides ledger and the kept rows, read once; the
+                                       batch, the console's final scores, its summary and
+                                       the warnings use what was read here
     run.choose_isolation()             the sandbox's level on this machine
-    run.final_rows(out)                the gradebook's kept rows, with the course file and
+    run.final_rows()                   the gradebook's kept rows, with the course file and
                                        the ledger read above
 
 Each step that finds the run cannot go on raises Refused with one line to say. The commands
@@ -21,6 +22,7 @@ import dataclasses
 from .. import course as courses
 from .. import overrides as ledger
 from .. import platforms
+from ..report.book import Gradebook
 from ..grade import (BatchInterrupted, SuiteFailed, SuiteOptions, grade_batch,  # noqa: F401
                      student_provided)
 from ..report import gradebook
@@ -50,9 +52,13 @@ class Run:
     def __init__(self, args):
         self.assignment = args.kit_assignment
         self.options = suite_options(args)
-        self.policy = None        # the course file (None: none)
-        self.entries = []         # the overrides ledger
+        self.book = None          # the gradebook (report/book.py), once read
         self.level = None         # the isolation level chosen
+
+    @property
+    def policy(self):
+        """The course file (None: none)."""
+        return self.book.policy if self.book else None
 
     def resolve(self, paths, layout="auto"):
         """The Batch of the paths given: one Submission per student (platforms/)."""
@@ -60,11 +66,11 @@ class Run:
                                  earlier=student_provided(self.assignment))
 
     def read_gradebook(self, out_dir, course_file=None):
-        """The course file (`course_file`, else out_dir/course.toml) and out_dir's overrides
-        ledger, read once for the whole run."""
+        """The course file (`course_file`, else out_dir/course.toml), out_dir's overrides
+        ledger and its kept rows, read once for the whole run (the batch takes them:
+        grade_batch's `book`)."""
         try:
-            self.policy = courses.find(out_dir, course_file)
-            self.entries = ledger.load(out_dir)
+            self.book = Gradebook.open(out_dir, course_file)
         except (courses.CourseError, ledger.OverrideError) as error:
             raise Refused(str(error)) from None
         return self.policy
@@ -77,14 +83,14 @@ class Run:
             raise Refused(str(error)) from None
         return self.level
 
-    def final_rows(self, out_dir, results=()):
-        """The final rows (overrides, then the late policy) of the kept rows of out_dir; for
+    def final_rows(self, results=()):
+        """The final rows (overrides, then the late policy) of the gradebook's rows; for
         `results`, in their order, a row made from the result where none was kept."""
-        kept = gradebook.load_records(out_dir)
+        kept = self.book.rows
         rows = [kept.get(r.name) or gradebook.safe_record(r) for r in results] if results \
-            else list(kept.values())
-        return gradebook.final_rows(rows, self.policy, self.entries)
+            else None
+        return self.book.final_rows(rows)
 
-    def orphans(self, out_dir):
+    def orphans(self):
         """One line per override in effect that applies to no kept row."""
-        return gradebook.orphans(list(gradebook.load_records(out_dir).values()), self.entries)
+        return self.book.orphans()

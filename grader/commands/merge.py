@@ -7,6 +7,7 @@ from .. import course as courses
 from .. import overrides as ledger
 from ..merge import plan, write
 from ..merge.errors import MergeError
+from ..report.book import Gradebook
 from .arguments import course_argument, gradebook_argument
 
 NAME = "merge"
@@ -31,13 +32,12 @@ def add_parser(commands):
 def run(args):
     """Exit 0 when merged, 2 with one line saying why not."""
     try:
-        courses.find(args.out, args.course)
-        ledger.load(args.out)
+        book = Gradebook.open(args.out, args.course)
         merged, groups = plan(args.shard_dirs, args.out)
     except (MergeError, courses.CourseError, ledger.OverrideError) as error:
         print(f"grader merge: nothing was merged: {error}", file=sys.stderr)
         return 2
-    final = write(merged, groups, args.out, args.course, args.kit_assignment)
+    final = write(merged, groups, book, args.kit_assignment)
     shown = "; ".join(f"parts {', '.join(p)}: {len(g)} shard(s)" for p, g in groups.items())
     print(f"Merged {len(merged)} students ({shown}) into {args.out}/grades.csv "
           f"({len(final)} rows)")

@@ -142,7 +142,7 @@ def run(args):
     results, stage_notes = graded
     # the final rows: the instructor's overrides, then the late policy (as grades.csv has them)
     # (keyed by folder: a row keeps a safe copy of the name, the folder is the result's own)
-    final = {row.get("folder"): row for row in grading.final_rows(out_dir)}
+    final = {row.get("folder"): row for row in grading.final_rows()}
     said = _write_back(args, found, entries, results, stage_notes, final, out_dir)
     return _closing(args, found, len(entries), out_dir, **said)
 
@@ -188,7 +188,7 @@ def _grade(args, runs, grading, found, entries, out_dir):
             submissions.append(course.submission(entry, target, found.names.get(entry.student, ""),
                                                  entry.student in found.names))
         results = runs.grade_batch(submissions, out_dir, grading.options, jobs=args.jobs,
-                                   force=args.force, course_file=args.course_file)
+                                   force=args.force, book=grading.book)
     except (runs.SuiteFailed, runs.IsolationUnavailable) as error:
         _say(f"nothing was graded: {error}")
         return 2

@@ -14,7 +14,7 @@ from .. import course as courses
 from .. import overrides as ledger
 from ..textsafety import safe_text
 from .arguments import course_argument, gradebook_argument
-from .gradebook import assignment_name, fail, rebuild, rows_of
+from .gradebook import assignment_name, fail, open_book, rebuild
 
 NAME = "override"
 __all__ = ["NAME", "add_parser", "assignment_name", "run"]
@@ -66,8 +66,8 @@ def run(args):
             if not os.path.isdir(out_dir):
                 return fail("override", f"--out {out_dir} is not a gradebook folder")
             return _list(out_dir)
-        rows = rows_of(out_dir)
-        courses.find(out_dir, args.course)  # a broken course file is said before anything
+        book = open_book(out_dir, args.course)  # a broken course file is said before anything
+        rows = list(book.rows.values())
         if args.import_file:
             if args.target or args.remove:
                 return fail("override", "--import takes no STUDENT PART POINTS")
@@ -77,7 +77,7 @@ def run(args):
             if len(args.target) != 2:
                 return fail("override", "--remove takes STUDENT PART")
             student, part = args.target
-            current = ledger.active(ledger.load(out_dir))
+            current = ledger.active(book.entries)
             if (student, part) in current:  # by the ledger's own key: also when no row is left
                 entry = dict(current[(student, part)], action="remove", who=ledger.who(),
                              reason=args.reason or "", time=ledger.now())
@@ -99,9 +99,9 @@ def run(args):
             entries = [entry]
             said = (f"{entry['student']} {entry['part']}: {entry['points']:g} "
                     f"({entry['reason']})")
-        ledger.append(out_dir, entries)
+        book.append(entries)
         print(f"grader override: {said}")
-        rebuild(out_dir, args.course, assignment=args.kit_assignment)
+        rebuild(book, assignment=args.kit_assignment)
     except (courses.CourseError, ledger.OverrideError) as error:
         return fail("override", error)
     return 0

@@ -63,7 +63,7 @@ def print_table(rows, stream=None):
     for item, ok, detail in rows:
         print(f"{'ok' if ok else '!!':2} {item.kind:<12} {item.name:<28} {detail}", file=stream)
     bad = [item.name for item, ok, _ in rows if not ok]
-    settings = {getattr(getattr(item, "result", None), "carry_forward", None) for item, _, _ in rows}
+    settings = {item.result.carry_forward for item, _, _ in rows if item.result is not None}
     if "on" in settings:  # grader/catalog/carry.py; validate grades with the default
         print("\nGraded with error carried forward on (the default): no case of a function "
               "that calls a mistake's function may lose points.", file=stream)

@@ -10,6 +10,13 @@ grades.csv's total is the final score: each kept row as graded, then the instruc
 overrides (DIR/overrides.json) and the course's late policy (DIR/course.toml or --course),
 applied whenever the gradebook is built (report/rebuild.py), never stored into a row.
 
+One submission's walk: the platform's layouts.Submission (who, when, what to flag) and the
+folder the batch settled for it make a Job; intake stages it (intake.Staged), the trusted
+process answers with its report, and `Job.result` makes the one SubmissionResult
+(grader/outcomes.py) that carries all of it as fields: its folder, its Provenance, the code
+intake staged. Its row goes into the gradebook folder, a report.book.Gradebook whose course
+file and overrides ledger are read once a run.
+
 <folder> is the submission's name made safe and unique (report/folders.py): the name itself
 for ordinary names. Every file is written atomically and capped (grader/files.py); a
 failure to write one submission's files is that row's grader error, and grades.csv is
@@ -24,9 +31,7 @@ import time
 import traceback
 
 from .. import assignment as assignments
-from .. import course as courses
 from .. import intake
-from .. import overrides as ledger
 from .. import shards
 from ..i18n import _
 from ..intake import layouts
@@ -34,55 +39,74 @@ from ..report.console import Table
 from ..sandbox import isolation
 from .. import files
 from ..report import folders
-from ..similarity import code as kept_code
+from ..report import kept
+from ..report.book import Gradebook
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report import html as pages
 from ..report import pictures
 from ..report.gradescope import results_text
-from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import fingerprint, outcome, trusted
 from .trusted import SuiteFailed, SuiteOptions
 
 DEFAULT_DISCLOSURE = {"feedback": "full", "visibility": "visible"}
 
-__all__ = ["BatchInterrupted", "SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
+__all__ = ["BatchInterrupted", "Job", "SuiteFailed", "SuiteOptions", "grade_batch", "grade_one"]
 
 
-def grade_one(path, name, catalog, options, workdir, zygote=None, suite=None, previous=None,
-              companions=(), place=None):
-    """Stage and grade one submission; always returns a SubmissionResult.
+@dataclasses.dataclass
+class Job:
+    """One submission of a batch: who it is (an intake.layouts.Submission, as the platform's
+    layout resolved it), the folder the batch settled for it (report/folders.py), and the
+    fingerprint of its kept row (None: grade it whatever it is)."""
+    submission: layouts.Submission
+    folder: str
+    previous: str = None
+    place: int = None  # in the batch's line for turns (turns.py; None: no line)
 
-    suite: the suite's fingerprint; previous: the fingerprint of this submission's row in
-    the gradebook. When what was staged has the same fingerprint, nothing is graded and
-    the result says `unchanged` (its row is kept)."""
-    with trusted.in_line(place):  # place: in the batch's line for turns (turns.py)
-        return _grade_one(path, name, catalog, options, workdir, zygote, suite, previous,
-                          companions)
+    def result(self, tests, notes=(), **fields):
+        """The SubmissionResult of this submission: its name, source, folder, who and when
+        (Submission.provenance), and the layout's notes before `notes` (intake's)."""
+        sub = self.submission
+        return outcome.SubmissionResult(sub.name, sub.path, list(tests),
+                                        list(sub.notes) + list(notes or []), folder=self.folder,
+                                        provenance=sub.provenance(), **fields)
+
+    def not_graded(self, catalog, why):
+        """The grader failed before intake (or stopped first): a grader error, never a 0."""
+        tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
+        return self.result(tests, grader_error=why)
 
 
-def _grade_one(path, name, catalog, options, workdir, zygote, suite, previous, companions):
+def grade_one(job, catalog, options, workdir, zygote=None, suite=None):
+    """Stage and grade one submission (a Job); always returns its SubmissionResult, which
+    carries the code intake staged (kept for `grader similarity`).
+
+    suite: the suite's fingerprint. When what was staged has the fingerprint of the job's
+    kept row (`previous`), nothing is graded and the result says `unchanged` (its row is
+    kept)."""
+    with trusted.in_line(job.place):  # at --jobs N, turns in the order the submissions came
+        return _grade_one(job, catalog, options, workdir, zygote, suite)
+
+
+def _grade_one(job, catalog, options, workdir, zygote, suite):
     started = time.monotonic()
-    stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(name)[:40]}-", dir=workdir)
+    sub = job.submission
+    stage_root = tempfile.mkdtemp(prefix=f"{folders.candidate(sub.name)[:40]}-", dir=workdir)
     os.chmod(stage_root, 0o711)
     try:
-        staged = intake.stage(path, os.path.join(stage_root, "staged"), name,
+        staged = intake.stage(sub.path, os.path.join(stage_root, "staged"), sub.name,
                               module=options.assignment.module,
                               earlier=student_provided(options.assignment),
-                              companions=companions)
-        code = kept_code.staged_code(staged)  # kept in the gradebook for `grader similarity`
+                              companions=sub.companions)
+        code = kept.staged_code(staged)
         mark = fingerprint.submission_fingerprint(suite, staged) if suite else None
-        if mark is not None and mark == previous:
-            return kept_code.attach(outcome.SubmissionResult(
-                name, path, [], unchanged=True, fingerprint=mark,
-                seconds=time.monotonic() - started), code)
-        result = kept_code.attach(_grade_staged(staged, name, path, catalog, options, stage_root,
-                                                zygote, started), code)
-        # a grader error is never kept: the next run grades it again
-        result.fingerprint = mark if result.status != "grader error" else None
-        result.carry_forward = options.carry_forward  # the policy its row was graded with
-        return result
+        if mark is not None and mark == job.previous:
+            return job.result([], unchanged=True, fingerprint=mark, staged_code=code,
+                              seconds=time.monotonic() - started)
+        return _grade_staged(job, staged, code, mark, catalog, options, stage_root, zygote,
+                             started)
     finally:
         shutil.rmtree(stage_root, ignore_errors=True)
 
@@ -97,19 +121,23 @@ def student_provided(assignment):
         return ()
 
 
-def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, started):
-    """Grade what intake staged (or record why it could not be): a SubmissionResult."""
-    if staged.error and getattr(staged, "grader_failed", False):   # intake's own failure
+def _grade_staged(job, staged, code, mark, catalog, options, stage_root, zygote, started):
+    """Grade what intake staged (or record why it could not be): a SubmissionResult. `mark`:
+    the fingerprint of what was staged (kept unless the grader failed: a grader error is
+    graded again next time)."""
+    def result(tests, waited=0.0, **fields):
+        made = job.result(tests, staged.notes, staged_code=code,
+                          carry_forward=options.carry_forward,  # the policy its row is graded with
+                          seconds=time.monotonic() - started - waited, **fields)
+        # a grader error is never kept: the next run grades it again
+        made.fingerprint = mark if made.status != "grader error" else None
+        return made
+    if staged.error and staged.grader_failed:   # intake's own failure
         tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
-        return outcome.SubmissionResult(name, path, tests, staged.notes,
-                                        grader_error=f"intake failed: {staged.error}",
-                                        seconds=time.monotonic() - started)
+        return result(tests, grader_error=f"intake failed: {staged.error}")
     if staged.error:
         tests = outcome.from_catalog(catalog, "failed", _("Not graded: {reason}").format(reason=staged.error))
-        return outcome.SubmissionResult(name, path, tests, staged.notes,
-                                        intake_error=staged.error,
-                                        missing_work=getattr(staged, "missing", False),
-                                        seconds=time.monotonic() - started)
+        return result(tests, intake_error=staged.error, missing_work=staged.missing)
     os.chmod(os.path.join(stage_root, "staged"), 0o755)
     workers = os.path.join(stage_root, "workers")
     os.makedirs(workers)
@@ -118,20 +146,16 @@ def _grade_staged(staged, name, path, catalog, options, stage_root, zygote, star
         report = trusted.run_suite(options, staged.file, workers, zygote, tests=catalog)
     except SuiteFailed as failure:
         tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
-        return outcome.SubmissionResult(name, path, tests, staged.notes,
-                                        grader_error=str(failure),
-                                        seconds=time.monotonic() - started)
+        return result(tests, grader_error=str(failure))
     costs = outcome.costs_from(report)
-    result = outcome.SubmissionResult(
-        name, path, outcome.from_suite(report, catalog, options.assignment), staged.notes,
-        isolation=report.get("isolation"), summary=report.get("submission"),
-        seconds=time.monotonic() - started - (costs["turn_wait"] or 0.0),
-        diagnoses=outcome.diagnoses_from(report), case_results=outcome.case_results_from(report),
-        carry_forward=outcome.carry_setting(report), costs=costs)
-    if report.get("errors"):
-        result.grader_error = "; ".join(report["errors"])[:2000]
-    result.console = report.get("console", "")
-    return result
+    graded = result(outcome.from_suite(report, catalog, options.assignment),
+                    isolation=report.get("isolation"), summary=report.get("submission"),
+                    diagnoses=outcome.diagnoses_from(report),
+                    case_results=outcome.case_results_from(report),
+                    costs=costs, console=report.get("console", ""),
+                    grader_error="; ".join(report["errors"])[:2000] if report.get("errors") else None,
+                    waited=costs["turn_wait"] or 0.0)  # its time leaves its turn's wait out
+    return graded
 
 
 def write_result(result, out_dir, feedback="full", visibility="visible", assignment=None):
@@ -142,7 +166,7 @@ def write_result(result, out_dir, feedback="full", visibility="visible", assignm
     report/feedback.py); visibility: Gradescope's visibility of each test in results.json;
     assignment: whose file the messages name and whose weights feedback.html draws (None:
     the default assignment's)."""
-    folder = os.path.join(out_dir, getattr(result, "folder", None) or folders.candidate(result.name))
+    folder = os.path.join(out_dir, result.folder or folders.candidate(result.name))
     os.makedirs(folder, exist_ok=True)
     module_file = assignment.module_file if assignment is not None else None
     files.write_text(os.path.join(folder, "results.json"),
@@ -158,15 +182,10 @@ def write_result(result, out_dir, feedback="full", visibility="visible", assignm
     if result.grader_error:
         problems.insert(0, safe_text(result.grader_error, 64000))
     if problems:
-        console = safe_text(getattr(result, "console", "") or "", 256000)
+        console = safe_text(result.console or "", 256000)
         files.write_text(log, "\n\n".join(problems) + "\n\n" + console, files.LOG_BYTES)
     elif os.path.exists(log):
         os.remove(log)
-
-
-def _not_graded(catalog, name, path, why):
-    tests = outcome.from_catalog(catalog, "grader-error", _("Not graded: the grader failed."))
-    return outcome.SubmissionResult(name, path, tests, grader_error=why)
 
 
 def _could_not_write(result, out_dir, feedback="full", visibility="visible", assignment=None):
@@ -228,7 +247,7 @@ class BatchInterrupted(Exception):
 
 def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
                 feedback="full", visibility="visible", course_file=None, shard=None,
-                parts=None):
+                parts=None, book=None):
     """Grade every submission in `paths` into the gradebook `out_dir`; returns the
     SubmissionResults in input order (`unchanged` ones were not regraded: see force).
     Raises BatchInterrupted on Ctrl-C, after writing the gradebook for what was graded.
@@ -239,10 +258,11 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     intake.layouts.Submission objects (from layouts.resolve: a name, a student id and a
     display name each).
 
-    course_file: the course file (--course; default DIR/course.toml when it exists) and
-    DIR/overrides.json decide the final scores of grades.csv (gradebook.final_rows); both
-    are read before anything is graded, and a CourseError or OverrideError stops the
-    batch then.
+    book: out_dir's report.book.Gradebook as the run read it (its course file, overrides
+    ledger and kept rows); None: read here, with `course_file` (--course; default
+    DIR/course.toml when it exists). Either way they are read before anything is graded, and
+    a CourseError or OverrideError stops the batch then; they decide the final scores of
+    grades.csv (gradebook.final_rows).
 
     shard: a shards.Shard (K of N): only the submissions whose key hashes to K are graded
     (their folder names settled over the whole class, as one run would); parts: only these
@@ -253,8 +273,7 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     options: a SuiteOptions (default: the default assignment's, SuiteOptions()); its
     `assignment` names the parts, in the gradebook's order."""
     options = options if options is not None else SuiteOptions()
-    policy = courses.find(out_dir, course_file)
-    ledger.load(out_dir)  # a ledger that does not read stops the batch before it starts
+    book = book if book is not None else Gradebook.open(out_dir, course_file)
     os.makedirs(out_dir, exist_ok=True)
     # probe the isolation level once here, not again in every trusted process
     trusted.SERVERS_CPU.clear()
@@ -265,17 +284,70 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     zygote = trusted.start_zygote(options, max(1, jobs))  # torch, pytest, the suite: once
     trusted.pace(max(1, jobs))  # `jobs` submissions' code at once, one more prepared ahead
     try:
-        return _grade_batch(paths, out_dir, options, jobs, stream, zygote, force,
-                            {"feedback": feedback, "visibility": visibility}, policy,
-                            shard, parts)
+        return _grade_batch(paths, book, options, jobs, stream, zygote, force,
+                            {"feedback": feedback, "visibility": visibility}, shard, parts)
     finally:
         trusted.pace(None)
         trusted.stop_zygote(zygote)
         trusted.stop_worker_template(workers)
 
 
-def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosure, policy=None,
-                 shard=None, wanted_parts=None):
+class _Batch:
+    """A batch under way: where each submission's files and row go (the Gradebook), the
+    console's table, and the results so far (None: not done)."""
+
+    def __init__(self, book, jobs, catalog, table, disclosure, assignment):
+        self.book, self.jobs, self.catalog, self.table = book, jobs, catalog, table
+        self.disclosure, self.assignment = disclosure, assignment
+        self.results = [None] * len(jobs)
+
+    def finish(self, index, future):
+        """One submission is done: write its files and its gradebook row, print its line."""
+        job, out_dir = self.jobs[index], self.book.out_dir
+        try:
+            result = future.result()
+        except Exception:  # a bug of ours: reported as such, and the batch goes on
+            result = job.not_graded(self.catalog, traceback.format_exc()[-4000:])
+        else:  # DIR/<folder>/submitted-code.py (intake reached); never raises
+            kept.keep(out_dir, result.folder, result.staged_code)
+        self.results[index] = result
+        name = job.submission.name
+        if result.unchanged and name in self.book.rows:
+            row = self.book.rows[name]
+            if any(row.get(k) != v for k, v in gradebook.identity(result).items()):
+                row.update(gradebook.identity(result))  # a row graded before it knew its student
+                self.book.keep(name, row)
+            self.table.kept(result, row)
+            return
+        try:
+            write_result(result, out_dir, **self.disclosure, assignment=self.assignment)
+        except Exception:
+            _could_not_write(result, out_dir, **self.disclosure, assignment=self.assignment)
+        row = gradebook.safe_record(result, result.fingerprint)
+        row["disclosure"] = dict(self.disclosure)  # what its files show (a change rewrites them)
+        row["carry_forward"] = result.carry_forward  # the policy it was graded with
+        row["assignment"] = self.assignment.name  # one gradebook, one assignment (_same_assignment)
+        self.book.keep(name, row)
+        try:
+            self.table.row(result)
+        except Exception:  # the console is not worth a row
+            pass
+
+    def stopped(self):
+        """grades.csv has a row for everyone: those not graded say the grader stopped."""
+        for index, result in enumerate(self.results):
+            if result is None:
+                job = self.jobs[index]
+                self.results[index] = job.not_graded(
+                    self.catalog, "the grader stopped before this submission was graded")
+                row = gradebook.safe_record(self.results[index])
+                row["assignment"] = self.assignment.name
+                self.book.rows[job.submission.name] = row
+
+
+def _grade_batch(paths, book, options, jobs, stream, zygote, force, disclosure, shard=None,
+                 wanted_parts=None):
+    out_dir = book.out_dir
     catalog = trusted.catalog(options, zygote)
     pictures.warm_up()  # off the critical path: the report's charts and the heatmaps need it
     parts = _declared_parts(options.assignment, catalog)
@@ -287,44 +359,42 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
         catalog = [t for t in catalog if t["part"] in parts]
     if shard is not None or parts != all_parts:  # an unfinished run leaves no record to merge
         shards.remove_record(out_dir)
-    identities = _identities(paths)
-    paths, names = [s.path for s in identities], [s.name for s in identities]
-    kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
-    _same_assignment(kept, options.assignment.name)  # MixedSettings: nothing graded
-    _same_carry_forward(kept, names, options.carry_forward)
-    folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
-    if shard is not None:  # folders were settled over the whole class, as one run's are
-        mine = [i for i, s in enumerate(identities) if shards.belongs(s, shard)]
-        identities, paths, names, folder_names = (
-            [items[i] for i in mine] for items in (identities, paths, names, folder_names))
+    submissions = _submissions(paths)
+    names = [s.name for s in submissions]
+    kept_rows = book.rows  # rows of earlier batches in this gradebook
+    _same_assignment(kept_rows, options.assignment.name)  # MixedSettings: nothing graded
+    _same_carry_forward(kept_rows, names, options.carry_forward)
+    folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept_rows.items()})
+    work = []
+    for sub, folder in zip(submissions, folder_names):
+        if shard is not None and not shards.belongs(sub, shard):
+            continue  # folders were settled over the whole class, as one run's are
+        row = kept_rows.get(sub.name) or {}
+        # a row whose files were written with another disclosure is written again
+        same = row.get("disclosure", DEFAULT_DISCLOSURE) == disclosure
+        work.append(Job(sub, folder, None if force or not same else row.get("fingerprint")))
     suite = fingerprint.suite_fingerprint(options)
-    table = Table(parts, len(paths), **({"stream": stream} if stream else {}),
+    table = Table(parts, len(work), **({"stream": stream} if stream else {}),
                   short={part.name: part.short for part in options.assignment.parts},
-                  course=policy, out_dir=out_dir)  # the console shows final scores
+                  course=book.policy, entries=book.entries)  # the console shows final scores
     table.header()
-    results = [None] * len(paths)
+    batch = _Batch(book, work, catalog, table, disclosure, options.assignment)
     interrupted = False
     workdir = tempfile.mkdtemp(prefix="attnkit-grade-")
     os.chmod(workdir, 0o711)
     try:
         # one more than --jobs: the next submission is staged and its trusted process
-        # prepared while the others run; its code waits for a turn (turns.py)
+        # prepared while the others run; its code waits for a turn (turns.py), and turns
+        # come in the order of `work` (its places are issued here, in that order)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs) + 1) as pool:
             futures = {}
-            for i, (path, name) in enumerate(zip(paths, names)):
-                row = kept.get(name) or {}
-                # a row whose files were written with another disclosure is written again
-                same = row.get("disclosure", DEFAULT_DISCLOSURE) == disclosure
-                previous = None if force or not same else row.get("fingerprint")
-                futures[pool.submit(grade_one, path, name, catalog, options, workdir, zygote,
-                                    suite, previous,
-                                    getattr(identities[i], "companions", ()),
-                                    trusted.place_in_line())] = i
+            for i, job in enumerate(work):
+                job.place = trusted.place_in_line()
+                futures[pool.submit(grade_one, job, catalog, options, workdir, zygote,
+                                    suite)] = i
             try:
                 for future in concurrent.futures.as_completed(futures):
-                    _finish(future, futures[future], results, names, paths, folder_names,
-                            catalog, out_dir, kept, table, identities, disclosure,
-                            options.assignment)
+                    batch.finish(futures[future], future)
             except KeyboardInterrupt:
                 interrupted = True
                 for future in futures:
@@ -333,22 +403,16 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if not interrupted:
-            for index, result in enumerate(results):  # grades.csv has a row for everyone
-                if result is None:
-                    results[index] = _not_graded(catalog, names[index], paths[index],
-                                                 "the grader stopped before this submission was graded")
-                    results[index].folder = folder_names[index]
-                    _identify(results[index], identities[index])
-                    kept[names[index]] = gradebook.safe_record(results[index])
-                    kept[names[index]]["assignment"] = options.assignment.name
-        _write_gradebook(out_dir, list(kept.values()), parts, policy, options.assignment)
+            batch.stopped()
+        book.rebuild(parts, options.assignment)
         if (shard is not None or parts != all_parts) and not interrupted:
             settings = dict(disclosure, **shards.settings_of(options))
             shards.write_record(out_dir, shard, parts, all_parts, whole_suite, options.isolation,
-                                settings, [kept[n] for n in names if n in kept])
+                                settings, [kept_rows[j.submission.name] for j in work
+                                           if j.submission.name in kept_rows])
     if interrupted:
-        raise BatchInterrupted(sum(r is not None for r in results), len(results))
-    return results
+        raise BatchInterrupted(sum(r is not None for r in batch.results), len(batch.results))
+    return batch.results
 
 
 def _declared_parts(declared, catalog):
@@ -361,75 +425,8 @@ def _declared_parts(declared, catalog):
     return list(declared.part_names)
 
 
-def _write_gradebook(out_dir, rows, parts, policy, assignment=None):
-    """grades.csv, report.html and the students' adjustments from the kept rows, with the
-    course's policy and the overrides ledger (read again: it may have grown meanwhile)."""
-    try:
-        entries = ledger.load(out_dir)
-    except ledger.OverrideError:  # read at the start; if it broke since, say so in grades.csv
-        entries = None
-        rows = [dict(r, flags=list(r.get("flags") or [])
-                     + ["overrides.json does not read: no override applied"]) for r in rows]
-    rebuild(out_dir, rows, parts, policy, entries, assignment)
-
-
-def _identities(paths):
+def _submissions(paths):
     """One layouts.Submission per entry of `paths` (bare paths: the plain layout)."""
     if all(isinstance(p, layouts.Submission) for p in paths):
         return list(paths)
     return layouts.plain([os.fspath(p) for p in paths])
-
-
-def _identify(result, identity):
-    """The student the row is about (layouts.resolve), and its notes for the feedback."""
-    result.student_id = identity.student_id
-    result.student_name = identity.student_name
-    result.layout = identity.layout
-    # when the work arrived and what the LMS said of it (intake/layouts.py; "" when unknown)
-    result.submitted_at = getattr(identity, "submitted_at", "") or ""
-    result.time_source = getattr(identity, "time_source", "") or ""
-    result.late_flag = getattr(identity, "late_flag", None)
-    result.flags = list(getattr(identity, "flags", None) or [])
-    if identity.notes:
-        result.notes = list(identity.notes) + list(result.notes or [])
-
-
-def _finish(future, index, results, names, paths, folder_names, catalog, out_dir, kept, table,
-            identities, disclosure=None, assignment=None):
-    """One submission is done: write its files and its gradebook row, print its line."""
-    disclosure = disclosure or DEFAULT_DISCLOSURE
-    try:
-        result = future.result()
-    except Exception:  # a bug of ours: reported as such, and the batch goes on
-        result = _not_graded(catalog, names[index], paths[index], traceback.format_exc()[-4000:])
-    result.folder = folder_names[index]
-    _identify(result, identities[index])
-    results[index] = result
-    kept_code.keep(out_dir, result)  # DIR/<folder>/submitted-code.py; never raises
-    if result.unchanged and names[index] in kept:
-        row = kept[names[index]]
-        if any(row.get(k) != v for k, v in gradebook.identity(result).items()):
-            row.update(gradebook.identity(result))  # a row graded before it knew its student
-            try:
-                gradebook.save_record(row, out_dir)
-            except Exception:
-                pass
-        table.kept(result, row)
-        return
-    try:
-        write_result(result, out_dir, **disclosure, assignment=assignment)
-    except Exception:
-        _could_not_write(result, out_dir, **disclosure, assignment=assignment)
-    row = gradebook.safe_record(result, result.fingerprint)
-    row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
-    row["carry_forward"] = getattr(result, "carry_forward", None)  # the policy it was graded with
-    row["assignment"] = getattr(assignment, "name", assignments.DEFAULT)  # one gradebook, one assignment (_same_assignment)
-    kept[names[index]] = row
-    try:
-        gradebook.save_record(row, out_dir)
-    except Exception:  # the row still reaches grades.csv; a rerun grades it again
-        pass
-    try:
-        table.row(result)
-    except Exception:  # the console is not worth a row
-        pass

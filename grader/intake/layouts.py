@@ -2,7 +2,8 @@
 student (the path to grade, the row's name, the student's id and display name, when it was
 handed in, what to flag) and what every platform reads a download with.
 
-- `Submission`, `Batch`: what `grader.platforms.resolve` returns and grade_batch takes.
+- `Submission`, `Batch`: what `grader.platforms.resolve` returns and grade_batch takes; a
+  Submission's `provenance()` is what the result of grading it carries (outcomes.py).
 - `student_id`, `display_name`: an id and a name from text someone else chose (a file
   name, an LMS's metadata), made safe and capped (MAX_ID, MAX_DISPLAY).
 - `plain(paths, module)`: one Submission per path, named after it (the plain layout).
@@ -29,6 +30,7 @@ import time
 import unicodedata
 import zipfile
 
+from ..outcomes import Provenance
 from ..textsafety import safe_text
 from . import submission_names
 from .archive import _entry_name, _is_junk, _safe_parts, extract
@@ -61,6 +63,12 @@ class Submission:
     flags: list = dataclasses.field(default_factory=list)  # identity warnings, for the instructor
     companions: tuple = ()        # ((earlier module, path), ...): the student's own earlier
                                   # module, uploaded as a file of its own (resolve's `earlier`)
+
+    def provenance(self):
+        """Who and when, as the result of grading it carries them (outcomes.Provenance)."""
+        return Provenance(self.student_id, self.student_name, self.layout,
+                          self.submitted_at or "", self.time_source or "", self.late_flag,
+                          list(self.flags or []))
 
 
 @dataclasses.dataclass

@@ -25,12 +25,9 @@ import os
 import shutil
 import stat
 
-from .. import course as courses
-from .. import overrides as ledger
 from .. import shards
 from .. import files
 from ..report import folders, gradebook
-from ..report.rebuild import rebuild
 from ..textsafety import safe_text
 from . import parts as partmerge
 from .errors import MergeError
@@ -286,9 +283,11 @@ def _copy_folder(record, folder, target):
     os.rename(staging, target)
 
 
-def write(merged, groups, out_dir, course_file=None, assignment=None):
-    """Each student's folder into out_dir, then the gradebook (report/rebuild.py; report.html
-    titled with `assignment`'s title, None: the default assignment's)."""
+def write(merged, groups, book, assignment=None):
+    """Each student's folder into the Gradebook `book`'s folder (report/book.py: its course
+    file and ledger as the run read them), then the gradebook rebuilt (report.html titled
+    with `assignment`'s title, None: the default assignment's)."""
+    out_dir = book.out_dir
     os.makedirs(out_dir, exist_ok=True)
     all_parts = next(iter(next(iter(groups.values())).values()))["all_parts"]
     for name, pieces in merged.items():
@@ -301,11 +300,8 @@ def write(merged, groups, out_dir, course_file=None, assignment=None):
         else:
             row = partmerge.combine(pieces, all_parts, target, _graded_by)
         gradebook.save_record(row, out_dir)
-    kept = gradebook.load_records(out_dir)
-    policy = courses.find(out_dir, course_file)
-    entries = ledger.load(out_dir)
-    final, changed = rebuild(out_dir, list(kept.values()), all_parts, policy, entries,
-                             assignment)
+    book.rows = gradebook.load_records(out_dir)  # the folders merged in, and those kept
+    final, changed = book.rebuild(all_parts, assignment)
     files.write_text(os.path.join(out_dir, MERGE_FILE), files.dumps({
         "kind": "attention-kit merge",
         "shards": [{"dir": os.path.abspath(r["dir"]), "shard": r["shard"], "of": r["of"],

@@ -13,6 +13,7 @@ escape, control character or lone surrogate reaches the instructor's terminal.""
 import sys
 import time
 
+from .. import overrides as ledger
 from ..i18n import _, ngettext
 from ..textsafety import finite_number as _number, safe_text
 
@@ -23,11 +24,11 @@ class Table:
     """parts: the part names graded, in order; short: {part: its column heading} (the
     declaration's Part.short, at most 9 characters; None: the default assignment's);
     course, entries: the course file and the overrides ledger the final scores are derived
-    with (None, []: the graded score is the final one; out_dir: the ledger read from that
-    gradebook); clock: seconds (for the estimate)."""
+    with, as the run read them (report/book.py; None, []: the graded score is the final one);
+    clock: seconds (for the estimate)."""
 
     def __init__(self, parts, total, stream=sys.stdout, short=None, course=None, entries=None,
-                 clock=time.monotonic, out_dir=None):
+                 clock=time.monotonic):
         self.parts, self.total, self.stream = parts, total, stream
         if short is None:
             from ..assignment import load
@@ -36,12 +37,6 @@ class Table:
         self.done = 0
         self.width = 24
         self.course = course
-        from .. import overrides as ledger
-        if entries is None and out_dir:
-            try:
-                entries = ledger.load(out_dir)
-            except ledger.OverrideError:   # said by the batch itself; the console goes on
-                entries = []
         self.current = ledger.active(entries or [])
         self.clock = clock
         self.started = clock()

@@ -83,7 +83,7 @@ def record(result, fingerprint=None):
                       for p, (s, t) in result.by_part().items()},
             "reason": safe_text(reason or "", GRADEBOOK_CELL_CHARS * 4),
             "source": safe_text(_shown(result.source), 2000),
-            "folder": getattr(result, "folder", None) or safe_text(result.name, 200),
+            "folder": result.folder or safe_text(result.name, 200),
             "fingerprint": fingerprint, **identity(result),
             "diagnoses": mistake_ids(result)}
 
@@ -96,14 +96,20 @@ def _shown(source):
 
 def identity(result):
     """The row's student and when the work arrived: {"student_id", "student_name", "layout",
-    "submitted_at", "time_source", "late_flag", "flags"} (safe, capped; from the layout)."""
-    late_flag = getattr(result, "late_flag", None)
-    flags = getattr(result, "flags", None)
-    return {"student_id": safe_text(getattr(result, "student_id", "") or "", 400),
-            "student_name": safe_text(getattr(result, "student_name", "") or "", 400),
-            "layout": safe_text(getattr(result, "layout", "") or "", 20),
-            "submitted_at": safe_text(getattr(result, "submitted_at", "") or "", 40),
-            "time_source": safe_text(getattr(result, "time_source", "") or "", 40),
+    "submitted_at", "time_source", "late_flag", "flags"} (safe, capped; the result's
+    provenance, from the layout)."""
+    return provenance_fields(result.provenance)
+
+
+def provenance_fields(who):
+    """`identity`'s fields from an outcomes.Provenance: text made safe and capped, the LMS's
+    late flag only when it is a boolean, at most 20 flags."""
+    late_flag, flags = who.late_flag, who.flags
+    return {"student_id": safe_text(who.student_id or "", 400),
+            "student_name": safe_text(who.student_name or "", 400),
+            "layout": safe_text(who.layout or "", 20),
+            "submitted_at": safe_text(who.submitted_at or "", 40),
+            "time_source": safe_text(who.time_source or "", 40),
             "late_flag": late_flag if isinstance(late_flag, bool) else None,
             "flags": [safe_text(f, 400) for f in flags[:20]] if isinstance(flags, list) else []}
 
@@ -113,11 +119,11 @@ def safe_record(result, fingerprint=None):
     try:
         return record(result, fingerprint)
     except Exception as error:
-        name = safe_text(getattr(result, "name", "?"), 1000)
+        name = safe_text(result.name, 1000)
         return {"name": name, "status": "grader error", "total": None, "max": 0, "parts": {},
                 "reason": f"the grader could not write this row: {error!r}"[:1000],
-                "source": safe_text(_shown(getattr(result, "source", "")), 2000),
-                "folder": getattr(result, "folder", None) or name[:80], "fingerprint": None,
+                "source": safe_text(_shown(result.source), 2000),
+                "folder": result.folder or name[:80], "fingerprint": None,
                 "student_id": "", "student_name": "", "layout": ""}
 
 

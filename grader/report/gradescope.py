@@ -119,7 +119,7 @@ def results_json(result: SubmissionResult, message_chars=MESSAGE_CHARS, summary_
             "max_score": _round(result.max_score),
             "isolation": result.isolation,
             "case_results": result.case_results,
-            "carry_forward": getattr(result, "carry_forward", None),  # grader grade --carry-forward
+            "carry_forward": result.carry_forward,  # grader grade --carry-forward
             "skipped": [{"name": safe_text(t.name, 500), "reason": safe_text(t.message, 500)}
                         for t in result.tests if t.status == "skipped"],
             "grader_errors": len(result.grader_failures) + bool(result.grader_error),

@@ -431,7 +431,7 @@ def _row_of(item):
     if isinstance(item, dict):
         return item, None
     row = safe_record(item)
-    if isinstance(getattr(item, "diagnoses", None), list) and "diagnoses" not in row:
+    if isinstance(item.diagnoses, list) and "diagnoses" not in row:
         row["diagnoses"] = [d.get("mistake") for d in item.diagnoses if isinstance(d, dict)]
     tests = [{"name": t.name, "status": "passed" if t.status == "passed" else "failed"}
              for t in item.tests if t.status != "skipped"]
@@ -850,7 +850,7 @@ def class_language(items, out_dir):
     take no --lang, keep a Chinese class's page Chinese; this process's when none says."""
     said = {}
     for item in items:
-        folder = item.get("folder") if isinstance(item, dict) else getattr(item, "folder", None)
+        folder = item.get("folder") if isinstance(item, dict) else item.folder
         if not out_dir or not isinstance(folder, str) or not folder or "/" in folder \
                 or folder in (".", ".."):
             continue

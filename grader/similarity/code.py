@@ -1,15 +1,9 @@
-"""Each submission's code as intake staged it, kept in the gradebook for `grader similarity`.
-
-`grader grade` keeps what it graded in DIR/<folder>/submitted-code.py (`keep`): the
-plain <module>.py intake made of the upload (a notebook's cells wrapped in intake's
-runner, an odd encoding decoded, CRLF gone), written atomically, made safe and capped
-like every other file of the gradebook. Beside it, DIR/<folder>/submitted-code.json says
-what intake recorded about the upload: whether it was a notebook, and its code cells
-(number and source, as intake ran them), with the sha256 of the .py it describes. The
-report compares what that record says (a notebook's cells, else the file), never what the
-text of the code claims to be: a plain .py that opens like intake's converted notebooks is
-compared as the plain file it is. `read_code` reads both back as hostile text: regular
-files only, never through a link, capped.
+"""Each submission's code as `grader grade` kept it (report/kept.py: DIR/<folder>/
+submitted-code.py, and submitted-code.json saying whether it was a notebook and its cells),
+read back for `grader similarity`. The report compares what that record says (a notebook's
+cells, else the file), never what the text of the code claims to be: a plain .py that opens
+like intake's converted notebooks is compared as the plain file it is. `read_code` reads both
+back as hostile text: regular files only, never through a link, capped.
 """
 import dataclasses
 import hashlib
@@ -18,24 +12,13 @@ import os
 import stat
 
 from ..i18n import N_, _
-from .. import files
-from ..textsafety import safe_text
+from ..outcomes import Kept  # noqa: F401 - what `keep` writes (bench.py, the tests)
+from ..report.kept import (CODE_FILE, MAX_CELLS, RECORD_FILE, STORE_BYTES,  # noqa: F401
+                           keep, staged_code)
 
-CODE_FILE = "submitted-code.py"
-RECORD_FILE = "submitted-code.json"
-STORE_BYTES = 2 * 1024 * 1024     # intake's own cap on a .py file (intake/text.py)
 MAX_CODE_BYTES = 128 * 1024       # what `grader similarity` reads; larger files are skipped (a
 # real submission is under 10 KB; tokenizing 128 KB takes seconds)
-MAX_CELLS = 5000
 REGRADE = N_("run `grader grade` on it again")
-
-
-@dataclasses.dataclass
-class Kept:
-    """What `grader grade` keeps of one submission: the staged module's text, and the code
-    cells intake converted ([(number, source)]) when the upload was a notebook (else None)."""
-    text: str
-    cells: list = None
 
 
 @dataclasses.dataclass
@@ -46,60 +29,6 @@ class Code:
     text: str
     blocks: list
     notebook: bool = False
-
-
-def staged_code(staged):
-    """What intake staged (None when it refused the upload), as Kept; never raises."""
-    if getattr(staged, "error", None) or not getattr(staged, "file", None):
-        return None
-    try:
-        with open(staged.file, "rb") as handle:
-            data = handle.read(STORE_BYTES + 1)
-        cells = getattr(staged, "cells", None)
-        return Kept(data.decode("utf-8", errors="replace"),
-                    None if cells is None else [(int(n), str(s)) for n, s in cells])
-    except (OSError, TypeError, ValueError):
-        return None
-
-
-def attach(result, code):
-    """`result` (a SubmissionResult) carrying the staged code (Kept or None) for `keep`."""
-    result.staged_code = code
-    return result
-
-
-def keep(out_dir, result):
-    """Write the result's staged code to DIR/<folder>/submitted-code.py and what intake
-    recorded of it to submitted-code.json, or remove both when intake refused the upload; a
-    result that carries none (the grader failed before intake) leaves them as they are.
-    Never raises: a copy for review is not worth a row."""
-    if not hasattr(result, "staged_code"):
-        return
-    try:
-        folder = os.path.join(out_dir, result.folder)
-        kept = result.staged_code
-        if isinstance(kept, str):
-            kept = Kept(kept)
-        if kept is None:
-            for name in (RECORD_FILE, CODE_FILE):
-                if os.path.lexists(os.path.join(folder, name)):
-                    os.remove(os.path.join(folder, name))
-            return
-        os.makedirs(folder, exist_ok=True)
-        data = files.cap_bytes(safe_text(kept.text), STORE_BYTES).encode("utf-8")
-        record = {"form": "file" if kept.cells is None else "notebook",
-                  "code_sha256": hashlib.sha256(data).hexdigest()}
-        if kept.cells is not None:   # held to the code's own cap, as the .py is
-            record["cells"], size = [], 0
-            for number, source in kept.cells[:MAX_CELLS]:
-                size += len(source.encode("utf-8", "replace"))
-                if size > STORE_BYTES:
-                    break
-                record["cells"].append([number, safe_text(source)])
-        files.write_bytes(os.path.join(folder, CODE_FILE), data)
-        files.write_text(os.path.join(folder, RECORD_FILE), json.dumps(record, ensure_ascii=False))
-    except Exception:
-        pass
 
 
 class Unreadable(Exception):

@@ -42,6 +42,7 @@ class Expectation:
     target: str = None  # for mistakes: the function it is in
     reach: tuple = ()   # for mistakes: the functions that call it, whose cases keep their
                         # points under error carried forward (grader/catalog/carry.py)
+    result: object = None  # its SubmissionResult, once graded (validate)
 
     def check(self, result):
         """(ok, what happened) for this submission's SubmissionResult."""
@@ -193,7 +194,7 @@ def docs_table(rows, date, assignment=None):
     for item, ok, detail in rows:
         if item.kind != "mistake":
             continue
-        result = getattr(item, "result", None)
+        result = item.result
         score, top = result.by_part().get(item.part, (0.0, 0.0)) if result else (0, 0)
         named = [d.get("mistake") for d in (result.diagnoses if result else [])
                  if d.get("part") == item.part]
