@@ -77,6 +77,8 @@ def cli():
 ASSIGNMENT_WORDS = {
     "name": "the assignment's name, its folder's under tests_hidden/",
     "title": "report.html's title", "title_zh": "the Chinese title",
+    "default": "`true` in one declaration when the kit holds several: what a command grades "
+               "when no `--assignment` is named (exactly one may say it)",
     "module": "the module students hand in (`<module>.py` or `.ipynb`)",
     "solution": "the solution, relative to the kit",
     "student_folder": "the student folder, relative to the kit",

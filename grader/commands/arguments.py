@@ -76,12 +76,13 @@ def suite_problem(args):
 
 def assignment_argument(parser):
     """--assignment NAME, for a command that has no --assignment of its own (export's is the
-    Canvas column): the kit's only assignment, else assignment.DEFAULT."""
+    Canvas column): the kit's only assignment, else the one declared `default = true`."""
     if "--assignment" in parser._option_string_actions:
         return
     parser.add_argument("--assignment", metavar="NAME", default=None, dest="kit_assignment",
                         help="which assignment (tests_hidden/NAME/assignment.toml); default: "
-                             f"the kit's only one, else {assignment.DEFAULT}")
+                             "the kit's only one, else the one whose assignment.toml says "
+                             "default = true")
 
 
 def load_assignment(args, name=None):

@@ -196,14 +196,15 @@ def _same_carry_forward(kept, names, setting):
             "grade into another --out")
 
 
-def _same_assignment(kept, name):
+def _same_assignment(kept, name, kit_root=None):
     """A gradebook holds one assignment: rows graded for another (a row without the field
     was graded before assignments were declared: the default one) stop the batch before
     anything runs, since their scores would sit in this assignment's columns."""
-    other = sorted(n for n, row in kept.items()
-                   if row.get("assignment", assignments.DEFAULT) != name)
+    default = assignments.default_name(kit_root) if any(
+        "assignment" not in row for row in kept.values()) else None
+    other = sorted(n for n, row in kept.items() if row.get("assignment", default) != name)
     if other:
-        theirs = kept[other[0]].get("assignment", assignments.DEFAULT)
+        theirs = kept[other[0]].get("assignment", default)
         raise MixedSettings(
             f"{len(other)} row(s) of this gradebook were graded for the assignment "
             f"{safe_text(str(theirs), 100)!r} (e.g. {safe_text(other[0], 100)!r}), and this batch "
@@ -279,7 +280,7 @@ def _grade_batch(paths, out_dir, options, jobs, stream, zygote, force, disclosur
     identities = _identities(paths)
     paths, names = [s.path for s in identities], [s.name for s in identities]
     kept = gradebook.load_records(out_dir)  # rows of earlier batches in this gradebook
-    _same_assignment(kept, options.assignment.name)  # MixedSettings: nothing graded
+    _same_assignment(kept, options.assignment.name, options.assignment.kit_root or None)  # MixedSettings: nothing graded
     _same_carry_forward(kept, names, options.carry_forward)
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept.items()})
     if shard is not None:  # folders were settled over the whole class, as one run's are
@@ -409,7 +410,7 @@ def _finish(future, index, results, names, paths, folder_names, catalog, out_dir
     row = gradebook.safe_record(result, result.fingerprint)
     row["disclosure"] = dict(disclosure)  # what its files show (a change rewrites them)
     row["carry_forward"] = getattr(result, "carry_forward", None)  # the policy it was graded with
-    row["assignment"] = getattr(assignment, "name", assignments.DEFAULT)  # one gradebook, one assignment (_same_assignment)
+    row["assignment"] = getattr(assignment, "name", None) or assignments.default_name()  # one gradebook, one assignment (_same_assignment)
     kept[names[index]] = row
     try:
         gradebook.save_record(row, out_dir)
