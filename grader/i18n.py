@@ -37,62 +37,96 @@ import os
 
 LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 DOMAIN = "grader"
-ASSIGNMENT_DOMAIN = "assignment"   # tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po
-LANGUAGES = ("en", "zh")
+ASSIGNMENT_DOMAIN = "assignment"   # tests_hidden/<name>/locale/<locale>/LC_MESSAGES/assignment.po
+ENGLISH = "en"                     # the msgids' language: always there, needs no catalog
 
-_current = "en"
+_current = ENGLISH
 _translation = gettext.NullTranslations()
 
 
+def locales():
+    """{language: its locale folder}, e.g. {"zh": "zh_CN"}: one per grader catalog there is,
+    grader/locale/<locale>/LC_MESSAGES/grader.mo, the language being the locale's first
+    part. English is not among them: it is the source's own."""
+    try:
+        folders = sorted(os.listdir(LOCALE_DIR))
+    except OSError:
+        return {}
+    found = {}
+    for folder in folders:
+        if os.path.isfile(os.path.join(LOCALE_DIR, folder, "LC_MESSAGES", DOMAIN + ".mo")):
+            found.setdefault(folder.split("_")[0].lower(), folder)
+    found.pop(ENGLISH, None)
+    return found
+
+
+def languages():
+    """The languages the grader speaks: English, then each one it has a catalog for (see
+    locales), sorted. What --lang accepts; ask here, never spell them out."""
+    return (ENGLISH, *sorted(locales()))
+
+
 def normalize(lang):
-    """'en' or 'zh' for what a user wrote (zh, zh_CN, zh-cn, en_US...); ValueError otherwise."""
-    value = (lang or "en").strip().lower().replace("-", "_")
-    if value.startswith("zh"):
-        return "zh"
-    if value.startswith("en"):
-        return "en"
-    raise ValueError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
+    """One of languages() for what a user wrote (zh, zh_CN, zh-cn, en_US...); ValueError
+    otherwise."""
+    value = (lang or ENGLISH).strip().lower().replace("-", "_")
+    for code in sorted(languages(), key=len, reverse=True):
+        if value.startswith(code):
+            return code
+    raise ValueError(f"unknown language {lang!r}: choose one of {', '.join(languages())}")
 
 
 def set_language(lang):
-    """Choose the language of this process's messages ('en' or 'zh'); returns it."""
+    """Choose the language of this process's messages (one of languages()); returns it."""
     global _current, _translation
     lang = normalize(lang)
-    if lang == "zh":
-        _translation = _chinese()
-    else:
-        _translation = gettext.NullTranslations()
+    _translation = _catalogs(lang)
     _current = lang
     return lang
 
 
-def _chinese():
-    """The grader's Chinese catalog, then each assignment's own (assignment_catalogs)."""
-    with open(os.path.join(LOCALE_DIR, "zh_CN", "LC_MESSAGES", DOMAIN + ".mo"), "rb") as handle:
+def tag(lang=None):
+    """The language as an HTML lang attribute: "en", "zh-CN" (its locale, hyphenated)."""
+    lang = normalize(lang or _current)
+    return locales().get(lang, lang).replace("_", "-")
+
+
+def _catalogs(lang):
+    """The grader's catalog of `lang`, then each assignment's own (assignment_catalogs);
+    nothing for English (every msgid is its own English)."""
+    if lang == ENGLISH:
+        return gettext.NullTranslations()
+    with open(os.path.join(LOCALE_DIR, locales()[lang], "LC_MESSAGES", DOMAIN + ".mo"),
+              "rb") as handle:
         translation = gettext.GNUTranslations(handle)
-    for path in assignment_catalogs():
+    for path in assignment_catalogs(lang=lang):
         with open(path, "rb") as handle:
             translation.add_fallback(gettext.GNUTranslations(handle))
     return translation
 
 
-def assignment_catalogs(kit_root=None):
-    """The compiled Chinese of each assignment's own messages (its case names, what each
-    case tries): tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.mo, consulted
-    after the grader's own catalog, so an assignment's words live with the assignment."""
+def assignment_catalogs(kit_root=None, lang="zh"):
+    """The compiled catalogs of each assignment's own words in `lang` (its case names, what
+    each case tries, its title, its mistakes): tests_hidden/<name>/locale/<locale>/
+    LC_MESSAGES/assignment.mo, consulted after the grader's own catalog, so an
+    assignment's words live with the assignment. An assignment without one is said in
+    English."""
     from . import paths
     root = os.path.join(kit_root or paths.KIT_ROOT, "tests_hidden")
+    folder = locales().get(lang)
     try:
         names = sorted(os.listdir(root))
     except OSError:
         return []
-    found = [os.path.join(root, n, "locale", "zh_CN", "LC_MESSAGES", ASSIGNMENT_DOMAIN + ".mo")
+    if folder is None:
+        return []
+    found = [os.path.join(root, n, "locale", folder, "LC_MESSAGES", ASSIGNMENT_DOMAIN + ".mo")
              for n in names]
     return [path for path in found if os.path.isfile(path)]
 
 
 def language():
-    """The language chosen for this process: 'en' (the default) or 'zh'."""
+    """The language chosen for this process: 'en' (the default) or another of languages()."""
     return _current
 
 
@@ -117,7 +151,7 @@ def case_title(name, lang=None):
 
 def case_words(text, lang=None):
     """What a case tries (a case's name without its part) in this process's language, or in
-    `lang` ('en' or 'zh') when given."""
+    `lang` (one of languages()) when given."""
     if not isinstance(text, str) or not text.strip():
         return text
     say = _translation.gettext if lang is None else _translator(lang)
@@ -136,11 +170,13 @@ def _translator(lang):
     """gettext of `lang`, whatever this process's language (for text made in both)."""
     lang = normalize(lang)
     if lang not in _TRANSLATORS:
-        if lang == "zh":
-            _TRANSLATORS[lang] = _chinese().gettext
-        else:
-            _TRANSLATORS[lang] = gettext.NullTranslations().gettext
+        _TRANSLATORS[lang] = _catalogs(lang).gettext
     return _TRANSLATORS[lang]
+
+
+def translate(message, lang=None):
+    """`message` in `lang` (default: this process's language), whatever the process's."""
+    return _(message) if lang is None else _translator(lang)(message)
 
 
 def N_(message):

@@ -5,13 +5,12 @@ assignment (`load_assignment`) and the language.
 """
 import dataclasses
 
-from .. import assignment
+from .. import assignment, i18n
 from ..report.summary import LEVELS, VISIBILITIES
 from ..sandbox.isolation import CHOICES
 from ..sandbox.limits import Limits
 from . import usage
 
-LANGUAGES = ("en", "zh")
 
 
 def gradebook_argument(parser, what="the gradebook folder"):
@@ -27,7 +26,7 @@ def course_argument(parser):
 
 
 def language_argument(parser, what):
-    parser.add_argument("--lang", choices=LANGUAGES, default="en", help=what)
+    parser.add_argument("--lang", choices=i18n.languages(), default=i18n.ENGLISH, help=what)
 
 
 def isolation_argument(parser, help=None):

@@ -160,7 +160,7 @@ def _fmt(value):
 
 def _page(title, body, sortable=False):
     """A whole page; sortable: with SORT_SCRIPT, which the CSP then allows by its hash."""
-    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    lang = i18n.tag()
     csp = CSP + (f"; script-src '{SORT_HASH}'" if sortable else "")
     script = f"<script>{SORT_SCRIPT}</script>\n" if sortable else ""
     view = ' class="class-view"' if sortable else ""
@@ -582,7 +582,7 @@ def _quoted_flags(row):
     """A row's flags for the review list: as grades.csv records them (English, written at
     intake); a Chinese page says that they are quoted."""
     flags = "; ".join(_flags(row))
-    if i18n.language() == "zh":
+    if i18n.language() != i18n.ENGLISH:
         return _("flags, as grades.csv records them: {flags}").format(flags=flags)
     return flags
 
@@ -862,7 +862,7 @@ def class_language(items, out_dir):
                 lang = json.load(handle).get("extra_data", {}).get("lang")
         except (OSError, ValueError, AttributeError):
             continue
-        if lang in i18n.LANGUAGES:
+        if lang in i18n.languages():
             said[lang] = said.get(lang, 0) + 1
     if not said:
         return i18n.language()
