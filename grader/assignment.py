@@ -21,7 +21,7 @@ import re
 import sys
 import tomllib
 
-from . import paths
+from . import i18n, paths
 
 DECLARATION = "assignment.toml"
 PROVIDE = ("student", "given")   # how an earlier assignment reaches a later one's worker
@@ -52,8 +52,7 @@ class BuildsOn:
 @dataclasses.dataclass(frozen=True)
 class Assignment:
     name: str
-    title: str
-    title_zh: str
+    title: str              # in English: the msgid of its catalogs (locale/, i18n.py)
     module: str             # the module's name: students hand in <module>.py or <module>.ipynb
     solution: str           # absolute path of the instructor's solution
     student_folder: str     # absolute path of the folder students get
@@ -72,6 +71,11 @@ class Assignment:
     def is_default(self):
         """Whether --assignment means this one when none is named (default_name)."""
         return self.name == default_name(self.kit_root or None)
+
+    def said_title(self, lang=None):
+        """Its title in `lang` (default: the process's), from its folder's catalogs
+        (locale/<locale>/LC_MESSAGES/assignment.po), English where they have none."""
+        return i18n.translate(self.title, lang)
 
     # -- files ---------------------------------------------------------------------------
     @property
@@ -266,10 +270,10 @@ def load_folder(folder, kit_root=None, named=None):
     return parse(data, folder, kit_root, where=path, named=named)
 
 
-_TOP = {"name": str, "title": str, "title_zh": str, "default": bool, "module": str, "solution": str,
+_TOP = {"name": str, "title": str, "default": bool, "module": str, "solution": str,
         "student_folder": str, "api": list, "given": list, "total_points": (int, float),
         "parts": list, "calls": dict, "weights": dict, "heatmaps": list, "builds_on": list}
-_OPTIONAL = {"title_zh": "", "default": False, "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
+_OPTIONAL = {"default": False, "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
 _PART = {"name": str, "points": (int, float), "targets": list, "short": str, "gpu": bool,
          "selfcheck": str}
 _PART_OPTIONAL = {"gpu": False, "selfcheck": None}
@@ -406,8 +410,7 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
             raise AssignmentError(f"{where}: {label} {top[label]!r} is outside the kit")
     if not os.path.isfile(solution):
         raise AssignmentError(f"{where}: solution {top['solution']!r} does not exist")
-    return Assignment(name=name, title=top["title"], title_zh=top["title_zh"],
-                      default=top["default"], module=module,
+    return Assignment(name=name, title=top["title"], default=top["default"], module=module,
                       solution=solution, student_folder=student_folder, api=api, given=given,
                       total_points=top["total_points"], parts=tuple(parts), calls=calls,
                       weights=weights, heatmaps=heatmaps, builds_on=tuple(builds_on),

@@ -32,8 +32,10 @@ and for an assignment's own words, with <name> its folder under tests_hidden/:
 tests/test_i18n.py checks that every message has its Chinese, that each catalog holds exactly
 the messages of its own source, and that each .mo is current.
 """
+import dataclasses
 import gettext
 import os
+import tomllib
 
 LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 DOMAIN = "grader"
@@ -179,6 +181,44 @@ def translate(message, lang=None):
     return _(message) if lang is None else _translator(lang)(message)
 
 
+def extract_declaration(fileobj, keywords, comment_tags, options):
+    """Babel's extractor for an assignment's declaration (assignment.toml): its `title`, a
+    message of the assignment's own catalog (grader/locale/babel.cfg names it)."""
+    text = fileobj.read().decode("utf-8")
+    title = tomllib.loads(text).get("title")
+    if isinstance(title, str) and title:
+        line = next((n for n, row in enumerate(text.splitlines(), 1)
+                     if row.lstrip().startswith("title")), 1)
+        yield line, "N_", title, []
+
+
 def N_(message):
     """Marks `message` for the catalog without translating it (translate it with _ at use)."""
     return message
+
+
+@dataclasses.dataclass(frozen=True)
+class Said:
+    """A message made now and said later, in whichever language is asked: its msgid (marked
+    with N_ where it is written) and the values of its {name} fields, each said as it is (a
+    str: a number, code) or in the same language (a Said).
+
+        Said(N_("masked scores are set to {value}"), (("value", "-10"),)).say("zh")
+    """
+    msgid: str
+    fields: tuple = ()      # ((name, value), ...)
+
+    @classmethod
+    def of(cls, msgid, **fields):
+        return cls(msgid, tuple(sorted(fields.items())))
+
+    def say(self, lang=None):
+        text = translate(self.msgid, lang)
+        if not self.fields:
+            return text
+        return text.format(**{name: say(value, lang) for name, value in self.fields})
+
+
+def say(message, lang=None):
+    """A message (a msgid or a Said) in `lang` (default: this process's language)."""
+    return message.say(lang) if isinstance(message, Said) else translate(message, lang)

@@ -55,7 +55,7 @@ def _fake(mistakes, name="fake", parts=(("p", ("f",), False),), api=("f",)):
 
 
 def _mistake(id, part="p", target="f"):
-    return Mistake(id, part, target, "it is wrong", "错了", (("a", "b"),))
+    return Mistake(id, part, target, "it is wrong", (("a", "b"),))
 
 
 @pytest.mark.parametrize("mistakes, words", [

@@ -11,8 +11,8 @@ the failing cases and, for the first failing case of each target the assignment 
 (its declaration's `heatmaps`) that has picture data, the expected and the returned
 attention weights side by side; "summary" shows the per-part
 summary only (no pictures: they would show the expected values of hidden cases); "score"
-the scores only. report.html is titled with the assignment's title (`title`, `title_zh`
-on a Chinese page). Both take the loaded Assignment (`assignment`; None: the default one).
+the scores only. report.html is titled with the assignment's title (`title`, in the page's
+language from the assignment's catalog). Both take the loaded Assignment (`assignment`; None: the default one).
 
 A page stays under PAGE_BYTES: pictures are dropped first. Making pictures can fail
 (matplotlib missing, odd data): the page is then written without them, with a note, and
@@ -712,7 +712,7 @@ def _glossary(diagnoses, known, declared):
              + "</p><dl>"]
     for mistake in listed:
         entry = known[mistake]
-        said = getattr(entry, "zh", "") if i18n.language() == "zh" else getattr(entry, "en", "")
+        said = entry.text(i18n.language()) if hasattr(entry, "text") else ""
         lines.append(f'<dt id="{_anchor(mistake)}"><code>{esc(mistake, 100)}</code> '
                      f'({esc(getattr(entry, "part", ""), 60)})</dt><dd>{esc(said, 600)}</dd>')
     return lines + ["</dl>"]
@@ -731,7 +731,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     declared = _assignment(assignment)
-    named = declared.title_zh if i18n.language() == "zh" and declared.title_zh else declared.title
+    named = declared.said_title()
     title = esc(_(CLASS_TITLE).format(title=named), 400)
     body = [f"<h1>{title}</h1>"] + _opening(rows, scored, errors, totals, top, out_dir)
     known = _catalog(declared)
