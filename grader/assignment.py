@@ -21,7 +21,7 @@ import re
 import sys
 import tomllib
 
-from . import i18n, paths
+from . import paths
 
 DECLARATION = "assignment.toml"
 PROVIDE = ("student", "given")   # how an earlier assignment reaches a later one's worker
@@ -52,7 +52,7 @@ class BuildsOn:
 @dataclasses.dataclass(frozen=True)
 class Assignment:
     name: str
-    title: str              # in English: the msgid of its catalogs (locale/, i18n.py)
+    title: str              # in English: the msgid its folder's catalogs (locale/) translate
     module: str             # the module's name: students hand in <module>.py or <module>.ipynb
     solution: str           # absolute path of the instructor's solution
     student_folder: str     # absolute path of the folder students get
@@ -71,11 +71,6 @@ class Assignment:
     def is_default(self):
         """Whether --assignment means this one when none is named (default_name)."""
         return self.name == default_name(self.kit_root or None)
-
-    def said_title(self, lang=None):
-        """Its title in `lang` (default: the process's), from its folder's catalogs
-        (locale/<locale>/LC_MESSAGES/assignment.po), English where they have none."""
-        return i18n.translate(self.title, lang)
 
     # -- files ---------------------------------------------------------------------------
     @property

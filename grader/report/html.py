@@ -731,7 +731,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     declared = _assignment(assignment)
-    named = declared.said_title()
+    named = _(declared.title)   # from the assignment's catalog; English where it has none
     title = esc(_(CLASS_TITLE).format(title=named), 400)
     body = [f"<h1>{title}</h1>"] + _opening(rows, scored, errors, totals, top, out_dir)
     known = _catalog(declared)
