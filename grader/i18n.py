@@ -1,19 +1,27 @@
-"""The language of every sentence a student reads from the grader: English or Chinese.
+"""The language of every sentence a student reads from the grader: English, or one of the
+languages there is a catalog for (Chinese, zh_CN, today).
 
     from grader.i18n import _, N_, ngettext
     i18n.set_language("zh")            # once per process: `grader grade --lang zh`
     _("{target} would fail on a GPU: {why}").format(target=..., why=...)
+    i18n.languages()                   # ("en", "zh"): what --lang accepts, everywhere
 
-The Chinese catalog is grader/locale/zh_CN/LC_MESSAGES/grader.po, compiled into grader.mo
-next to it (both are committed; the runtime needs only the standard library's gettext).
-It holds only the messages of grader/. An assignment's own words (its case names, what each
-case tries) live with it, in tests_hidden/<name>/locale/zh_CN/LC_MESSAGES/assignment.po and
-.mo, consulted after grader.mo: it holds every message of tests_hidden/<name>/ that grader/
-does not use (a message both use stays in grader.po only).
+A language lives in its catalogs and nowhere else. Every text is written once, in English,
+where it belongs (grader/'s source; an assignment's tests_hidden/<name>/: its case table,
+its catalog of mistakes, its declaration's title), and that English is the msgid. The
+grader's catalog of a language is grader/locale/<locale>/LC_MESSAGES/grader.po, compiled
+into grader.mo next to it (both committed; the runtime needs only the standard library's
+gettext); it holds only the messages of grader/. An assignment's own words live with it,
+in tests_hidden/<name>/locale/<locale>/LC_MESSAGES/assignment.po and .mo, consulted after
+grader.mo: every message of tests_hidden/<name>/ that grader/ does not use. `languages()`
+is English and each <locale> with a grader.mo (its first part: zh for zh_CN); a language
+an assignment has no catalog for says that assignment's words in English, as any message
+a catalog lacks. (The student folder carries its own: assignments/<name>/locale.)
 Every msgid is a constant string: pieces that vary (names, numbers, a submission's own
 messages and tracebacks) are `{name}` fields filled in with .format() after translation,
 so what came from a submission is never translated. `N_` marks a string for extraction
-where it is defined (a module constant) and `_` translates it where it is used.
+where it is defined (a module constant) and `_` translates it where it is used; a `Said`
+is a marked message and its fields, said later in whichever language is asked.
 
 Terms follow the Chinese edition of Dive into Deep Learning (动手学深度学习): 掩蔽softmax,
 有效长度, 加性注意力, 缩放点积注意力, 多头注意力, 注意力权重, 查询/键/值, 暂退法, 梯度, 形状;
@@ -29,6 +37,10 @@ and for an assignment's own words, with <name> its folder under tests_hidden/:
     pybabel update -i tests_hidden/<name>/locale/assignment.pot -d tests_hidden/<name>/locale -D assignment -l zh_CN --no-fuzzy-matching
     (translate the new entries in its assignment.po; delete any that grader.po holds)
     pybabel compile -d tests_hidden/<name>/locale -D assignment -l zh_CN --statistics
+To add a language (fr, say): the same three steps with `pybabel init ... -l fr` in place of
+update, for grader/ and for each assignment with texts; for the self-checks of a student
+folder, assignments/<name>/locale/fr/LC_MESSAGES/selfcheck.po (msgfmt). Nothing else:
+--lang offers it from then on (tests/test_i18n_third_language.py shows it with a toy French).
 tests/test_i18n.py checks that every message has its Chinese, that each catalog holds exactly
 the messages of its own source, and that each .mo is current.
 """

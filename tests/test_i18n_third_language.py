@@ -80,6 +80,16 @@ def test_a_language_without_a_catalog_is_refused_naming_the_ones_there_are(frenc
     assert not (tmp_path / "out").exists()
 
 
+def test_a_skeleton_is_not_released_in_a_language_its_solution_lacks(french_kit, tmp_path):
+    """The skeleton's words are the solution's own (its ### BEGIN ZH blocks), not a
+    catalog's: --lang fr is offered (the catalog) and refused with the reason."""
+    done = _run(french_kit, "release", "--lang", "fr", "--out", str(tmp_path / "folder"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("grader release: --lang fr: the grader speaks it (its "
+                                  "catalog), but a skeleton is written in en or zh only")
+    assert not (tmp_path / "folder").exists()
+
+
 @pytest.mark.slow
 def test_grading_in_the_new_language_says_its_words_and_english_for_the_rest(french_kit,
                                                                              tmp_path):
