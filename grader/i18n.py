@@ -113,13 +113,13 @@ def _catalogs(lang):
     with open(os.path.join(LOCALE_DIR, locales()[lang], "LC_MESSAGES", DOMAIN + ".mo"),
               "rb") as handle:
         translation = gettext.GNUTranslations(handle)
-    for path in assignment_catalogs(lang=lang):
+    for path in assignment_catalogs(lang):
         with open(path, "rb") as handle:
             translation.add_fallback(gettext.GNUTranslations(handle))
     return translation
 
 
-def assignment_catalogs(kit_root=None, lang="zh"):
+def assignment_catalogs(lang, kit_root=None):
     """The compiled catalogs of each assignment's own words in `lang` (its case names, what
     each case tries, its title, its mistakes): tests_hidden/<name>/locale/<locale>/
     LC_MESSAGES/assignment.mo, consulted after the grader's own catalog, so an

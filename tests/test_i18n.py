@@ -42,7 +42,7 @@ EXAMPLES = os.path.join(KIT, "examples")
 
 # each assignment's own words (grader/i18n.py assignment_catalogs): (its .po, its .mo)
 ASSIGNMENT_CATALOGS = [(path[:-3] + ".po", path) for path in
-                       __import__("grader.i18n", fromlist=["i18n"]).assignment_catalogs(KIT)]
+                       __import__("grader.i18n", fromlist=["i18n"]).assignment_catalogs("zh", KIT)]
 # every assignment, read from the folder (not from the code under test)
 ASSIGNMENTS = sorted(name for name in os.listdir(os.path.join(KIT, "tests_hidden"))
                      if os.path.isdir(os.path.join(KIT, "tests_hidden", name))
@@ -729,7 +729,7 @@ def test_an_assignments_own_words_live_with_it(name):
     assert sorted(own - held) == [], f"tests_hidden/{name}/.../assignment.po lacks its own words"
     assert sorted(held - own) == [], \
         f"tests_hidden/{name}/.../assignment.po holds words that are not its own (or grader/'s)"
-    assert _own_po(name)[:-3] + ".mo" in i18n.assignment_catalogs(KIT)
+    assert _own_po(name)[:-3] + ".mo" in i18n.assignment_catalogs("zh", KIT)
     with open(_own_po(name), "rb") as handle:
         words = {m.id: m.string for m in read_po(handle, locale="zh_CN") if m.id}
     before = i18n.language()

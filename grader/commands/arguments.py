@@ -56,7 +56,8 @@ def suite_arguments(parser):
                                "without Linux namespaces; or one level (default auto)")
     parser.add_argument("--no-gpu", action="store_true", help="grade as if there were no GPU")
     language_argument(parser, "language of what students read (feedback.txt, results.json): "
-                              "en (default) or zh (中文)")
+                              "en (default), or a language of the grader's catalogs "
+                              "(grader/locale: zh, 中文)")
     limits = parser.add_argument_group("limits for each submission")
     for field in dataclasses.fields(Limits):
         limits.add_argument("--" + field.name.replace("_", "-"), type=field.type
