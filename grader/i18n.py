@@ -181,8 +181,12 @@ _TRANSLATORS = {}
 
 
 def _translator(lang):
-    """gettext of `lang`, whatever this process's language (for text made in both)."""
-    lang = normalize(lang)
+    """gettext of `lang`, whatever this process's language (for text made in both); a
+    language without a catalog says the English."""
+    try:
+        lang = normalize(lang)
+    except ValueError:
+        lang = ENGLISH
     if lang not in _TRANSLATORS:
         _TRANSLATORS[lang] = _catalogs(lang).gettext
     return _TRANSLATORS[lang]
