@@ -7,8 +7,8 @@ unknown key, a missing one or a value of the wrong type is refused with the key'
 as otter-grader's `Assignment` config does; so are parts whose points do not add up to the
 total and targets the API does not name.
 
-    assignment = load("attention")        # or load() when the kit has exactly one... or
-                                          # the default, attention
+    assignment = load("attention")        # or load(): the kit's only one, or the one
+                                          # whose declaration says `default = true`
     assignment.module_file                # "<module>.py", the file students hand in
     assignment.part_of(target)            # the part whose cases call `target`
 """
@@ -23,7 +23,6 @@ import tomllib
 
 from . import paths
 
-DEFAULT = "attention"     # what --assignment means when a kit holds several and none is named
 DECLARATION = "assignment.toml"
 PROVIDE = ("student", "given")   # how an earlier assignment reaches a later one's worker
 
@@ -53,8 +52,7 @@ class BuildsOn:
 @dataclasses.dataclass(frozen=True)
 class Assignment:
     name: str
-    title: str
-    title_zh: str
+    title: str              # in English: the msgid its folder's catalogs (locale/) translate
     module: str             # the module's name: students hand in <module>.py or <module>.ipynb
     solution: str           # absolute path of the instructor's solution
     student_folder: str     # absolute path of the folder students get
@@ -68,6 +66,11 @@ class Assignment:
     builds_on: tuple        # of BuildsOn
     folder: str             # absolute path of tests_hidden/<name>/
     kit_root: str = ""      # absolute path of its kit: where builds_on's names are looked up
+    default: bool = False   # its declaration says `default = true` (see default_name)
+
+    def is_default(self):
+        """Whether --assignment means this one when none is named (default_name)."""
+        return self.name == default_name(self.kit_root or None)
 
     # -- files ---------------------------------------------------------------------------
     @property
@@ -143,7 +146,7 @@ class Assignment:
     def mistakes_docs(self):
         """Where its catalog is written up (`grader validate --docs`): docs/mistakes.md for
         the default assignment, docs/mistakes-<name>.md for any other."""
-        return "docs/mistakes.md" if self.name == DEFAULT else f"docs/mistakes-{self.name}.md"
+        return "docs/mistakes.md" if self.is_default() else f"docs/mistakes-{self.name}.md"
 
     # -- tables --------------------------------------------------------------------------
     def cases(self):
@@ -193,11 +196,44 @@ def names(kit_root=None):
 
 
 def resolve(name=None, kit_root=None):
-    """The name --assignment means: `name`, else the kit's only one, else DEFAULT."""
-    if name:
-        return name
+    """The name --assignment means: `name`, else the kit's default (default_name)."""
+    return name or default_name(kit_root)
+
+
+def default_name(kit_root=None):
+    """The assignment a command grades when none is named: the kit's only one, else the one
+    whose declaration says `default = true`. AssignmentError, naming the files, when the kit
+    declares none, or several and not exactly one of them is the default."""
+    kit_root = os.path.abspath(kit_root or paths.KIT_ROOT)
     declared = names(kit_root)
-    return declared[0] if len(declared) == 1 else DEFAULT
+    files = {n: os.path.join(kit_root, "tests_hidden", n, DECLARATION) for n in declared}
+    if not declared:
+        raise AssignmentError(f"the kit declares no assignment: no "
+                              f"{os.path.join(kit_root, 'tests_hidden', '<name>', DECLARATION)}")
+    claims = [n for n in declared if _claims_default(files[n])]
+    if len(declared) == 1:
+        return declared[0]
+    if len(claims) == 1:
+        return claims[0]
+    if claims:
+        raise AssignmentError("more than one assignment says `default = true`: "
+                              f"{', '.join(files[n] for n in claims)}; keep it in one of them")
+    raise AssignmentError(f"the kit declares {len(declared)} assignments and none says "
+                          f"`default = true`: add it to one of {', '.join(files.values())} "
+                          "(or name one with --assignment)")
+
+
+def _claims_default(path):
+    """Whether the declaration at `path` says `default = true` (a declaration that does not
+    read is refused with its file's name)."""
+    try:
+        with open(path, "rb") as handle:
+            value = tomllib.load(handle).get("default", False)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise AssignmentError(f"{path}: {error}") from None
+    if not isinstance(value, bool):
+        raise AssignmentError(f"{path}: 'default' must be true or false, got {value!r}")
+    return value
 
 
 @functools.lru_cache(maxsize=None)
@@ -229,10 +265,10 @@ def load_folder(folder, kit_root=None, named=None):
     return parse(data, folder, kit_root, where=path, named=named)
 
 
-_TOP = {"name": str, "title": str, "title_zh": str, "module": str, "solution": str,
+_TOP = {"name": str, "title": str, "default": bool, "module": str, "solution": str,
         "student_folder": str, "api": list, "given": list, "total_points": (int, float),
         "parts": list, "calls": dict, "weights": dict, "heatmaps": list, "builds_on": list}
-_OPTIONAL = {"title_zh": "", "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
+_OPTIONAL = {"default": False, "given": [], "weights": {}, "heatmaps": [], "builds_on": []}
 _PART = {"name": str, "points": (int, float), "targets": list, "short": str, "gpu": bool,
          "selfcheck": str}
 _PART_OPTIONAL = {"gpu": False, "selfcheck": None}
@@ -369,7 +405,7 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
             raise AssignmentError(f"{where}: {label} {top[label]!r} is outside the kit")
     if not os.path.isfile(solution):
         raise AssignmentError(f"{where}: solution {top['solution']!r} does not exist")
-    return Assignment(name=name, title=top["title"], title_zh=top["title_zh"], module=module,
+    return Assignment(name=name, title=top["title"], default=top["default"], module=module,
                       solution=solution, student_folder=student_folder, api=api, given=given,
                       total_points=top["total_points"], parts=tuple(parts), calls=calls,
                       weights=weights, heatmaps=heatmaps, builds_on=tuple(builds_on),

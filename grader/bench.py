@@ -241,7 +241,7 @@ def main(argv=None):
             with _worker_start("fresh"):
                 wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
             line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
-        if args.class_size and declared.name == assignments.DEFAULT:
+        if args.class_size and declared.is_default():
             sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
                              if not n.startswith("."))
             os.makedirs(os.path.join(workdir, "class"))

@@ -41,14 +41,94 @@ def test_the_attention_declaration_reads_as_the_readme_says():
     assert declared.callers("MultiHeadAttention") == ()
 
 
-def test_the_default_is_the_only_declared_assignment_or_attention(tmp_path):
+def _declare(root, name, text=""):
+    folder = root / "tests_hidden" / name
+    folder.mkdir(parents=True)
+    (folder / "assignment.toml").write_text(text)
+    return str(folder / "assignment.toml")
+
+
+def test_the_default_is_the_only_declared_assignment_or_the_one_that_says_so(tmp_path):
     assert assignment.resolve("transformer") == "transformer"
-    (tmp_path / "tests_hidden" / "solo").mkdir(parents=True)
-    (tmp_path / "tests_hidden" / "solo" / "assignment.toml").write_text("")
-    assert assignment.resolve(None, str(tmp_path)) == "solo"
-    (tmp_path / "tests_hidden" / "duo").mkdir()
-    (tmp_path / "tests_hidden" / "duo" / "assignment.toml").write_text("")
-    assert assignment.resolve(None, str(tmp_path)) == "attention"
+    assert assignment.resolve(None) == "attention"  # the kit's attention.toml says default = true
+    _declare(tmp_path, "solo")
+    assert assignment.resolve(None, str(tmp_path)) == "solo"  # one assignment needs no default
+    _declare(tmp_path, "duo", "default = true\n")
+    assert assignment.resolve(None, str(tmp_path)) == "duo"
+    _declare(tmp_path, "trio", "default = false\n")
+    assert assignment.resolve(None, str(tmp_path)) == "duo"
+
+
+def test_the_kits_own_default_is_declared_in_one_file_only():
+    """The kit holds two assignments: exactly one declaration says default = true (read
+    with tomllib here, not through the code under test)."""
+    said = {}
+    for name in ("attention", "transformer"):
+        with open(os.path.join(KIT, "tests_hidden", name, "assignment.toml"), "rb") as handle:
+            said[name] = tomllib.load(handle).get("default", False)
+    assert said == {"attention": True, "transformer": False}
+    assert assignment.load("attention").is_default()
+    assert not assignment.load("transformer").is_default()
+    assert assignment.load("transformer").mistakes_docs == "docs/mistakes-transformer.md"
+    assert assignment.load("attention").mistakes_docs == "docs/mistakes.md"
+
+
+def test_two_declarations_claiming_the_default_are_refused_naming_both(tmp_path):
+    first = _declare(tmp_path, "one", "default = true\n")
+    second = _declare(tmp_path, "two", "default = true\n")
+    _declare(tmp_path, "three")
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.resolve(None, str(tmp_path))
+    assert str(refused.value) == (f"more than one assignment says `default = true`: {first}, "
+                                  f"{second}; keep it in one of them")
+    assert assignment.resolve("three", str(tmp_path)) == "three"  # a named one needs no default
+
+
+def test_several_declarations_and_no_default_are_refused_naming_each_file(tmp_path):
+    first = _declare(tmp_path, "one")
+    second = _declare(tmp_path, "two", "default = false\n")
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.resolve(None, str(tmp_path))
+    assert str(refused.value) == (f"the kit declares 2 assignments and none says "
+                                  f"`default = true`: add it to one of {first}, {second} "
+                                  "(or name one with --assignment)")
+
+
+def test_a_default_that_is_not_true_or_false_and_an_empty_kit_are_refused(tmp_path):
+    _declare(tmp_path, "one", 'default = "yes"\n')
+    path = _declare(tmp_path, "two")
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.resolve(None, str(tmp_path))
+    assert "one/assignment.toml: 'default' must be true or false, got 'yes'" in str(refused.value)
+    (tmp_path / "tests_hidden" / "one" / "assignment.toml").write_text("default = [")
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.resolve(None, str(tmp_path))
+    assert str(refused.value).startswith(str(tmp_path / "tests_hidden" / "one" / "assignment.toml"))
+    with pytest.raises(assignment.AssignmentError) as refused:
+        assignment.resolve(None, str(tmp_path / "empty"))
+    assert str(refused.value).startswith("the kit declares no assignment: no ")
+    assert os.path.isfile(path)
+
+
+def test_a_kit_without_a_default_is_a_one_line_usage_error_naming_the_files(tmp_path):
+    """A copy of the kit where no declaration says default = true: `grader grade` without
+    --assignment stops with exit 2 and names both files, grading nothing."""
+    import shutil
+    kit = tmp_path / "kit"
+    for part in ("grader", "tests_hidden", "solutions", "assignments"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    declaration = kit / "tests_hidden" / "attention" / "assignment.toml"
+    declaration.write_text(declaration.read_text().replace("default = true", "default = false"))
+    done = subprocess.run([sys.executable, "-m", "grader", "grade",
+                           os.path.join(KIT, "examples", "alice.py"), "--out", str(tmp_path / "out")],
+                          cwd=kit, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(kit)})
+    assert done.returncode == 2, done.stderr
+    assert "none says `default = true`" in done.stderr
+    assert str(declaration) in done.stderr
+    assert str(kit / "tests_hidden" / "transformer" / "assignment.toml") in done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("edit, said", [
@@ -80,6 +160,7 @@ def test_the_default_is_the_only_declared_assignment_or_attention(tmp_path):
     (lambda d: d["weights"].update(MultiHeadAttention="attention.weights()"),
      "weights.MultiHeadAttention must name"),
     (lambda d: d.update(name="transformer"), "name 'transformer' must be its folder's name"),
+    (lambda d: d.update(default="yes"), "'default' must be true or false"),
 ])
 def test_a_wrong_declaration_is_refused_naming_the_key(edit, said):
     data = _data()

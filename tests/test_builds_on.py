@@ -302,7 +302,7 @@ def test_a_catalog_mistake_in_the_later_solution_imports_the_earlier_one_too(tmp
     from grader.catalog.mistakes import Mistake
     kit = _kit(tmp_path / "kit", "given")
     assignments.load("second", kit_root=kit)
-    mistake = Mistake("once", "quadruple", "quadruple", "doubled once", "只加倍一次",
+    mistake = Mistake("once", "quadruple", "quadruple", "doubled once",
                       (("double(double(x))", "double(x)"),))
     from grader.harness import implementations
     solution = os.path.join(kit, "solutions", "second.py")

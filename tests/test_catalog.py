@@ -55,7 +55,7 @@ def _fake(mistakes, name="fake", parts=(("p", ("f",), False),), api=("f",)):
 
 
 def _mistake(id, part="p", target="f"):
-    return Mistake(id, part, target, "it is wrong", "错了", (("a", "b"),))
+    return Mistake(id, part, target, "it is wrong", (("a", "b"),))
 
 
 @pytest.mark.parametrize("mistakes, words", [
@@ -226,3 +226,27 @@ def test_a_catalog_is_passed_in_never_imported():
             exec(f"from grader.catalog import {name}", {})
     with pytest.raises(ImportError):
         from grader.catalog.mistakes import PART_TARGETS  # noqa: F401 - the declaration's now
+
+
+def test_a_mistake_is_written_once_in_english_and_said_in_chinese_by_the_catalogs():
+    """The table holds the English alone (the msgid); the Chinese comes from the assignment's
+    catalog, a class mistake's instance and a combination included (literals: the Chinese
+    the table held inline before issue 30)."""
+    ten = CATALOG.by_id("softmax-fill-small@-10")
+    assert ten.en == ("masked scores are set to -10, which is not small enough to vanish in "
+                      "the softmax")
+    assert ten.text("zh") == "被掩蔽的分数设为 -10，它在 softmax 中不够小，不会消失"
+    three = CATALOG.by_id("additive-bias@W_k+W_q+w_v")
+    assert three.en == ("W_k, W_q and w_v are built with a bias (nn.Linear's default; the "
+                        "model has none)")
+    assert three.text("zh") == "W_k、W_q、w_v 带了偏置（nn.Linear 的默认设置；模型中没有偏置）"
+    both = CATALOG.by_id("mask-inverted&dot-no-scale")
+    assert both.en == ("the valid positions are replaced instead of the padding after them, "
+                       "and also the scores are not divided by sqrt(d)")
+    assert both.text("zh") == "替换的是有效位置，而不是它们之后的填充位置；同时分数没有除以 sqrt(d)"
+    assert not hasattr(ten, "zh")
+    assert CATALOG.experiment("transpose_output", "zh") == (
+        "对 X = torch.arange(48.).reshape(2, 3, 8) 检查 transpose_output(transpose_qkv(X, 4), 4) "
+        "是否还原出 X。")
+    # a language without a catalog (or an unknown one) says the English
+    assert three.text("fr") == three.en

@@ -403,17 +403,22 @@ def test_the_class_page_is_titled_with_the_assignments_title():
     assert ("<h1>Attention: masking, scoring functions and multi-head attention (d2l 10.1-10.5): "
             "the class</h1>") in text
     other = dataclasses.replace(attention, name="transformer", module="transformer",
-                                title="Transformer <encoder> block", title_zh="Transformer 编码器块")
+                                title="Transformer <encoder> block")
     text = pages.report_html(_class_rows(), charts=False, assignment=other)
     assert "<h1>Transformer &lt;encoder&gt; block: the class</h1>" in text
     assert "<title>Transformer &lt;encoder&gt; block: the class</title>" in text
+    transformer = assignment.load("transformer")
     before = i18n.language()
     try:
         i18n.set_language("zh")
-        text = pages.report_html(_class_rows(), charts=False, assignment=other)
+        untranslated = pages.report_html(_class_rows(), charts=False, assignment=other)
+        text = pages.report_html(_class_rows(), charts=False, assignment=transformer)
     finally:
         i18n.set_language(before)
-    assert "<h1>Transformer 编码器块：全班</h1>" in text
+    # the title's Chinese is the assignment's catalog's; a title it lacks stays English
+    assert "<h1>Transformer &lt;encoder&gt; block：全班</h1>" in untranslated
+    assert ("<h1>Transformer 编码器块：位置编码、基于位置的前馈网络、加法和规范化（d2l "
+            "10.6–10.7）：全班</h1>") in text
 
 
 def test_report_opens_with_the_class_table_and_explains_each_diagnosis():

@@ -10,6 +10,7 @@ that do not come from the solution are computed here from the book's formulas.
 import difflib
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -197,7 +198,8 @@ def test_the_catalog_has_the_mistakes_the_issue_lists(kit):
                    "block-second-residual-input", "block-pre-norm", "block-norm-shape-hidden"):
         assert wanted in ids, wanted
     for mistake in kit["catalog"]:
-        assert mistake.en and mistake.zh and not mistake.en.endswith(".")
+        assert mistake.en and not mistake.en.endswith(".")
+        assert re.search(r"[\u4e00-\u9fff]", mistake.text("zh")), mistake.id  # its catalog's
 
 
 def _failing_probes(kit, mistake):
@@ -243,7 +245,7 @@ def test_a_mistake_stays_a_small_edit_of_the_solution(kit):
         added = sum(line.startswith("+") for line in diff)
         assert 1 <= max(removed, added) <= 4, mistake.id
     with pytest.raises(ValueError):
-        Mistake("x", "AddNorm", "AddNorm", "", "", (("no such line", ""),)).apply(source)
+        Mistake("x", "AddNorm", "AddNorm", "", (("no such line", ""),)).apply(source)
 
 
 # -- the student folder ---------------------------------------------------------------------

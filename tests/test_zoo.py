@@ -62,8 +62,9 @@ def test_every_mistake_teaches_in_both_languages(name):
     catalog = Catalog.of(assignment.load(name))
     assert len(catalog) >= 15
     for mistake in catalog:
-        assert mistake.en.strip() and mistake.zh.strip(), mistake.id
-        assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.zh), mistake.id
+        # the English is the table's, the Chinese its catalog's (tests_hidden/<name>/locale)
+        assert mistake.en.strip() and mistake.text("zh").strip(), mistake.id
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.text("zh")), mistake.id
         assert catalog.experiment(mistake.target, "en") and \
             catalog.experiment(mistake.target, "zh"), mistake.id
 

@@ -76,7 +76,9 @@ def cli():
 # what each key says; a key the code checks and this table does not name fails the build
 ASSIGNMENT_WORDS = {
     "name": "the assignment's name, its folder's under tests_hidden/",
-    "title": "report.html's title", "title_zh": "the Chinese title",
+    "title": "report.html's title, in English (its translations: the assignment's catalogs)",
+    "default": "`true` in one declaration when the kit holds several: what a command grades "
+               "when no `--assignment` is named (exactly one may say it)",
     "module": "the module students hand in (`<module>.py` or `.ipynb`)",
     "solution": "the solution, relative to the kit",
     "student_folder": "the student folder, relative to the kit",

@@ -26,11 +26,14 @@ _LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 
 
 def _translation(lang):
-    """The message catalog for `lang` ("en" or "zh"); English needs none."""
-    lang = (lang or "en").strip().lower().replace("-", "_")
-    if lang.startswith("zh"):
-        return gettext.translation("selfcheck", _LOCALE_DIR, languages=["zh_CN"], fallback=True)
-    return gettext.NullTranslations()
+    """The message catalog for `lang` (the first part of a folder of locale/: "zh" for
+    zh_CN); English, or a language without one, needs none."""
+    lang = (lang or "en").strip().lower().replace("-", "_").split("_")[0]
+    folders = sorted(os.listdir(_LOCALE_DIR)) if os.path.isdir(_LOCALE_DIR) else []
+    found = [f for f in folders if f.lower().split("_")[0] == lang]
+    if lang == "en" or not found:
+        return gettext.NullTranslations()
+    return gettext.translation("selfcheck", _LOCALE_DIR, languages=found[:1], fallback=True)
 
 
 # conftest.py turns `pytest --lang zh` into ATTN_LANG=zh before this file is imported.

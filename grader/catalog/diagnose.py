@@ -18,59 +18,40 @@ import itertools
 
 from ..harness.compare import same
 from ..harness.devices import device_failure
-from ..i18n import case_words
+from ..i18n import ENGLISH, N_, case_words, normalize, translate
 from .build import MistakeImplementation
 from .mistakes import base_id, members
 
 MAX_CANDIDATES = 6  # per part: the mistakes that matched most often are checked further
 MAX_NAMED = 3       # per part: the most mistakes one diagnosis names
 
-SENTENCE = {
-    "en": "Your result is exactly what you get if {clause}.",
-    "zh": "你的结果恰好等于这样做时得到的结果：{clause}。",
-}
-DIAGNOSIS = {
-    "en": "{where}: in {matched} of the {failing} failing cases of this part the results are "
-          "exactly what you get if {clause}.",
-    "zh": "{where}：本部分 {failing} 个未通过的用例中，有 {matched} 个的结果恰好等于这样做时"
-          "得到的结果：{clause}。",
-}
-TOGETHER = {
-    "en": "{where}: in {matched} of the {failing} failing cases of this part the results are "
-          "exactly what you get if {clause}, together with the other mistake named for this "
-          "part.",
-    "zh": "{where}：本部分 {failing} 个未通过的用例中，有 {matched} 个的结果恰好等于这样做、"
-          "同时犯了本部分指出的另一处错误时得到的结果：{clause}。",
-}
-AGAIN = {
-    "en": "{where}: the same mistake as in {first} above (in {matched} of the {failing} "
-          "failing cases of this part the results are exactly what it gives).",
-    "zh": "{where}：与上面 {first} 中的错误相同（本部分 {failing} 个未通过的用例中，有 {matched} "
-          "个的结果恰好等于它给出的结果）。",
-}
-AGAIN_WHICH = {
-    "en": "{where}: the same mistake as in {first} above, {clause} (in {matched} of the "
-          "{failing} failing cases of this part the results are exactly what it gives).",
-    "zh": "{where}：与上面 {first} 中的错误相同：{clause}（本部分 {failing} 个未通过的用例中，有 "
-          "{matched} 个的结果恰好等于它给出的结果）。",
-}
-ELSEWHERE = {
-    "en": "in {target}, which {part} calls",
-    "zh": "在 {part} 调用的 {target} 中",
-}
-OBSERVED = {
-    "en": "{where}: {case}: {what}",
-    "zh": "{where}：{case}：{what}",
-}
-UNEXPLAINED = {
-    "en": "{where}: no catalog mistake explains the other {count} failing case(s) of this "
-          "part; the first, {case}: {what}",
-    "zh": "{where}：本部分其余 {count} 个未通过的用例不能用目录中的错误解释；第一个，{case}：{what}",
-}
+SENTENCE = N_("Your result is exactly what you get if {clause}.")
+DIAGNOSIS = N_(
+    "{where}: in {matched} of the {failing} failing cases of this part the results are "
+    "exactly what you get if {clause}.")
+TOGETHER = N_(
+    "{where}: in {matched} of the {failing} failing cases of this part the results are "
+    "exactly what you get if {clause}, together with the other mistake named for this "
+    "part.")
+AGAIN = N_(
+    "{where}: the same mistake as in {first} above (in {matched} of the {failing} "
+    "failing cases of this part the results are exactly what it gives).")
+AGAIN_WHICH = N_(
+    "{where}: the same mistake as in {first} above, {clause} (in {matched} of the "
+    "{failing} failing cases of this part the results are exactly what it gives).")
+ELSEWHERE = N_("in {target}, which {part} calls")
+OBSERVED = N_("{where}: {case}: {what}")
+UNEXPLAINED = N_(
+    "{where}: no catalog mistake explains the other {count} failing case(s) of this "
+    "part; the first, {case}: {what}")
 
 
 def _lang(lang):
-    return "zh" if str(lang or "").startswith("zh") else "en"
+    """One of i18n.languages() (English for what is none of them)."""
+    try:
+        return normalize(str(lang or ENGLISH))
+    except ValueError:
+        return ENGLISH
 
 
 # -- one case ---------------------------------------------------------------------------
@@ -291,7 +272,7 @@ def sentence(mistake_ids, lang="en", *, catalog):
     mistakes = [catalog.by_id(i) for i in mistake_ids if catalog.by_id(i)]
     if not mistakes:
         return ""
-    return SENTENCE[lang].format(clause=mistakes[0].text(lang))
+    return translate(SENTENCE, lang).format(clause=mistakes[0].text(lang))
 
 
 # -- one part ---------------------------------------------------------------------------
@@ -307,7 +288,7 @@ def _where(part, mistake, lang, catalog):
     own = catalog.targets_of(part)
     if mistake is None or mistake.target in own or catalog.is_device(part):
         return part if mistake is None else mistake.target
-    return ELSEWHERE[lang].format(target=mistake.target, part=part)
+    return translate(ELSEWHERE, lang).format(target=mistake.target, part=part)
 
 
 def _first_line(message):
@@ -323,7 +304,7 @@ def _observation(part, names, ran, cases, lang, template):
     it right anyway)."""
     first = ran[next((n for n in names if not getattr(cases.get(n), "degenerate", "")), names[0])]
     name = first["name"][len(part) + 2:] if first["name"].startswith(f"{part}: ") else first["name"]
-    return template[lang].format(where=part, case=case_words(name, lang),
+    return translate(template, lang).format(where=part, case=case_words(name, lang),
                                  what=_first_line(first.get("message")),
                                  count=len(names))
 
@@ -437,16 +418,15 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
             first = next((d["part"] for d in diagnoses if d["mistake"] == base_id(own_id)), None)
             if first is None:
                 template = DIAGNOSIS if alone else TOGETHER
-                text = template[lang].format(where=_where(part, mistake, lang, catalog),
-                                             matched=matched,
-                                             failing=len(failing), clause=mistake.text(lang))
+                text = translate(template, lang).format(
+                    where=_where(part, mistake, lang, catalog), matched=matched,
+                    failing=len(failing), clause=mistake.text(lang))
             else:  # said once, with its experiment, where it was first diagnosed
                 # with another mistake named in this part, say which one it is
                 template = AGAIN if len(named) == 1 else AGAIN_WHICH
-                text = template[lang].format(where=_where(part, mistake, lang, catalog),
-                                             first=first,
-                                             matched=matched, failing=len(failing),
-                                             clause=mistake.text(lang))
+                text = translate(template, lang).format(
+                    where=_where(part, mistake, lang, catalog), first=first, matched=matched,
+                    failing=len(failing), clause=mistake.text(lang))
             shown = {d["experiment"] for d in diagnoses if d["part"] == part}
             experiment = "" if first else catalog.experiment(mistake.target, lang)
             diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,

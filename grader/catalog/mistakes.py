@@ -2,13 +2,21 @@
 assignment, with its lookups.
 
 An assignment's entries live with it (`tests_hidden/<name>/mistakes.py`: `MISTAKES`, and
-`EXPERIMENTS` {target: (en, zh)}, optionally `DOCS`); what calls what and which targets make
-up a part come from its declaration (`assignment.calls`, the parts' targets). The grader
+`EXPERIMENTS` {target: English}, optionally `DOCS`); what calls what and which targets make
+up a part come from its declaration (`assignment.calls`, the parts' targets). Every text is
+written once, in English, marked with N_: it is the msgid of the assignment's own catalogs
+(tests_hidden/<name>/locale/<locale>/LC_MESSAGES/assignment.po), which say it in each
+other language (grader/i18n.py). The grader
 never imports an assignment's catalog: it is given one, `Catalog.of(assignment)`, built once
 per session, whose lookup tables (ids, instances of class mistakes, combinations) are its
 own.
 """
 import dataclasses
+
+from ..i18n import ENGLISH, N_, Said, say
+
+
+AND_ALSO = N_("{clause}, and also {more}")   # two mistakes made at once
 
 
 class CatalogError(ValueError):
@@ -20,13 +28,13 @@ class Mistake:
     id: str
     part: str
     target: str
-    en: str                  # completes "your result is exactly what you get if ..."
-    zh: str                  # the same in the terms of the Chinese edition
+    said: object             # completes "your result is exactly what you get if ...": the
+                             # English, a msgid (N_), or an i18n.Said with fields
     edits: tuple             # ((old, new), ...): each old text occurs once in the solution
     # a mistake that stands for a class (a fill value, a set of layers): `infer` reads the
     # parameter from a probe's inputs and the submission's results (None: it cannot tell; a
     # list: each of these fits),
-    # `param` makes the instance of a parameter: (en, zh, edits), ValueError when none
+    # `param` makes the instance of a parameter: (said, edits), ValueError when none
     infer: object = None
     param: object = None
 
@@ -39,8 +47,13 @@ class Mistake:
             source = source.replace(old, new)
         return source
 
-    def text(self, lang="en"):
-        return self.zh if lang == "zh" else self.en
+    def text(self, lang=ENGLISH):
+        """What it says, in `lang` (the assignment's catalog of that language, else English)."""
+        return say(self.said, lang)
+
+    @property
+    def en(self):
+        return self.text(ENGLISH)
 
 
 def output_tensor(raw):
@@ -66,7 +79,7 @@ class Catalog:
     """One assignment's mistakes, and what the diagnosis asks of them.
 
     mistakes:     the entries, in the catalog's order (the order ties are broken in)
-    experiments:  {target: (en, zh)}: what to run to see a target's problem for oneself
+    experiments:  {target: English (a msgid)}: what to run to see a target's problem for oneself
     calls:        {target: callees}: a mistake in a callee shows in its callers' cases
     parts:        {CPU part: its targets}
     device_parts: the parts that re-run cases on a device (their mistakes change no CPU result)
@@ -148,11 +161,11 @@ class Catalog:
             if len(set(olds)) != len(olds) or any(a != b and a in b for a in olds for b in olds):
                 self._instances[key] = None
             else:
-                first = found[0]
+                said = found[0].said
+                for more in found[1:]:
+                    said = Said.of(AND_ALSO, clause=said, more=more.said)
                 self._instances[key] = dataclasses.replace(
-                    first, id=key, en=", and also ".join(m.en for m in found),
-                    zh="；同时".join(m.zh for m in found), edits=source_edits, infer=None,
-                    param=None)
+                    found[0], id=key, said=said, edits=source_edits, infer=None, param=None)
         return self._instances[key]
 
     def instance(self, mistake, value):
@@ -163,12 +176,11 @@ class Catalog:
         key = (mistake.id, value)
         if key not in self._instances:
             try:
-                en, zh, edits = mistake.param(value)
+                said, edits = mistake.param(value)
             except ValueError:
                 return None
             own = mistake.id if edits == mistake.edits else f"{mistake.id}@{value}"
-            self._instances[key] = dataclasses.replace(mistake, id=own, en=en, zh=zh,
-                                                       edits=edits)
+            self._instances[key] = dataclasses.replace(mistake, id=own, said=said, edits=edits)
         return self._instances[key]
 
     def order(self, mistake_id):
@@ -199,12 +211,12 @@ class Catalog:
         return part in self.device_parts
 
     # -- what a diagnosis shows --------------------------------------------------------
-    def experiment(self, target, lang="en"):
+    def experiment(self, target, lang=ENGLISH):
         """What to run to see `target`'s problem for oneself ("" when the catalog has none)."""
-        en, zh = self.experiments.get(target, ("", ""))
-        return zh if lang == "zh" else en
+        said = self.experiments.get(target, "")
+        return say(said, lang) if said else ""
 
-    def part_experiment(self, part, lang="en"):
+    def part_experiment(self, part, lang=ENGLISH):
         """The experiment shown with a part's observation: its first target's; none for a
         device part (its cases are its targets' own, on another device)."""
         return "" if self.is_device(part) else self.experiment(self.targets_of(part)[0], lang)

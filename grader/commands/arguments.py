@@ -5,13 +5,12 @@ assignment (`load_assignment`) and the language.
 """
 import dataclasses
 
-from .. import assignment
+from .. import assignment, i18n
 from ..report.summary import LEVELS, VISIBILITIES
 from ..sandbox.isolation import CHOICES
 from ..sandbox.limits import Limits
 from . import usage
 
-LANGUAGES = ("en", "zh")
 
 
 def gradebook_argument(parser, what="the gradebook folder"):
@@ -27,7 +26,7 @@ def course_argument(parser):
 
 
 def language_argument(parser, what):
-    parser.add_argument("--lang", choices=LANGUAGES, default="en", help=what)
+    parser.add_argument("--lang", choices=i18n.languages(), default=i18n.ENGLISH, help=what)
 
 
 def isolation_argument(parser, help=None):
@@ -57,7 +56,8 @@ def suite_arguments(parser):
                                "without Linux namespaces; or one level (default auto)")
     parser.add_argument("--no-gpu", action="store_true", help="grade as if there were no GPU")
     language_argument(parser, "language of what students read (feedback.txt, results.json): "
-                              "en (default) or zh (中文)")
+                              "en (default), or a language of the grader's catalogs "
+                              "(grader/locale: zh, 中文)")
     limits = parser.add_argument_group("limits for each submission")
     for field in dataclasses.fields(Limits):
         limits.add_argument("--" + field.name.replace("_", "-"), type=field.type
@@ -76,12 +76,13 @@ def suite_problem(args):
 
 def assignment_argument(parser):
     """--assignment NAME, for a command that has no --assignment of its own (export's is the
-    Canvas column): the kit's only assignment, else assignment.DEFAULT."""
+    Canvas column): the kit's only assignment, else the one declared `default = true`."""
     if "--assignment" in parser._option_string_actions:
         return
     parser.add_argument("--assignment", metavar="NAME", default=None, dest="kit_assignment",
                         help="which assignment (tests_hidden/NAME/assignment.toml); default: "
-                             f"the kit's only one, else {assignment.DEFAULT}")
+                             "the kit's only one, else the one whose assignment.toml says "
+                             "default = true")
 
 
 def load_assignment(args, name=None):

@@ -199,6 +199,11 @@ def _release(args):
     assignment = args.kit_assignment
     args.solution = getattr(args, "solution", None) or assignment.solution
     lang = getattr(args, "lang", None) or "en"
+    if lang not in LANGUAGES:   # a catalog's language (--lang offers each) the skeleton lacks
+        print(f"grader release: --lang {lang}: the grader speaks it (its catalog), but a "
+              f"skeleton is written in {' or '.join(LANGUAGES)} only: its docstrings and "
+              f"comments are the solution's own text (### BEGIN ZH blocks)", file=sys.stderr)
+        return 2
     out = getattr(args, "out", None)
     if out and out.endswith(".py"):   # --out FILE.py: the skeleton alone (as --output FILE)
         args.output = out

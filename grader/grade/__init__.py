@@ -223,14 +223,15 @@ def _same_carry_forward(kept, names, setting):
             "grade into another --out")
 
 
-def _same_assignment(kept, name):
+def _same_assignment(kept, name, kit_root=None):
     """A gradebook holds one assignment: rows graded for another (a row without the field
     was graded before assignments were declared: the default one) stop the batch before
     anything runs, since their scores would sit in this assignment's columns."""
-    other = sorted(n for n, row in kept.items()
-                   if row.get("assignment", assignments.DEFAULT) != name)
+    default = assignments.default_name(kit_root) if any(
+        "assignment" not in row for row in kept.values()) else None
+    other = sorted(n for n, row in kept.items() if row.get("assignment", default) != name)
     if other:
-        theirs = kept[other[0]].get("assignment", assignments.DEFAULT)
+        theirs = kept[other[0]].get("assignment", default)
         raise MixedSettings(
             f"{len(other)} row(s) of this gradebook were graded for the assignment "
             f"{safe_text(str(theirs), 100)!r} (e.g. {safe_text(other[0], 100)!r}), and this batch "
@@ -362,7 +363,8 @@ def _grade_batch(paths, book, options, jobs, stream, zygote, force, disclosure, 
     submissions = _submissions(paths)
     names = [s.name for s in submissions]
     kept_rows = book.rows  # rows of earlier batches in this gradebook
-    _same_assignment(kept_rows, options.assignment.name)  # MixedSettings: nothing graded
+    _same_assignment(kept_rows, options.assignment.name,  # MixedSettings: nothing graded
+                     options.assignment.kit_root or None)
     _same_carry_forward(kept_rows, names, options.carry_forward)
     folder_names = folders.folder_names(names, {n: r["folder"] for n, r in kept_rows.items()})
     work = []

@@ -34,7 +34,7 @@ def pytest_addoption(parser):
     group.addoption("--attnkit-report-fd", type=int, default=None)
     group.addoption("--attnkit-catalog", action="store_true",
                     help="with --collect-only: report the tests with their points and parts")
-    group.addoption("--attnkit-lang", choices=i18n.LANGUAGES, default="en",
+    group.addoption("--attnkit-lang", choices=i18n.languages(), default="en",
                     help="language of the messages students read (grader/i18n.py)")
     group.addoption("--attnkit-parts", default=None,
                     help="JSON list: only the tests of these parts run (grader/shards.py)")

@@ -30,6 +30,9 @@ BEGIN_INSTRUCTOR = "### BEGIN INSTRUCTOR ONLY"
 END_INSTRUCTOR = "### END INSTRUCTOR ONLY"
 BEGIN_ZH = "### BEGIN ZH"
 END_ZH = "### END ZH"
+# the languages a skeleton is written in: the solution's English and the Chinese of its
+# ### BEGIN ZH blocks (text of the solution, not of a catalog: a language the grader's
+# catalogs add is refused by `grader release` with this list)
 LANGUAGES = ("en", "zh")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # what a stub says, per language (the Chinese as in the self-checks: "还没有写")

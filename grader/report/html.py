@@ -11,8 +11,8 @@ the failing cases and, for the first failing case of each target the assignment 
 (its declaration's `heatmaps`) that has picture data, the expected and the returned
 attention weights side by side; "summary" shows the per-part
 summary only (no pictures: they would show the expected values of hidden cases); "score"
-the scores only. report.html is titled with the assignment's title (`title`, `title_zh`
-on a Chinese page). Both take the loaded Assignment (`assignment`; None: the default one).
+the scores only. report.html is titled with the assignment's title (`title`, in the page's
+language from the assignment's catalog). Both take the loaded Assignment (`assignment`; None: the default one).
 
 A page stays under PAGE_BYTES: pictures are dropped first. Making pictures can fail
 (matplotlib missing, odd data): the page is then written without them, with a note, and
@@ -160,7 +160,7 @@ def _fmt(value):
 
 def _page(title, body, sortable=False):
     """A whole page; sortable: with SORT_SCRIPT, which the CSP then allows by its hash."""
-    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    lang = i18n.tag()
     csp = CSP + (f"; script-src '{SORT_HASH}'" if sortable else "")
     script = f"<script>{SORT_SCRIPT}</script>\n" if sortable else ""
     view = ' class="class-view"' if sortable else ""
@@ -582,7 +582,7 @@ def _quoted_flags(row):
     """A row's flags for the review list: as grades.csv records them (English, written at
     intake); a Chinese page says that they are quoted."""
     flags = "; ".join(_flags(row))
-    if i18n.language() == "zh":
+    if i18n.language() != i18n.ENGLISH:
         return _("flags, as grades.csv records them: {flags}").format(flags=flags)
     return flags
 
@@ -712,7 +712,7 @@ def _glossary(diagnoses, known, declared):
              + "</p><dl>"]
     for mistake in listed:
         entry = known[mistake]
-        said = getattr(entry, "zh", "") if i18n.language() == "zh" else getattr(entry, "en", "")
+        said = entry.text(i18n.language()) if hasattr(entry, "text") else ""
         lines.append(f'<dt id="{_anchor(mistake)}"><code>{esc(mistake, 100)}</code> '
                      f'({esc(getattr(entry, "part", ""), 60)})</dt><dd>{esc(said, 600)}</dd>')
     return lines + ["</dl>"]
@@ -731,7 +731,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
     top = max([_number(r.get("max")) or 0.0 for r in rows] + [0.0]) or 100.0
     frequent = sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     declared = _assignment(assignment)
-    named = declared.title_zh if i18n.language() == "zh" and declared.title_zh else declared.title
+    named = _(declared.title)   # from the assignment's catalog; English where it has none
     title = esc(_(CLASS_TITLE).format(title=named), 400)
     body = [f"<h1>{title}</h1>"] + _opening(rows, scored, errors, totals, top, out_dir)
     known = _catalog(declared)
@@ -862,7 +862,7 @@ def class_language(items, out_dir):
                 lang = json.load(handle).get("extra_data", {}).get("lang")
         except (OSError, ValueError, AttributeError):
             continue
-        if lang in i18n.LANGUAGES:
+        if lang in i18n.languages():
             said[lang] = said.get(lang, 0) + 1
     if not said:
         return i18n.language()

@@ -20,7 +20,7 @@ import math
 import os
 import threading
 
-from ..i18n import N_, _, language
+from ..i18n import ENGLISH, N_, _, language
 from ..textsafety import safe_text
 
 MAX_CELLS = 32          # rows and columns of one heatmap
@@ -33,6 +33,7 @@ LABEL_CHARS = 60        # one tick label
 # drawn in the picture: in Chinese where a font with Chinese glyphs is installed, else in
 # English (DejaVu, matplotlib's own font, has none: the page's caption says it in Chinese)
 EXPECTED, YOURS, KEYS, QUERIES = N_("expected"), N_("yours"), N_("Keys"), N_("Queries")
+CJK_LANGUAGES = ("zh", "ja", "ko")   # written in characters a Latin font lacks
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
              "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC",
              "AR PL UMing CN", "Droid Sans Fallback")
@@ -80,12 +81,14 @@ def cjk_font():
 
 def picture_words():
     """(font family or None, translate): the words drawn in a picture go through the
-    catalog only when the language is Chinese and a Chinese font is there to draw them."""
-    if language() == "zh":
-        font = cjk_font()
-        if font:
-            return font, _
-    return None, (lambda text: text)
+    catalog when the language is not English, and for a language written in CJK
+    characters only when a font is there to draw them."""
+    if language() == ENGLISH:
+        return None, (lambda text: text)
+    if language() not in CJK_LANGUAGES:
+        return None, _
+    font = cjk_font()
+    return (font, _) if font else (None, (lambda text: text))
 
 
 def warm_up():

@@ -204,7 +204,7 @@ def page_html(pairs, groups, sources, skipped, settings, detailed=DETAILED_PAIRS
     body.append(f"<h2>{esc(_('Score distribution'))}</h2>" + _distribution(pairs))
     body += _side_by_side(flagged, sources, detailed)
     body += _unread(sources, skipped)
-    lang = "zh-CN" if i18n.language() == "zh" else "en"
+    lang = i18n.tag()
     page = (f"<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"

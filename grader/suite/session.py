@@ -6,15 +6,24 @@ may run suites of several assignments, one after another or side by side.
 """
 import functools
 
+from .. import i18n
 from ..catalog import Catalog, diagnose
 from .table import Table
+
+
+def _language(lang):
+    """One of i18n.languages() (English for what is none of them)."""
+    try:
+        return i18n.normalize(str(lang))
+    except ValueError:
+        return i18n.ENGLISH
 
 
 class Session:
     def __init__(self, assignment, lang="en", table=None):
         self.assignment = assignment
         self.table = table if table is not None else Table(assignment)
-        self.lang = "zh" if str(lang).startswith("zh") else "en"  # of the student's feedback
+        self.lang = _language(lang)       # of the student's feedback
         self.failed_parts = set()         # parts with a failed case so far
         self.search = diagnose.Search()   # how far the search for mistakes has gone
         self.asked_ahead = False          # the suite's probes went to the worker in one request

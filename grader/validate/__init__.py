@@ -170,7 +170,7 @@ def docs_table(rows, date, assignment=None):
     docs = Catalog.of(assignment).docs
     table = os.path.relpath(os.path.join(assignment.folder, "mistakes.py"), paths.KIT_ROOT)
     folder = os.path.relpath(assignment.alternatives, paths.KIT_ROOT)
-    command = "grader validate" + ("" if assignment.name == declarations.DEFAULT
+    command = "grader validate" + ("" if assignment.is_default()
                                    else f" --assignment {assignment.name}")
     spread = f" {docs['spread']}" if docs.get("spread") else ""
     lines = [

@@ -23,7 +23,7 @@ disturb.) Every text cell is neutralised for spreadsheets (gradebook.text_cell).
 import csv
 import io
 
-from ...assignment import DEFAULT
+from ...assignment import default_name
 from ...report.gradebook import recorded_assignment, text_cell
 from ...textsafety import safe_text
 from ..exports import CsvExport, ExportError, column, exportable, foreign, members, score
@@ -65,7 +65,7 @@ def canvas_text(rows, assignment="Attention", missing_as_zero=False):
 def new_column(source):
     """The graded assignment's name, capitalized (rows from before assignments were declared:
     the default one's): what its Canvas column is likely called."""
-    return (recorded_assignment(source) or DEFAULT).capitalize()
+    return (recorded_assignment(source) or default_name()).capitalize()
 
 
 def read_template(path):

@@ -29,7 +29,7 @@ import stat
 import zipfile
 
 from ... import assignment as declared
-from ... import paths
+from ... import i18n, paths
 from ...report.summary import VISIBILITIES, check_level
 
 SETUP = """#!/usr/bin/env bash
@@ -143,8 +143,8 @@ def build(out_path, torch_version, isolation="auto", kit_root=paths.KIT_ROOT, fe
     check_level(feedback)
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
-    if lang not in ("en", "zh"):
-        raise ValueError("lang must be en or zh")
+    if lang not in i18n.languages():
+        raise ValueError(f"lang must be one of {', '.join(i18n.languages())}")
     kit_root = os.path.abspath(kit_root)
     partial = f"{out_path}.partial"   # a zip cut short never takes the name of a good one
     try:
