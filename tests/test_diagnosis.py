@@ -19,6 +19,7 @@ from grader.catalog.build import MistakeImplementation
 from grader.harness import Reference
 from grader.suite import checks
 from grader.suite.session import Session
+from grading import grades
 
 ALTERNATIVES = os.path.join(KIT, "tests_hidden", "attention", "alternatives")
 CATALOG = Catalog.of(assignment.load("attention"))
@@ -261,8 +262,7 @@ def test_diagnoses_reach_results_json_and_grades_csv(graded):
         ids.setdefault(d["part"], []).append(d["mistake"])
     assert ids["masked_softmax"] == ["softmax-neg-inf"]
     assert ids["MultiHeadAttention"] == ["mha-no-output-projection"]
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {r["submission"]: r for r in csv.DictReader(handle)}
+    rows = grades(out)
     assert "softmax-neg-inf" in rows["two_mistakes"]["diagnoses"].split()
     assert rows["uncatalogued"]["diagnoses"] == ""
 

@@ -19,19 +19,12 @@ from grader.grade.outcome import TestOutcome as Outcome
 from grader.report import gradebook
 from grader.report.gradebook import text_cell
 from grader.report.rebuild import rebuild
+from grading import FAST, grades, run_grader
 
-FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
 
 
 def _run(paths, out, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
-                           str(out), *FAST, *extra], cwd=KIT, capture_output=True, text=True,
-                          timeout=900)
-
-
-def _rows(out):
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        return {row["submission"]: row for row in csv.DictReader(handle)}
+    return run_grader("grade", *map(str, paths), "--out", str(out), *FAST, *extra, timeout=900)
 
 
 def _class(tmp_path):
@@ -52,23 +45,23 @@ def test_regrading_one_student_keeps_the_others_and_unchanged_ones_are_kept(tmp_
     subs, out = _class(tmp_path), tmp_path / "grades"
     first = _run(sorted(subs.iterdir()), out)
     assert first.returncode == 0, first.stderr
-    before = _rows(out)
+    before = grades(out)
     assert set(before) == {"alice", "bob", "carl"} and before["alice"]["total"] == "100"
     assert float(before["carl"]["total"]) < 100
 
     shutil.copy(SOLUTION, subs / "carl.py")  # carl fixes his work and hands it in again
     again = _run([subs / "carl.py"], out)
     assert again.returncode == 0, again.stderr
-    after = _rows(out)
+    after = grades(out)
     assert set(after) == {"alice", "bob", "carl"}, "regrading one student wiped the gradebook"
     assert after["carl"]["total"] == "100"
     assert after["alice"] == before["alice"] and after["bob"] == before["bob"]
 
     unchanged = _run(sorted(subs.iterdir()), out)
     assert unchanged.returncode == 0 and unchanged.stdout.count("unchanged since it was graded") == 3
-    assert "3 unchanged" in unchanged.stdout and _rows(out) == after
+    assert "3 unchanged" in unchanged.stdout and grades(out) == after
     forced = _run([subs / "bob.py"], out, "--force")
-    assert "unchanged" not in forced.stdout and _rows(out) == after
+    assert "unchanged" not in forced.stdout and grades(out) == after
 
 
 @pytest.mark.slow
@@ -97,13 +90,13 @@ def test_ctrl_c_writes_the_gradebook_for_what_was_graded_and_a_rerun_finishes(tm
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted:" in stderr
     assert len(stderr.strip().splitlines()) == 1, stderr
-    graded = _rows(out)
+    graded = grades(out)
     assert 1 <= len(graded) < 5 and all(r["status"] == "graded" for r in graded.values())
 
     rerun = _run(paths, out)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stdout.count("unchanged since it was graded") == len(graded)
-    final = _rows(out)
+    final = grades(out)
     assert set(final) == {"alice", "bob", "carl", "dana", "erik"}
     assert final["dana"]["total"] == final["erik"]["total"] == "100"
 
@@ -509,8 +502,7 @@ def test_rebuild_writes_the_final_scores_and_each_changed_students_files(tmp_pat
     final, changed = rebuild(str(out), rows, None, None,
                              [_entry("10000", "total", 90.0)])
     assert changed == 1 and [r["total"] for r in final] == [90.0, 80.0]
-    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
-        table = {r["submission"]: r for r in csv.DictReader(handle)}
+    table = grades(out)
     assert (table["wang"]["total"], table["liu"]["total"]) == ("90", "80")
     assert "mask (/40)" in table["wang"] and "softmax (/60)" in table["wang"]
     assert json.loads((out / "wang" / "results.json").read_text(encoding="utf-8"))["score"] == 90.0

@@ -9,8 +9,6 @@ import csv
 import io
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
 
 import pytest
@@ -30,10 +28,11 @@ import sqlite3
 import tempfile
 from grader.platforms import base as platform_base
 from grader.platforms import recognition
+from grading import fast, grades, run_grader
 
 ALICE = os.path.join(KIT, "examples", "alice.py")
 STUB = os.path.join(SUBMISSIONS, "zero_stub.py")
-FAST = ["--jobs", "2", "--call-seconds", "8", "--import-seconds", "10"]
+FAST = fast(jobs=2)
 
 METADATA = """---
 submission_31000001:
@@ -630,11 +629,9 @@ def graded(tmp_path_factory):
     out = root / "grades"
     paths = _paths(canvas, moodle, gradescope) + [str(submitted / s / "attention")
                                                   for s in ("alice", "bob")]
-    run = subprocess.run([sys.executable, "-m", "grader", "grade", *paths, "--out", str(out),
-                          *FAST], cwd=KIT, capture_output=True, text=True, timeout=900)
+    run = run_grader("grade", *paths, "--out", str(out), *FAST, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(out)
     return out, rows, run
 
 
@@ -681,9 +678,7 @@ def test_metadata_and_junk_are_never_graded(graded):
 
 
 def _export(out, lms, target, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "export", lms, "--from", str(out),
-                           "--out", str(target), *extra], cwd=KIT, capture_output=True,
-                          text=True, timeout=120)
+    return run_grader("export", lms, "--from", str(out), "--out", str(target), *extra, timeout=120)
 
 
 @pytest.mark.slow

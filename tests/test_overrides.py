@@ -19,8 +19,8 @@ from grader.overrides import OverrideError
 from grader.platforms.canvas import scores as canvas_scores
 from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import gradebook
+from grading import FAST, grades, run_grader
 
-FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
 # imports that grading needs: with them blocked, a command that grades anything fails
 NO_GRADING = ("import sys; [sys.modules.__setitem__(m, None) for m in ('torch', "
               "'grader.sandbox.client', 'grader.sandbox.template', 'grader.grade.trusted', "
@@ -156,9 +156,7 @@ def _gradebook_dir(tmp_path, rows):
 
 
 def _export(out, lms, target, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "export", lms, "--from", str(out),
-                           "--out", str(target), *extra], cwd=KIT, capture_output=True,
-                          text=True, timeout=120)
+    return run_grader("export", lms, "--from", str(out), "--out", str(target), *extra, timeout=120)
 
 
 def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_path):
@@ -200,9 +198,7 @@ def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_p
 # -- end to end: a real grader grade, overrides, --force, the policy, the student's files -------
 
 def _grade(paths, out, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
-                           str(out), *FAST, *extra], cwd=KIT, capture_output=True, text=True,
-                          timeout=900)
+    return run_grader("grade", *map(str, paths), "--out", str(out), *FAST, *extra, timeout=900)
 
 
 def _cli(*args, no_grading=False):
@@ -211,7 +207,7 @@ def _cli(*args, no_grading=False):
                           timeout=300)
 
 
-def _csv(out):
+def grades(out):
     with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
         return {r["submission"]: r for r in csv.DictReader(handle)}
 
@@ -236,7 +232,7 @@ def graded(tmp_path_factory):
 @pytest.mark.slow
 def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded):
     subs, out = graded
-    assert _csv(out)["alice"]["total"] == "100"
+    assert grades(out)["alice"]["total"] == "100"
     done = _cli("override", "--out", out, "alice", "sequence_mask", "5", "--reason",
                 "the mask was copied from a classmate")
     assert done.returncode == 0, done.stderr
@@ -244,15 +240,15 @@ def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded
                 "regrade request granted").returncode == 0
     refused = _cli("override", "--out", out, "alice", "GPU", "11", "--reason", "x")
     assert refused.returncode == 2 and "11 is more than GPU's 10 points" in refused.stderr
-    row = _csv(out)["alice"]
+    row = grades(out)["alice"]
     # 100 graded, sequence_mask 11 -> 5: 94
     assert (row["total"], row["raw_total"], row["sequence_mask (/11)"]) == ("94", "94", "5")
     assert row["overrides"] == "sequence_mask 5 (the mask was copied from a classmate)"
-    assert _csv(out)["bob"]["total"] == "50"
+    assert grades(out)["bob"]["total"] == "50"
 
     forced = _grade([subs / "alice.py"], out, "--force")
     assert forced.returncode == 0 and "unchanged" not in forced.stdout
-    assert _csv(out)["alice"]["total"] == "94"            # regraded: the override stays
+    assert grades(out)["alice"]["total"] == "94"            # regraded: the override stays
     feedback = (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
     assert feedback.splitlines()[1] == "Instructor adjustment"
     assert "sequence_mask: 11 changed to 5 by your instructor. Reason: the mask was copied " \
@@ -265,7 +261,7 @@ def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded
     listed = _cli("override", "--out", out, "--list")
     assert "2 override(s) in effect, 2 entries" in listed.stdout
     assert _cli("override", "--out", out, "--remove", "alice", "sequence_mask").returncode == 0
-    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["overrides"] == ""
+    assert grades(out)["alice"]["total"] == "100" and grades(out)["alice"]["overrides"] == ""
     assert "Instructor adjustment" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
     assert "instructor-adjustment" not in (out / "alice" / "feedback.html").read_text(encoding="utf-8")
     assert _results(out, "alice")["score"] == 100.0 and "raw_score" not in _results(out, "alice")["extra_data"]
@@ -288,13 +284,13 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
         row.update(submitted_at=when, time_source="canvas-file-time")
         path.write_text(json.dumps(row), encoding="utf-8")
     kept = {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in ("alice", "bob")}
-    bob = _csv(out)["bob"]["total"]
+    bob = grades(out)["bob"]["total"]
     course = out / "course.toml"
     course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
                       'percent = 10\n', encoding="utf-8")
     done = _cli("gradebook", "--out", out, no_grading=True)  # torch and the sandbox blocked
     assert done.returncode == 0, done.stderr
-    rows = _csv(out)
+    rows = grades(out)
     # alice: 1 day 12 hours late, 2 days at 10% of 100
     assert (rows["alice"]["late"], rows["alice"]["days_late"], rows["alice"]["penalty"],
             rows["alice"]["total"]) == ("yes", "2", "20", "80")
@@ -305,7 +301,7 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
     course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
                       'points = 3\n[extensions]\n"alice" = { days = 1 }\n', encoding="utf-8")
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert (_csv(out)["alice"]["days_late"], _csv(out)["alice"]["total"]) == ("1", "97")
+    assert (grades(out)["alice"]["days_late"], grades(out)["alice"]["total"]) == ("1", "97")
     assert _results(out, "alice")["score"] == 97.0
     assert {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in kept} == kept  # not regraded
     report = (out / "report.html").read_text(encoding="utf-8")
@@ -317,7 +313,7 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
     assert len(broken.stderr.strip().splitlines()) == 1
     course.unlink()
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["penalty"] == "0"
+    assert grades(out)["alice"]["total"] == "100" and grades(out)["alice"]["penalty"] == "0"
     assert "Late penalty" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
 
 
@@ -412,14 +408,14 @@ def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
     done = _cli("override", "--out", out, "--import", sheet, no_grading=True)
     assert done.returncode == 0, done.stderr
     assert "imported 2 override(s)" in done.stdout
-    rows = _csv(out)
+    rows = grades(out)
     assert (rows["wangli_10000"]["total"], rows["liu_10001"]["total"]) == ("90", "0")
     assert rows["wangli_10000"]["overrides"] == "mask 40 (regrade)"
     listed = _cli("override", "--out", out, "--list", no_grading=True).stdout
     assert "2 override(s) in effect, 2 entries" in listed and "set 10001 total 0: integrity case 7" in listed
     assert _cli("override", "--out", out, "--remove", "liu_10001", "total",
                 no_grading=True).returncode == 0
-    assert _csv(out)["liu_10001"]["total"] == "80"
+    assert grades(out)["liu_10001"]["total"] == "80"
     usage = _cli("override", "--out", out, "10000", "mask", no_grading=True)
     assert usage.returncode == 2 and "give STUDENT PART POINTS" in usage.stderr
     missing = _cli("override", "--out", tmp_path / "nowhere", "10000", "mask", "1", "--reason", "r")
@@ -477,7 +473,7 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
                                      encoding="utf-8")
     done = _grade([canvas, moodle, gradescope], out)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = {r["student_id"]: r for r in _csv(out).values()}
+    rows = {r["student_id"]: r for r in grades(out).values()}
     # Canvas's LATE without a time: 1 day at 10%; Fang Wu's Moodle file time: 2 days
     assert {i: (r["late"], r["penalty"], r["total"]) for i, r in rows.items()} == {
         "10000": ("no", "0", "100"), "10001": ("yes", "10", "90"), "10002": ("no", "0", "0"),
@@ -493,7 +489,7 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
                 "partial credit after a meeting").returncode == 0
     forced = _grade([canvas], out, "--force")
     assert forced.returncode == 0 and "unchanged" not in forced.stdout
-    rows = {r["student_id"]: r for r in _csv(out).values()}
+    rows = {r["student_id"]: r for r in grades(out).values()}
     assert (rows["10002"]["total"], rows["10001"]["total"], rows["10006"]["total"]) == ("50", "90", "80")
     # the two ways of building the gradebook agree: grader grade's and grader gradebook's
     graded = (out / "grades.csv").read_bytes()
@@ -549,7 +545,7 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     said = "the override of 10001's total (0, integrity case 7) applies to no row"
     assert done.returncode == 0 and said in done.stderr
     assert said.replace("'", "&#x27;") in (out / "report.html").read_text(encoding="utf-8")
-    assert _csv(out)["liu_10001"]["total"] == "80"
+    assert grades(out)["liu_10001"]["total"] == "80"
     exported = _export(out, "canvas", tmp_path / "c.csv", "--assignment", "A (1)")
     assert said in exported.stderr
     # ended by the ledger's own key, though no row has it any more
@@ -568,9 +564,9 @@ def test_an_override_of_a_part_the_row_no_longer_has_can_still_be_removed(tmp_pa
     gradebook.save_record(dict(rows[0], parts={"sequence_mask": [30.0, 40.0],
                                                "softmax": [50.0, 60.0]}), str(out))
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert "an override names a part this row no longer has: mask" in _csv(out)["wangli_10000"]["flags"]
+    assert "an override names a part this row no longer has: mask" in grades(out)["wangli_10000"]["flags"]
     assert _cli("override", "--out", out, "--remove", "10000", "mask", no_grading=True).returncode == 0
-    assert _csv(out)["wangli_10000"]["flags"] == ""
+    assert grades(out)["wangli_10000"]["flags"] == ""
 
 
 # ---- at its edges (issue 19, from tests/test_mutants_overrides.py) --------------------------
