@@ -1,8 +1,8 @@
 """The attention assignment's golden outputs: record them, or compare a tree with them.
 
 A fixed class (the six examples, read from examples/, and the ten submissions built from
-catalog mistakes in tests/golden/attention/class/) is graded with `grader grade --jobs 1 --no-gpu`, once in English and
-once with `--lang zh`; grades.csv, each student's feedback.txt and results.json are kept,
+catalog mistakes in tests/golden/attention/class/) is graded with `grader grade --jobs 1
+--no-gpu`, once in English and once with `--lang zh`; grades.csv, each student's feedback.txt and results.json are kept,
 normalized (`normalize_*` below), under tests/golden/attention/{en,zh}/. `grader validate
 --no-gpu`'s per-entry results (validate's table, and each entry's total, part scores and
 diagnosis per part) are kept in tests/golden/attention/validate.json, with the sample
