@@ -1,4 +1,5 @@
-"""Shared helpers for the kit's own tests."""
+"""Shared helpers for the kit's own tests, and the order the suite runs its files in."""
+import json
 import os
 import sys
 
@@ -11,6 +12,30 @@ if KIT not in sys.path:
 SOLUTION = os.path.join(KIT, "solutions", "attention.py")
 SKELETON = os.path.join(KIT, "assignments", "attention", "attention.py")
 SUBMISSIONS = os.path.join(KIT, "tests", "submissions")
+
+
+# how long each test file took (tools/test_durations.py records it from a run's junit XML)
+DURATIONS = os.path.join(KIT, "tests", "durations.json")
+
+
+def pytest_configure(config):
+    """With pytest-xdist, hand the files out in the order collected (below), not xdist's
+    default of the files with the most tests first."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The longest files first (tests/durations.json), so that under `-n 2 --dist loadfile`
+    the last files to start are short ones and both workers finish together (the slowest
+    file, the nbgrader round trip, ran last and alone before). A file's tests keep their
+    order; a file not in the table runs after those in it."""
+    try:
+        with open(DURATIONS, encoding="utf-8") as handle:
+            seconds = json.load(handle)
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0))
 
 
 @pytest.fixture(scope="session")

@@ -2,15 +2,13 @@
 platform is written as grader/platforms/blackboard.py and nothing else changes; a download
 of it is recognised (who, when), graded, charged its lateness and exported, and `--layout`
 and `grader export` offer it, while the kit itself does not know it."""
-import csv
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from conftest import KIT, SOLUTION
+from grading import grades, run_grader
 
 CHEN = os.path.join(KIT, "examples", "chen.py")   # 93 points (README)
 
@@ -94,13 +92,7 @@ def _kit(tmp_path):
 
 
 def _grader(kit, *args):
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=kit, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(kit)})
-
-
-def _rows(path):
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
+    return run_grader(*args, kit=kit)
 
 
 @pytest.mark.slow
@@ -121,7 +113,7 @@ def test_a_platform_added_as_one_module_grades_and_exports_its_download(tmp_path
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{download.name}: a Blackboard download, 3 entries" in done.stdout
     assert "Grading 2 submission(s) (2 blackboard)" in done.stdout
-    rows = _rows(out / "grades.csv")
+    rows = grades(out, "student_id")
     assert sorted(rows) == ["chen", "liu"]
     liu, chen = rows["liu"], rows["chen"]
     assert (liu["submission"], liu["name"], liu["time_source"]) == \
@@ -149,7 +141,6 @@ def test_a_platform_added_as_one_module_grades_and_exports_its_download(tmp_path
 def test_the_kit_without_the_module_does_not_know_the_platform(tmp_path):
     from grader import platforms
     assert "blackboard" not in platforms.layouts() and platforms.named("blackboard") is None
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", SOLUTION, "--layout",
-                           "blackboard", "--gradebook", str(tmp_path / "g")], cwd=KIT,
-                          capture_output=True, text=True, timeout=300)
+    done = run_grader("grade", SOLUTION, "--layout", "blackboard", "--gradebook",
+                      str(tmp_path / "g"), timeout=300)
     assert done.returncode == 2 and "invalid choice: 'blackboard'" in done.stderr

@@ -3,14 +3,13 @@
 The attention declaration's figures are asserted as literals (its README's points table), and
 every refusal is checked by the key its message names."""
 import os
-import subprocess
-import sys
 import tomllib
 
 import pytest
 
 from conftest import KIT
 from grader import assignment
+from grading import run_grader
 
 DECLARATION = os.path.join(KIT, "tests_hidden", "attention", "assignment.toml")
 
@@ -172,9 +171,11 @@ def test_a_wrong_declaration_is_refused_naming_the_key(edit, said):
 
 
 def test_an_unknown_assignment_is_a_one_line_usage_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", os.path.join(KIT, "examples",
-                           "alice.py"), "--assignment", "rnn", "--out", str(tmp_path / "out")],
-                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    done = run_grader("grade",
+                      os.path.join(KIT, "examples",
+                           "alice.py"),
+                      "--assignment", "rnn", "--out", str(tmp_path / "out"),
+                      timeout=300)
     assert done.returncode == 2
     assert "no assignment 'rnn'" in done.stderr and "the kit declares: attention" in done.stderr
     assert not (tmp_path / "out").exists()
@@ -232,8 +233,7 @@ def test_gradebook_commands_follow_the_assignment_their_rows_name(tmp_path):
     _row(book, "ann", assignment="transformer")
     _row(book, "bo", assignment="transformer")
     assert recorded_assignment(str(book)) == "transformer"
-    done = subprocess.run([sys.executable, "-m", "grader", "gradebook", "--out", str(book)],
-                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    done = run_grader("gradebook", "--out", str(book), timeout=300)
     assert done.returncode == 0, done.stderr
     import html
     title = html.escape(assignment.load("transformer").title)   # "add & norm": &amp;
@@ -252,9 +252,8 @@ def test_a_canvas_export_needs_its_column_and_suggests_one_after_the_graded_assi
     assert canvas_scores.new_column(str(tmp_path / "t")) == "Transformer"
     _row(tmp_path / "old", "ann", student_id="10001")   # before assignments were declared
     assert canvas_scores.new_column(str(tmp_path / "old")) == "Attention"
-    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--from",
-                           str(tmp_path / "t"), "--out", str(tmp_path / "c.csv")],
-                          cwd=KIT, capture_output=True, text=True, timeout=300)
+    done = run_grader("export", "canvas", "--from", str(tmp_path / "t"), "--out",
+                      str(tmp_path / "c.csv"), timeout=300)
     assert done.returncode == 2 and not (tmp_path / "c.csv").exists()
     assert 'name the Canvas column to fill: --assignment "Transformer (<id>)"' in done.stderr
 

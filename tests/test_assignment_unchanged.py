@@ -5,8 +5,8 @@ validate results are unchanged (a test compares them with today's)"). The golden
 tests/golden/attention/ were recorded from commit 04d18a4, before that refactor, by
 tools/golden.py:
 
-- class/: a fixed class of 16: the six examples (alice.py, bob.ipynb, chen.py, dana.zip,
-  erik/, fatima.py) and ten submissions built from catalog mistakes: one or more in every
+- the class, 16: the six examples, read from examples/ (alice.py, bob.ipynb, chen.py,
+  dana.zip, erik/, fatima.py), and in class/ ten submissions built from catalog mistakes: one or more in every
   part, a notebook (softmax-fill-small.ipynb), one whose import fails (import-fails.py),
   one with two mistakes in two parts (two-mistakes.py: error carried forward).
 - en/ and zh/: the class graded with `grader grade --jobs 1 --no-gpu` (`--lang zh` for
@@ -85,6 +85,17 @@ def test_golden_class_scores_are_the_documented_ones():
         assert rows["bob"]["diagnoses"] == "mha-repeat"
         assert rows["two-mistakes"]["diagnoses"] == "mask-off-by-one dot-no-scale"
         assert rows["bob"]["source"] == "<class>/bob.ipynb"
+
+
+def test_the_golden_class_keeps_only_what_it_built_and_reads_the_examples():
+    """class/ holds the ten built submissions and nothing copied from examples/: the six
+    examples are staged from examples/ itself."""
+    built = sorted(name for name, _, _ in golden.BUILT)
+    assert len(built) == 10 and sorted(os.listdir(golden.CLASS)) == built
+    assert sorted(golden.EXAMPLES) == sorted(os.listdir(os.path.join(KIT, "examples")))
+    assert golden.class_source("alice.py") == os.path.join(KIT, "examples", "alice.py")
+    assert golden.class_source("two-mistakes.py") == os.path.join(golden.CLASS, "two-mistakes.py")
+    assert len(golden.class_names()) == 16
 
 
 def test_golden_validate_holds_and_sample_covers_every_part():

@@ -21,6 +21,7 @@ from grader import assignment as assignments
 from grader.sandbox import stage
 from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
+from grading import grades, run_grader
 
 MARKER = "FIRST-SOLUTION-MARKER-5d1c"
 FIRST_SOLUTION = f'''# {MARKER}
@@ -520,14 +521,12 @@ def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_
                   (kit / "solutions" / "transformer.py").read_text(encoding="utf-8"))
         _notebook(folder / "attention.ipynb", code)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
-                           str(tmp_path / "class" / "ann"), str(tmp_path / "class" / "dan"),
-                           "--out", str(out), "--jobs", "1"], cwd=kit,
-                          env=dict(os.environ, PYTHONPATH=str(kit)), capture_output=True,
-                          text=True, timeout=900)
+    done = run_grader("grade", "--assignment", "transformer", str(tmp_path / "class" / "ann"),
+                      str(tmp_path / "class" / "dan"), "--out", str(out), "--jobs",
+                      "1", kit=kit,
+                      timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(out)
     assert float(rows["ann"]["total"]) == 100, rows["ann"]
     # dan's own attention.ipynb ran (the block's cases failed with its MultiHeadAttention),
     # and the block is judged on its own code: his mistake costs the attention assignment
@@ -662,13 +661,10 @@ def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp
     shutil.copy(kit / "solutions" / "attention.py", canvas / "wangli_10000_90001_attention.py")
     (canvas / "zhaomin_10002_90002_transformer.py").write_text(transformer, encoding="utf-8")
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
-                           "--layout", "canvas", str(canvas), "--out", str(out), "--jobs", "2"],
-                          cwd=kit, env=dict(os.environ, PYTHONPATH=str(kit)),
-                          capture_output=True, text=True, timeout=900)
+    done = run_grader("grade", "--assignment", "transformer", "--layout", "canvas", str(canvas),
+                      "--out", str(out), "--jobs", "2", kit=kit, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(out)
     assert {n: (r["student_id"], float(r["total"])) for n, r in rows.items()} == {
         "wangli_10000": ("10000", 100.0), "zhaomin_10002": ("10002", 0.0)}
     assert ("wangli_10000_90001_attention.py was used as your attention.py, the module of the "

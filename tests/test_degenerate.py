@@ -13,11 +13,8 @@ cases, and the GPU share of a function is graded only then. Here:
   solution keeps 100 and bob and chen (real mistakes, see README) keep theirs;
 - the withheld case says why, in English and in Chinese.
 """
-import csv
 import json
 import os
-import subprocess
-import sys
 import types
 
 import pytest
@@ -32,6 +29,7 @@ from grader.sandbox.runtime.probes import run_probe
 from grader import assignment
 from grader.suite import checks
 from grader.suite.session import Session
+from grading import grades, run_grader
 
 SUITE = Session(assignment.load("attention"))  # the library's run state, as the plugin keeps it
 cases_table = SUITE.assignment.cases()  # the table module: CASES, Case and its reasons
@@ -316,13 +314,10 @@ def graded(tmp_path_factory):
             (folder / name).write_bytes(handle.read())
         paths.append(str(folder / name))
     out = folder / "out"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", *paths, "--out", str(out),
-                           "--jobs", "1"],
-                          cwd=KIT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": KIT})
+    done = run_grader("grade", *paths, "--out", str(out), "--jobs", "1",
+                      env={**os.environ, "PYTHONPATH": KIT}, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(out)
     return rows, out
 
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conftest import KIT
+from grading import run_grader
 
 DOCS = os.path.join(KIT, "docs")
 
@@ -79,8 +80,7 @@ def test_the_command_reference_is_every_commands_own_help():
     env = dict(os.environ, COLUMNS="100")
     for name in ("release", "grade", "gradescope", "export", "gradebook", "show", "override",
                  "nbgrader", "merge", "similarity", "validate"):
-        done = subprocess.run([sys.executable, "-m", "grader", name, "--help"], env=env,
-                              capture_output=True, text=True, cwd=KIT, timeout=120)
+        done = run_grader(name, "--help", env=env, timeout=120)
         assert done.returncode == 0, done.stderr
         # the usage line names the program as run; the rest is the same text
         body = done.stdout.split("\n\n", 1)[1].rstrip()

@@ -22,6 +22,7 @@ from grader.platforms.canvas import scores as canvas_scores
 from grader.platforms.moodle import feedback_zip as moodle_feedback_zip
 from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import adjustments, console, gradebook
+from grading import run_grader
 
 
 def _row(name, student_id, layout="moodle", **more):
@@ -154,8 +155,7 @@ def test_show_prints_one_students_final_row(tmp_path):
     (out / "wangli_10000" / "results.json").write_text(json.dumps({"extra_data": {
         "diagnoses": [{"part": "softmax", "mistake": "mha-repeat", "text": "repeat\nmore"}]}}),
         encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "grader", "show", "10000", "--gradebook",
-                           str(out)], cwd=KIT, capture_output=True, text=True, timeout=120)
+    done = run_grader("show", "10000", "--gradebook", str(out), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "wangli_10000: wangli (student id 10000, canvas)",
@@ -169,8 +169,7 @@ def test_show_prints_one_students_final_row(tmp_path):
         "  flag: the LMS marked it late without a time: charged as 1 day(s) late",
         "  source: ", f"  feedback: {out / 'wangli_10000' / 'feedback.txt'}"]
     # exactly one student, as an override names one: 1000 is nobody here
-    done = subprocess.run([sys.executable, "-m", "grader", "show", "1000", "--out", str(out)],
-                          cwd=KIT, capture_output=True, text=True, timeout=120)
+    done = run_grader("show", "1000", "--out", str(out), timeout=120)
     assert done.returncode == 2 and "no row for student '1000'" in done.stderr
 
 
@@ -209,15 +208,12 @@ def test_the_console_shows_final_scores_missing_work_and_the_time_left():
 
 
 def test_release_says_which_given_modules_hold_an_earlier_solution(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "grader", "release", "--assignment",
-                           "transformer", "--out", str(tmp_path / "tf")], cwd=KIT,
-                          capture_output=True, text=True, timeout=300)
+    done = run_grader("release", "--assignment", "transformer", "--out", str(tmp_path / "tf"),
+                      timeout=300)
     assert done.returncode == 0, done.stderr
     assert (f"Given code in {tmp_path / 'tf'}: attention.py (the assignment attention's full "
             f"solution). Students read it whole: hand this folder out only after the earlier "
             f"assignment's deadline") in done.stdout
     assert (tmp_path / "tf" / "attention.py").is_file()
-    done = subprocess.run([sys.executable, "-m", "grader", "release", "--out",
-                           str(tmp_path / "at")], cwd=KIT, capture_output=True, text=True,
-                          timeout=300)
+    done = run_grader("release", "--out", str(tmp_path / "at"), timeout=300)
     assert done.returncode == 0 and "Given code" not in done.stdout

@@ -20,12 +20,9 @@ real trusted processes and sandboxed workers:
 - causal sentences name only functions the file defines and whose code reaches them.
 """
 import ast
-import csv
 import os
 import random
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -33,6 +30,7 @@ from conftest import KIT, student_provided_kit
 from grader import assignment
 from grader.catalog import Catalog
 from grader.grade import SuiteOptions, grade_batch
+from grading import grades, run_grader
 
 pytestmark = pytest.mark.slow
 
@@ -412,13 +410,10 @@ def test_every_mistake_in_the_earlier_module_the_student_provides_costs_the_bloc
         (folder / "transformer.py").write_text(T_SOLUTION, encoding="utf-8")
         folders.append(str(folder))
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
-                           *folders, "--out", str(out), "--jobs", "2"], cwd=kit,
-                          env=dict(os.environ, PYTHONPATH=str(kit)), capture_output=True,
-                          text=True, timeout=1800)
+    done = run_grader("grade", "--assignment", "transformer", *folders, "--out", str(out),
+                      "--jobs", "2", kit=kit, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(out)
     assert len(rows) == len(earlier) >= 50
     lost = {name: row["total"] for name, row in rows.items() if float(row["total"]) != 100}
     assert not lost, lost

@@ -4,12 +4,11 @@ import csv
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from conftest import KIT, SOLUTION
+from grading import grades, run_grader
 
 EXAMPLES = os.path.join(KIT, "examples")
 EXPECTED = {"alice": "full", "bob": "MultiHeadAttention", "chen": "masked_softmax",
@@ -17,9 +16,7 @@ EXPECTED = {"alice": "full", "bob": "MultiHeadAttention", "chen": "masked_softma
 
 
 def _grade(args, tmp_path, **kwargs):
-    return subprocess.run([sys.executable, "-m", "grader", "grade", *args, "--out",
-                           str(tmp_path / "out"), "--jobs", "2"], cwd=KIT, capture_output=True,
-                          text=True, timeout=900, **kwargs)
+    return run_grader("grade", *args, "--out", tmp_path / "out", "--jobs", "2", **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +24,7 @@ def graded_examples(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("examples")
     paths = sorted(os.path.join(EXAMPLES, name) for name in os.listdir(EXAMPLES))
     done = _grade(paths, tmp_path)
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(tmp_path / "out")
     return done, rows, tmp_path / "out"
 
 

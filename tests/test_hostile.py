@@ -30,6 +30,7 @@ from conftest import KIT, SOLUTION, SUBMISSIONS
 from grader.sandbox import isolation
 from hostile_zoo import (GRADER_PROCESSES, KILL_FORK_SERVER, KILL_TRUSTED_NOW, LITTER_PREFIX,
                          OWN_GRADER, ZOO, zero_stub)
+from grading import grades, run_grader
 
 SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see it
 # generous wall-clock limits: the zoo must give the same verdicts on a loaded machine (two
@@ -405,18 +406,17 @@ def test_kill_trusted_hits_its_grader_process_after_a_classmate_killed_the_fork_
         paths.append(str(tmp_path / f"{name}.py"))
     workdir = tmp_path / "grader-tmp"
     workdir.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp_path / "out"),
-         "--isolation", "none", "--call-seconds", "8", "--import-seconds", "60",
-         "--submission-seconds", "150", "--memory-mb", "1024", "--jobs", "2"],
-        cwd=KIT, capture_output=True, text=True, timeout=1200,
-        env={**os.environ, "PYTHONPATH": KIT, "TMPDIR": str(workdir)})
+    done = run_grader("grade", *paths, "--out", str(tmp_path / "out"), "--isolation", "none",
+                      "--call-seconds", "8", "--import-seconds", "60",
+                      "--submission-seconds", "150", "--memory-mb", "1024", "--jobs",
+                      "2",
+                      env={**os.environ, "PYTHONPATH": KIT, "TMPDIR": str(workdir)},
+                      timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # the race happened: its grader process had left the fork server, and the tree below
     # `grader grade` that the attack used to search, before the attack ran
     assert json.loads(marker.read_text())["out_of_the_batch_tree"] is True
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    rows = grades(tmp_path / "out")
     assert {name: row["status"] for name, row in rows.items()} == {
         "kill_fork_server": "graded", "kill_trusted_late": "graded"}
     assert rows["kill_fork_server"]["total"] == rows["kill_trusted_late"]["total"] == "0"

@@ -27,6 +27,7 @@ from grader import assignment
 babel = pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
 from babel.messages.extract import extract_from_dir  # noqa: E402
 from babel.messages.pofile import read_po  # noqa: E402
+from grading import run_grader
 
 LOCALE = os.path.join(KIT, "grader", "locale")
 PO = os.path.join(LOCALE, "zh_CN", "LC_MESSAGES", "grader.po")
@@ -258,10 +259,9 @@ def graded_in_chinese(tmp_path_factory):
     out = tmp_path_factory.mktemp("zh") / "out"
     made = tmp_path_factory.mktemp("mistakes")
     mistakes = [_mistake_file(made, name, ids) for name, ids in MISTAKE_FILES.items()]
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", "--lang", "zh",
-                           os.path.join(EXAMPLES, "chen.py"), os.path.join(EXAMPLES, "fatima.py"),
-                           *mistakes, "--out", str(out), "--jobs", "1"],
-                          cwd=KIT, capture_output=True, text=True, timeout=900)
+    done = run_grader("grade", "--lang", "zh", os.path.join(EXAMPLES, "chen.py"),
+                      os.path.join(EXAMPLES, "fatima.py"), *mistakes, "--out",
+                      str(out), "--jobs", "1", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
@@ -555,10 +555,9 @@ def graded_at_each_level(tmp_path_factory, graded_in_chinese):
     outs = {"full": graded_in_chinese}
     for level in ("summary", "score"):
         outs[level] = made / level
-        done = subprocess.run([sys.executable, "-m", "grader", "grade", "--lang", "zh",
-                               "--feedback", level, many, os.path.join(EXAMPLES, "chen.py"),
-                               "--out", str(outs[level]), "--jobs", "1"],
-                              cwd=KIT, capture_output=True, text=True, timeout=900)
+        done = run_grader("grade", "--lang", "zh", "--feedback", level, many,
+                          os.path.join(EXAMPLES, "chen.py"), "--out",
+                          str(outs[level]), "--jobs", "1", timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
     return outs
 
@@ -660,9 +659,7 @@ def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
 def test_the_class_report_stays_chinese_when_rebuilt_without_lang(graded_in_chinese):
     """`grader gradebook` (and `grader override`) take no --lang: report.html keeps the
     language the class's feedback was written in (each results.json's extra_data.lang)."""
-    done = subprocess.run([sys.executable, "-m", "grader", "gradebook", "--out",
-                           str(graded_in_chinese)], cwd=KIT, capture_output=True, text=True,
-                          timeout=300)
+    done = run_grader("gradebook", "--out", str(graded_in_chinese), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     with open(graded_in_chinese / "report.html", encoding="utf-8") as handle:
         page = handle.read()

@@ -13,6 +13,7 @@ import pytest
 
 from grader import platforms
 from grader.intake import naming, stage, submission_names
+from grading import run_grader
 
 CODE = "import torch\nVALUE = 'transformer'\n"
 OLD = "VALUE = 'attention'\n"
@@ -152,9 +153,8 @@ def test_grade_names_the_transformer_file_end_to_end(tmp_path):
     _write(canvas / "wangli_10000_90000_transformer-1.py", "def broken(:\n")
     _write(canvas / "wangli_10000_90007_notes.py", OLD)
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(canvas), "--assignment",
-                          "transformer", "--out", str(out), "--jobs", "1", "--no-gpu"],
-                         capture_output=True, text=True, timeout=600)
+    run = run_grader("grade", str(canvas), "--assignment", "transformer", "--out", str(out),
+                     "--jobs", "1", "--no-gpu", timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     with open(out / "grades.csv", encoding="utf-8") as handle:
         (row,) = list(csv.DictReader(handle))

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from conftest import KIT, SOLUTION
+from grading import run_grader
 
 pytest.importorskip("nbgrader", reason="the nbgrader extra is not installed: pip install -e '.[nbgrader]'")
 
@@ -369,9 +370,7 @@ def test_nbgrader_command_needs_the_assignment_in_the_gradebook(tmp_path):
     env = _env(tmp_path)
     course = tmp_path / "course"
     course.mkdir()
-    done = subprocess.run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course),
-                           ASSIGNMENT], cwd=KIT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = run_grader("nbgrader", "--course", str(course), ASSIGNMENT, env=env, timeout=300)
     assert done.returncode == 2
     assert "generate_assignment" in done.stderr and "Traceback" not in done.stderr
 
@@ -472,9 +471,8 @@ def test_nbgrader_takes_a_students_own_earlier_module_from_their_earlier_submiss
             "this notebook nor in your submission of the earlier assignment (attn-week)") \
         in told["carol"]
     # a name that is no earlier assignment of this one is refused before anything is graded
-    refused = subprocess.run([sys.executable, "-m", "grader", "nbgrader", "--course", str(course),
-                              name, "--assignment", name, "--earlier", "attn=x"], cwd=kit,
-                             env=env, capture_output=True, text=True, timeout=300)
+    refused = run_grader("nbgrader", "--course", str(course), name, "--assignment", name,
+                         "--earlier", "attn=x", cwd=kit, env=env, timeout=300)
     assert refused.returncode == 2
     assert ("--earlier attn=x: expected KIT=COURSE, KIT one of the earlier assignments whose "
             "module students provide (attention)") in refused.stderr

@@ -23,6 +23,7 @@ from grader import files
 from grader.report import folders
 from grader.report.console import Table
 from grader.report.gradebook import gradebook_text, safe_record, text_cell, write_gradebook
+from grading import grades
 
 CAP = folders.MAX_BYTES
 
@@ -213,8 +214,7 @@ def test_gradebook_neutralises_text_cells_but_not_scores(tmp_path):
     path = tmp_path / "grades.csv"
     write_gradebook([safe_record(r) for r in rows], ["p"], str(path))
     _read_valid(path)
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        table = {r["submission"]: r for r in csv.DictReader(handle)}
+    table = grades(path)
     assert set(table) == {"'=evil", "'-bob", "caf\ufffd"}
     assert table["'=evil"]["reason"].startswith("first failure") and table["'=evil"]["total"] == "0"
     assert table["'-bob"]["total"] == "10" and table["caf\ufffd"]["folder"] == "caf_"
@@ -271,8 +271,7 @@ def test_a_batch_always_writes_every_row(tmp_path, monkeypatch):
         assignment.Part("p", 10.0, ("sequence_mask",), "p"),))
     results = grade.grade_batch(paths, str(out), grade.SuiteOptions(assignment=declared),
                                 stream=io.StringIO())
-    with open(out / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {r["submission"]: r for r in csv.DictReader(handle)}
+    rows = grades(out)
     assert set(rows) == {"alice", "crash", "blocked", "grades.csv"}
     assert rows["alice"]["total"] == "10"
     assert rows["crash"]["status"] == "grader error" and rows["crash"]["total"] == ""
@@ -329,8 +328,7 @@ def test_grader_grade_survives_a_batch_built_to_break_its_outputs(tmp_path):
                           cwd=KIT, capture_output=True, timeout=900)
     said = (done.stdout + done.stderr).decode("utf-8", "replace")[-4000:]
     assert done.returncode == 0, said
-    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
-        rows = {r["submission"]: r for r in csv.DictReader(handle)}
+    rows = grades(out)
     assert set(rows) == {"correct", "grades.csv", "GRADES.csv", "caf\ufffd",
                          "'=cmd|' -C calc'!A0", "huge"}, said
     assert rows["correct"]["total"] == "100"

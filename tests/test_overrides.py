@@ -19,8 +19,8 @@ from grader.overrides import OverrideError
 from grader.platforms.canvas import scores as canvas_scores
 from grader.platforms.moodle import worksheet as moodle_worksheet
 from grader.report import gradebook
+from grading import FAST, grades, run_grader
 
-FAST = ["--jobs", "1", "--call-seconds", "8", "--import-seconds", "10"]
 # imports that grading needs: with them blocked, a command that grades anything fails
 NO_GRADING = ("import sys; [sys.modules.__setitem__(m, None) for m in ('torch', "
               "'grader.sandbox.client', 'grader.sandbox.template', 'grader.grade.trusted', "
@@ -156,9 +156,7 @@ def _gradebook_dir(tmp_path, rows):
 
 
 def _export(out, lms, target, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "export", lms, "--from", str(out),
-                           "--out", str(target), *extra], cwd=KIT, capture_output=True,
-                          text=True, timeout=120)
+    return run_grader("export", lms, "--from", str(out), "--out", str(target), *extra, timeout=120)
 
 
 def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_path):
@@ -200,9 +198,7 @@ def test_exports_send_final_scores_and_leave_missing_work_out_unless_asked(tmp_p
 # -- end to end: a real grader grade, overrides, --force, the policy, the student's files -------
 
 def _grade(paths, out, *extra):
-    return subprocess.run([sys.executable, "-m", "grader", "grade", *map(str, paths), "--out",
-                           str(out), *FAST, *extra], cwd=KIT, capture_output=True, text=True,
-                          timeout=900)
+    return run_grader("grade", *map(str, paths), "--out", str(out), *FAST, *extra, timeout=900)
 
 
 def _cli(*args, no_grading=False):
@@ -211,7 +207,7 @@ def _cli(*args, no_grading=False):
                           timeout=300)
 
 
-def _csv(out):
+def grades(out):
     with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
         return {r["submission"]: r for r in csv.DictReader(handle)}
 
@@ -236,7 +232,7 @@ def graded(tmp_path_factory):
 @pytest.mark.slow
 def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded):
     subs, out = graded
-    assert _csv(out)["alice"]["total"] == "100"
+    assert grades(out)["alice"]["total"] == "100"
     done = _cli("override", "--out", out, "alice", "sequence_mask", "5", "--reason",
                 "the mask was copied from a classmate")
     assert done.returncode == 0, done.stderr
@@ -244,15 +240,15 @@ def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded
                 "regrade request granted").returncode == 0
     refused = _cli("override", "--out", out, "alice", "GPU", "11", "--reason", "x")
     assert refused.returncode == 2 and "11 is more than GPU's 10 points" in refused.stderr
-    row = _csv(out)["alice"]
+    row = grades(out)["alice"]
     # 100 graded, sequence_mask 11 -> 5: 94
     assert (row["total"], row["raw_total"], row["sequence_mask (/11)"]) == ("94", "94", "5")
     assert row["overrides"] == "sequence_mask 5 (the mask was copied from a classmate)"
-    assert _csv(out)["bob"]["total"] == "50"
+    assert grades(out)["bob"]["total"] == "50"
 
     forced = _grade([subs / "alice.py"], out, "--force")
     assert forced.returncode == 0 and "unchanged" not in forced.stdout
-    assert _csv(out)["alice"]["total"] == "94"            # regraded: the override stays
+    assert grades(out)["alice"]["total"] == "94"            # regraded: the override stays
     feedback = (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
     assert feedback.splitlines()[1] == "Instructor adjustment"
     assert "sequence_mask: 11 changed to 5 by your instructor. Reason: the mask was copied " \
@@ -265,7 +261,7 @@ def test_overrides_survive_a_real_regrade_with_force_and_removal_restores(graded
     listed = _cli("override", "--out", out, "--list")
     assert "2 override(s) in effect, 2 entries" in listed.stdout
     assert _cli("override", "--out", out, "--remove", "alice", "sequence_mask").returncode == 0
-    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["overrides"] == ""
+    assert grades(out)["alice"]["total"] == "100" and grades(out)["alice"]["overrides"] == ""
     assert "Instructor adjustment" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
     assert "instructor-adjustment" not in (out / "alice" / "feedback.html").read_text(encoding="utf-8")
     assert _results(out, "alice")["score"] == 100.0 and "raw_score" not in _results(out, "alice")["extra_data"]
@@ -288,13 +284,13 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
         row.update(submitted_at=when, time_source="canvas-file-time")
         path.write_text(json.dumps(row), encoding="utf-8")
     kept = {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in ("alice", "bob")}
-    bob = _csv(out)["bob"]["total"]
+    bob = grades(out)["bob"]["total"]
     course = out / "course.toml"
     course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
                       'percent = 10\n', encoding="utf-8")
     done = _cli("gradebook", "--out", out, no_grading=True)  # torch and the sandbox blocked
     assert done.returncode == 0, done.stderr
-    rows = _csv(out)
+    rows = grades(out)
     # alice: 1 day 12 hours late, 2 days at 10% of 100
     assert (rows["alice"]["late"], rows["alice"]["days_late"], rows["alice"]["penalty"],
             rows["alice"]["total"]) == ("yes", "2", "20", "80")
@@ -305,7 +301,7 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
     course.write_text('due = 2026-12-01T23:59:00+08:00\n[late_policy]\nkind = "per_day"\n'
                       'points = 3\n[extensions]\n"alice" = { days = 1 }\n', encoding="utf-8")
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert (_csv(out)["alice"]["days_late"], _csv(out)["alice"]["total"]) == ("1", "97")
+    assert (grades(out)["alice"]["days_late"], grades(out)["alice"]["total"]) == ("1", "97")
     assert _results(out, "alice")["score"] == 97.0
     assert {n: (out / n / gradebook.ROW_FILE).read_bytes() for n in kept} == kept  # not regraded
     report = (out / "report.html").read_text(encoding="utf-8")
@@ -317,7 +313,7 @@ def test_a_policy_change_recomputes_every_row_without_grading(graded):
     assert len(broken.stderr.strip().splitlines()) == 1
     course.unlink()
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert _csv(out)["alice"]["total"] == "100" and _csv(out)["alice"]["penalty"] == "0"
+    assert grades(out)["alice"]["total"] == "100" and grades(out)["alice"]["penalty"] == "0"
     assert "Late penalty" not in (out / "alice" / "feedback.txt").read_text(encoding="utf-8")
 
 
@@ -410,14 +406,14 @@ def test_the_command_imports_lists_and_removes_without_grading(tmp_path):
     done = _cli("override", "--out", out, "--import", sheet, no_grading=True)
     assert done.returncode == 0, done.stderr
     assert "imported 2 override(s)" in done.stdout
-    rows = _csv(out)
+    rows = grades(out)
     assert (rows["wangli_10000"]["total"], rows["liu_10001"]["total"]) == ("90", "0")
     assert rows["wangli_10000"]["overrides"] == "mask 40 (regrade)"
     listed = _cli("override", "--out", out, "--list", no_grading=True).stdout
     assert "2 override(s) in effect, 2 entries" in listed and "set 10001 total 0: integrity case 7" in listed
     assert _cli("override", "--out", out, "--remove", "liu_10001", "total",
                 no_grading=True).returncode == 0
-    assert _csv(out)["liu_10001"]["total"] == "80"
+    assert grades(out)["liu_10001"]["total"] == "80"
     usage = _cli("override", "--out", out, "10000", "mask", no_grading=True)
     assert usage.returncode == 2 and "give STUDENT PART POINTS" in usage.stderr
     missing = _cli("override", "--out", tmp_path / "nowhere", "10000", "mask", "1", "--reason", "r")
@@ -475,7 +471,7 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
                                      encoding="utf-8")
     done = _grade([canvas, moodle, gradescope], out)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = {r["student_id"]: r for r in _csv(out).values()}
+    rows = {r["student_id"]: r for r in grades(out).values()}
     # Canvas's LATE without a time: 1 day at 10%; Fang Wu's Moodle file time: 2 days
     assert {i: (r["late"], r["penalty"], r["total"]) for i, r in rows.items()} == {
         "10000": ("no", "0", "100"), "10001": ("yes", "10", "90"), "10002": ("no", "0", "0"),
@@ -491,7 +487,7 @@ def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export
                 "partial credit after a meeting").returncode == 0
     forced = _grade([canvas], out, "--force")
     assert forced.returncode == 0 and "unchanged" not in forced.stdout
-    rows = {r["student_id"]: r for r in _csv(out).values()}
+    rows = {r["student_id"]: r for r in grades(out).values()}
     assert (rows["10002"]["total"], rows["10001"]["total"], rows["10006"]["total"]) == ("50", "90", "80")
     # the two ways of building the gradebook agree: grader grade's and grader gradebook's
     graded = (out / "grades.csv").read_bytes()
@@ -547,7 +543,7 @@ def test_an_override_that_applies_to_no_row_is_said_everywhere(tmp_path):
     said = "the override of 10001's total (0, integrity case 7) applies to no row"
     assert done.returncode == 0 and said in done.stderr
     assert said.replace("'", "&#x27;") in (out / "report.html").read_text(encoding="utf-8")
-    assert _csv(out)["liu_10001"]["total"] == "80"
+    assert grades(out)["liu_10001"]["total"] == "80"
     exported = _export(out, "canvas", tmp_path / "c.csv", "--assignment", "A (1)")
     assert said in exported.stderr
     # ended by the ledger's own key, though no row has it any more
@@ -566,6 +562,380 @@ def test_an_override_of_a_part_the_row_no_longer_has_can_still_be_removed(tmp_pa
     gradebook.save_record(dict(rows[0], parts={"sequence_mask": [30.0, 40.0],
                                                "softmax": [50.0, 60.0]}), str(out))
     assert _cli("gradebook", "--out", out, no_grading=True).returncode == 0
-    assert "an override names a part this row no longer has: mask" in _csv(out)["wangli_10000"]["flags"]
+    assert "an override names a part this row no longer has: mask" in grades(out)["wangli_10000"]["flags"]
     assert _cli("override", "--out", out, "--remove", "10000", "mask", no_grading=True).returncode == 0
-    assert _csv(out)["wangli_10000"]["flags"] == ""
+    assert grades(out)["wangli_10000"]["flags"] == ""
+
+
+# ---- at its edges (issue 19, from tests/test_mutants_overrides.py) --------------------------
+# grader/overrides.py at its edges (issue 19): the documented caps as literals, each bound
+# on both sides, each refusal by its whole reason, and a ledger that does not read is an
+# error with the entry and the field it names.
+
+def _edge_row(name, student_id="", status="graded", total=80.0, parts=None):
+    return {"name": name, "status": status, "total": total, "max": 100.0,
+            "parts": parts or {"mask": [30.0, 40.0], "softmax": [50.0, 60.0]},
+            "student_id": student_id}
+
+
+EDGE_ROWS = [_edge_row("wangli_10000", "10000"), _edge_row("liu_10001", "10001"),
+             _edge_row("pair", "20001;20002"), _edge_row("noid")]
+
+
+def test_the_documented_caps():
+    assert overrides.FILE == "overrides.json"
+    assert overrides.MAX_BYTES == 16 * 1_048_576
+    assert overrides.MAX_IMPORT_BYTES == 1_048_576
+    assert overrides.MAX_IMPORT_ROWS == 10000
+    assert overrides.MAX_POINTS == 1_000_000
+    assert overrides.TOTAL == "total"
+
+
+def test_who_is_sudo_user_then_user(monkeypatch):
+    monkeypatch.setenv("SUDO_USER", "prof")
+    monkeypatch.setenv("USER", "root")
+    assert overrides.who() == "prof"
+    monkeypatch.delenv("SUDO_USER")
+    assert overrides.who() == "root"
+    monkeypatch.setenv("USER", "ta\x1b[31m")
+    assert "\x1b" not in overrides.who()
+
+
+def test_now_is_utc_to_the_second():
+    stamp = overrides.now()
+    assert stamp.endswith("+00:00") and len(stamp) == len("2026-12-01T23:59:00+00:00")
+
+
+def test_a_row_is_found_by_its_name_or_its_whole_id_never_by_one_member_of_a_group():
+    assert overrides.find_row(EDGE_ROWS, " pair ")["name"] == "pair"
+    # issue 27: one member's id is not the group's (its score is both members')
+    with pytest.raises(OverrideError, match="'20002' is one member of the group submission 'pair'"):
+        overrides.find_row(EDGE_ROWS, "20002")
+    assert overrides.find_row(EDGE_ROWS, "20001;20002")["name"] == "pair"
+    assert overrides.find_row(EDGE_ROWS, "noid")["name"] == "noid"
+    # a row without an id is recorded under its name
+    assert overrides.entry_for(EDGE_ROWS, "noid", "mask", 1, "r")["student"] == "noid"
+    assert overrides.row_key({"student_id": None, "name": "x"}) == "x"
+    assert overrides.row_key({}) == ""
+
+
+def test_no_row_lists_at_most_20_students_and_says_how_many_more():
+    rows = [_edge_row(f"s{i:02d}", f"1{i:04d}") for i in range(23)]
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(rows, "carl")
+    shown = ", ".join(f"1{i:04d}" for i in range(20))
+    assert str(error.value) == f"no row for student 'carl' in the gradebook (students: {shown} and 3 more)"
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(rows[:20], "carl")
+    assert str(error.value).endswith(f"(students: {shown})")
+
+
+def test_many_matches_name_at_most_10():
+    rows = [_edge_row(f"d{i:02d}", "7") for i in range(12)]
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(rows, "7")
+    names = ", ".join(f"d{i:02d}" for i in range(10))
+    assert str(error.value) == f"'7' matches 12 rows ({names}); give the submission name as in grades.csv"
+
+
+def test_points_bounds_are_inclusive():
+    assert overrides.entry_for(EDGE_ROWS, "10000", "mask", "40", "r")["points"] == 40.0
+    assert overrides.entry_for(EDGE_ROWS, "10000", "mask", "0", "r")["points"] == 0.0
+    assert overrides.entry_for(EDGE_ROWS, "10000", "total", "100", "r")["points"] == 100.0
+    assert overrides.entry_for(EDGE_ROWS, "10000", "mask", "1000000", "r", allow_bonus=True)["points"] == 1e6
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "1000000.5", "r", allow_bonus=True)
+    assert str(error.value) == "points above 1e+06"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "-0.5", "r")
+    assert str(error.value) == "points must be 0 or more, got -0.5"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "inf", "r", allow_bonus=True)
+    assert str(error.value) == "points must be 0 or more, got inf"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "40.5", "r")
+    assert str(error.value) == "40.5 is more than mask's 40 points (--allow-bonus to give more)"
+    assert overrides.entry_for(EDGE_ROWS, "10000", "mask", "1.234567", "r")["points"] == 1.2346
+
+
+def test_an_entry_has_every_field_and_a_one_line_reason(monkeypatch):
+    monkeypatch.setenv("SUDO_USER", "prof")
+    entry = overrides.entry_for(EDGE_ROWS, "wangli_10000", "mask (/40)", "35", " re-marked\nby hand ",
+                                at="2026-12-05T00:00:00+00:00")
+    assert entry == {"time": "2026-12-05T00:00:00+00:00", "who": "prof", "action": "set",
+                     "student": "10000", "submission": "wangli_10000", "part": "mask",
+                     "reason": "re-marked by hand", "points": 35.0}
+    # a header of a part the row does not have is kept as given (and refused for a set)
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "attention (/5)", "1", "r")
+    assert str(error.value) == "wangli_10000 has no part 'attention (/5)' (parts: mask, softmax, total)"
+    # a remove needs no points and no reason, and names no part it checks
+    gone = overrides.entry_for(EDGE_ROWS, "10000", "renamed", None, None, action="remove")
+    assert gone["part"] == "renamed" and "points" not in gone and gone["reason"] == ""
+
+
+def test_a_remove_of_a_grader_error_row_is_allowed():
+    rows = [_edge_row("err", "1", status="grader error", total=None)]
+    assert overrides.entry_for(rows, "1", "mask", None, "", action="remove")["action"] == "remove"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(rows, "1", "mask", "1", "r")
+    assert str(error.value) == "err is a grader error, not a score: regrade it first (grader grade ... --force)"
+
+
+def _ledger(tmp_path, data):
+    path = tmp_path / "overrides.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(tmp_path)
+
+
+GOOD = {"time": "t", "who": "w", "action": "set", "student": "1", "part": "mask",
+        "points": 3, "reason": "r"}
+
+
+@pytest.mark.parametrize("entry, says", [
+    ({**GOOD, "extra": 1}, "entry 2: not an override entry"),
+    ([GOOD], "entry 2: not an override entry"),
+    ({**GOOD, "who": 5}, "entry 2: who must be text"),
+    ({**GOOD, "student": None}, "entry 2: student must be text"),
+    ({**GOOD, "part": ["mask"]}, "entry 2: part must be text"),
+    ({**GOOD, "reason": None}, "entry 2: reason must be text"),
+    ({**GOOD, "action": "delete"}, "entry 2: action must be set or remove"),
+    ({**GOOD, "points": True}, "entry 2: points must be a number from 0 to 1e+06"),
+    ({**GOOD, "points": "3"}, "entry 2: points must be a number from 0 to 1e+06"),
+    ({**GOOD, "points": -1}, "entry 2: points must be a number from 0 to 1e+06"),
+    ({**GOOD, "points": 1000001}, "entry 2: points must be a number from 0 to 1e+06"),
+])
+def test_a_ledger_entry_that_does_not_check_is_an_error(tmp_path, entry, says):
+    out = _ledger(tmp_path, {"entries": [GOOD, entry]})
+    with pytest.raises(OverrideError) as error:
+        overrides.load(out)
+    assert str(error.value) == f"overrides.json: {says}"
+
+
+def test_a_ledger_at_its_bounds_loads(tmp_path):
+    edge = [{**GOOD, "points": 0}, {**GOOD, "points": 1000000},
+            {**GOOD, "action": "remove", "points": None}]
+    assert overrides.load(_ledger(tmp_path, {"entries": edge})) == edge
+
+
+def test_a_ledger_that_does_not_read_says_why(tmp_path):
+    path = tmp_path / "overrides.json"
+    for text, says in (('{"entries": {}}', "no entries list"), ("[]", "no entries list"),
+                       ("{", "does not read as the overrides ledger")):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(OverrideError) as error:
+            overrides.load(str(tmp_path))
+        assert str(error.value).startswith(f"{path}: {says}")
+    path.write_bytes(b"{" + b" " * (16 * 1_048_576 - 2) + b"}")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value).startswith(f"{path}: no entries list")   # 16 MB exactly: read
+    path.write_bytes(b"{" + b" " * (16 * 1_048_576 - 1) + b"}")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{path}: larger than 16 MB"
+    os.remove(path)
+    os.symlink(tmp_path / "elsewhere.json", path)
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{path}: not a regular file"
+
+
+def test_append_keeps_what_was_there(tmp_path):
+    first = overrides.entry_for(EDGE_ROWS, "10000", "mask", "1", "one", at="t1")
+    second = overrides.entry_for(EDGE_ROWS, "10001", "mask", "2", "two", at="t2")
+    overrides.append(str(tmp_path), [first])
+    assert overrides.append(str(tmp_path), [second]) == [first, second]
+    assert overrides.load(str(tmp_path)) == [first, second]
+
+
+def test_an_import_checks_its_size_columns_and_lines(tmp_path):
+    path = tmp_path / "in.csv"
+    head = b"student,part,points,reason\n" + (b"10000,mask,3," + b"r" * 100_000 + b"\n") * 10
+    last = b"10000,mask,3,"
+    path.write_bytes(head + last + b"r" * (1_048_576 - len(head) - len(last) - 1) + b"\n")
+    assert path.stat().st_size == 1_048_576
+    assert len(overrides.read_import(str(path), EDGE_ROWS)) == 11     # 1 MB exactly
+    path.write_bytes(head + last + b"r" * (1_048_576 - len(head) - len(last)) + b"\n")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value) == f"{path}: larger than 1024 KB"
+    # a field over csv's own limit (128 KB) is the file's fault, said as such (it crashed)
+    path.write_bytes(b"student,part,points,reason\n10000,mask,3," + b"r" * 200_000 + b"\n")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value) == (f"{path}: not CSV as expected "
+                                f"(field larger than field limit (131072))")
+    path.write_bytes(b"student,part,points,reason\n10000,mask,3,\xff\n")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value) == f"{path}: not UTF-8 text"
+    # headers in any case and spacing
+    path.write_text(" Student , PART,points,Reason\n10000,mask,3,r\n", encoding="utf-8")
+    assert overrides.read_import(str(path), EDGE_ROWS)[0]["part"] == "mask"
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(tmp_path / "none.csv"), EDGE_ROWS)
+    assert str(error.value).startswith(f"{tmp_path / 'none.csv'}: cannot read it (")
+
+
+def test_an_import_of_10000_lines_is_read_and_one_more_is_refused(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("student,part,points,reason\n" + "10000,mask,3,r\n" * 10000, encoding="utf-8")
+    assert len(overrides.read_import(str(path), EDGE_ROWS)) == 10000
+    path.write_text("student,part,points,reason\n" + "10000,mask,3,r\n" * 10001, encoding="utf-8")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value) == f"{path}: more than 10000 lines"
+
+
+def test_an_import_lists_the_first_5_problems_and_how_many_more(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("student,part,points,reason\n10000,mask,3,ok\n" + "10000,mask,99,no\n" * 7,
+                    encoding="utf-8")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    says = "; ".join(f"line {n}: 99 is more than mask's 40 points (--allow-bonus to give more)"
+                     for n in range(3, 8))
+    assert str(error.value) == f"{path}: nothing imported: {says} (and 2 more)"
+    path.write_text("student,part,points,reason\n" + "10000,mask,99,no\n" * 5, encoding="utf-8")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value).endswith("line 6: 99 is more than mask's 40 points (--allow-bonus to give more)")
+    # a short line: empty fields, refused by reason, not by a crash
+    path.write_text("student,part,points,reason\n10000\n", encoding="utf-8")
+    with pytest.raises(OverrideError, match="line 2: 10000 has no part ''|line 2: wangli_10000 has no part ''"):
+        overrides.read_import(str(path), EDGE_ROWS)
+    # --allow-bonus reaches every line of an import
+    path.write_text("student,part,points,reason\n10000,mask,45,bonus\n", encoding="utf-8")
+    assert overrides.read_import(str(path), EDGE_ROWS, allow_bonus=True)[0]["points"] == 45.0
+
+
+def test_what_a_person_typed_is_cut_at_its_documented_length(monkeypatch):
+    """who: 100 characters; the reason: 1000 (one line); a submission name in a refusal: 100;
+    points that do not read, in a refusal: 40."""
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    monkeypatch.setenv("USER", "u" * 150)
+    assert len(overrides.who()) == 100
+    entry = overrides.entry_for(EDGE_ROWS, "10000", "mask", "3", "r" * 1500)
+    assert len(entry["reason"]) == 1000 and "\n" not in entry["reason"]
+    assert entry["reason"].startswith("r" * 900)
+    rows = [_edge_row("e" * 150, "1", status="grader error", total=None)]
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(rows, "1", "mask", "1", "r")
+    tail = " is a grader error, not a score: regrade it first (grader grade ... --force)"
+    assert str(error.value).endswith(tail) and len(str(error.value)) == 100 + len(tail)
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "-" + "1" * 60, "r")
+    assert len(str(error.value)) == len("points must be 0 or more, got ") + 40
+
+
+def test_each_name_in_a_refusal_is_cut_at_its_length():
+    """A student as typed: 100 characters; a row's name: 100 (60 in a list of matches); a
+    part: 100; points that do not read: 40."""
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(EDGE_ROWS, "c" * 150)
+    assert str(error.value).startswith(f"no row for student {overrides.safe_text('c' * 150, 100)!r} in")
+    rows = [_edge_row("n" * 150 + str(i), "7") for i in range(2)]
+    with pytest.raises(OverrideError) as error:
+        overrides.find_row(rows, "7")
+    cut = overrides.safe_text("n" * 151, 60)
+    assert str(error.value) == f"'7' matches 2 rows ({cut}, {cut}); give the submission name as in grades.csv"
+    long = [_edge_row("m" * 150, "8")]
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(long, "8", "p" * 150, "1", "r")
+    name, part = overrides.safe_text("m" * 150, 100), overrides.safe_text("p" * 150, 100)
+    assert str(error.value) == f"{name} has no part {part!r} (parts: mask, softmax, total)"
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for(EDGE_ROWS, "10000", "mask", "x" * 60, "r")
+    assert str(error.value) == f"points must be a number, got {overrides.safe_text('x' * 60, 40)!r}"
+    assert len(overrides.safe_text("x" * 60, 40)) == 40
+
+
+def test_a_row_without_a_maximum_takes_no_total_above_0():
+    row = _edge_row("nomax", "9")
+    row["max"] = None
+    with pytest.raises(OverrideError) as error:
+        overrides.entry_for([row], "9", "total", "1", "r")
+    assert str(error.value) == "1 is more than total's 0 points (--allow-bonus to give more)"
+
+
+def test_a_link_or_a_folder_is_no_ledger(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text('{"entries": []}', encoding="utf-8")
+    os.symlink(real, tmp_path / "overrides.json")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'overrides.json'}: not a regular file"
+    os.remove(tmp_path / "overrides.json")
+    os.mkdir(tmp_path / "overrides.json")
+    with pytest.raises(OverrideError) as error:
+        overrides.load(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'overrides.json'}: not a regular file"
+
+
+def test_the_ledger_keeps_chinese_readable(tmp_path):
+    rows = [_edge_row("王丽_10000", "10000")]
+    overrides.append(str(tmp_path), [overrides.entry_for(rows, "10000", "mask", "3", "重新评分")])
+    assert "重新评分" in (tmp_path / "overrides.json").read_text(encoding="utf-8")
+
+
+def test_six_problems_say_one_more(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("student,part,points,reason\n" + "10000,mask,99,no\n" * 6, encoding="utf-8")
+    with pytest.raises(OverrideError) as error:
+        overrides.read_import(str(path), EDGE_ROWS)
+    assert str(error.value).endswith("line 6: 99 is more than mask's 40 points (--allow-bonus to give more) (and 1 more)")
+
+
+def test_a_ledger_that_is_a_regular_file_but_does_not_open_says_why(tmp_path):
+    """A ledger its reader may not open (mode 000; root reads anything, so as root the load
+    runs in a forked child that has become `nobody`): the reason names the file and the
+    system's error; it is not a crash."""
+    import shutil
+    import tempfile
+
+    as_root = os.geteuid() == 0
+    # as root: a folder `nobody` can enter (pytest's own tmp_path is root's alone)
+    folder = tempfile.mkdtemp(prefix="attnkit-ledger-") if as_root else str(tmp_path)
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "overrides.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write('{"entries": []}')
+        os.chmod(path, 0)
+        expected = (f"{path}: does not read as the overrides ledger "
+                    f"([Errno 13] Permission denied: '{path}')")
+        said = _load_as_nobody(folder) if as_root else _load(folder)
+        assert said == "refused: " + expected
+    finally:
+        if as_root:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _load(folder):
+    try:
+        return f"loaded {overrides.load(folder)}"
+    except OverrideError as error:
+        return f"refused: {error}"
+    except Exception as error:  # what the test must not see
+        return f"crashed: {type(error).__name__}: {error}"
+
+
+def _load_as_nobody(folder):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nobody, then the load, its outcome down the pipe
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            said = _load(folder)
+        except BaseException as error:
+            said = f"child failed: {error}"
+        os.write(write, said.encode("utf-8"))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode("utf-8")
+    os.waitpid(pid, 0)
+    return said

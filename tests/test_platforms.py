@@ -41,6 +41,7 @@ import zipfile
 import pytest
 
 from conftest import KIT, SKELETON
+from grading import run_grader
 
 pytestmark = pytest.mark.slow
 
@@ -59,8 +60,7 @@ OVERRIDE = ("MultiHeadAttention", "15")
 
 
 def _grader(*args):
-    done = subprocess.run([sys.executable, "-m", "grader", *args], cwd=KIT, capture_output=True,
-                          text=True, timeout=900)
+    done = run_grader(*args, timeout=900)
     assert done.returncode == 0, f"grader {args}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
@@ -423,10 +423,8 @@ def _grade_in_zone(download, out, zone, course, *extra):
     """grader grade with TZ=zone (the grading machine's zone), then the course file."""
     out.mkdir()
     (out / "course.toml").write_text(course, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(download),
-                           "--gradebook", str(out), "--jobs", "2", *extra], cwd=KIT,
-                          capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, TZ=zone))
+    done = run_grader("grade", str(download), "--gradebook", str(out), "--jobs", "2", *extra,
+                      env=dict(os.environ, TZ=zone), timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import KIT, SKELETON, SOLUTION
 from grader import assignment
 from grader.release import ReleaseError, SelectLanguage, Source, release
+from grading import run_grader
 
 ATTENTION = assignment.load("attention")
 API_NAMES = ATTENTION.api
@@ -28,8 +29,7 @@ def test_checked_in_skeleton_is_what_release_generates():
 def test_release_check_command_agrees(name):
     """Every assignment's student folder holds what release writes now (its skeleton, its
     generated files and the given modules of what it builds on)."""
-    done = subprocess.run([sys.executable, "-m", "grader", "release", "--assignment", name,
-                           "--check"], cwd=KIT, capture_output=True, text=True)
+    done = run_grader("release", "--assignment", name, "--check")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "is up to date" in done.stdout
 
@@ -271,8 +271,7 @@ def test_release_refuses_a_broken_translation(tmp_path, text, message):
 
 def test_release_lang_zh_writes_and_checks_a_whole_student_folder(tmp_path):
     def grader(*args):
-        return subprocess.run([sys.executable, "-m", "grader", "release", *args], cwd=KIT,
-                              capture_output=True, text=True)
+        return run_grader("release", *args)
     refused = grader("--lang", "zh")  # would overwrite the English skeleton
     assert refused.returncode == 2 and "--lang zh needs --out DIR" in refused.stderr
     inside = grader("--lang", "zh", "--out", ATTENTION.student_folder + "/zh")
@@ -331,9 +330,7 @@ def _kit_copy(tmp_path):
 
 
 def _release(kit, *args):
-    return subprocess.run([sys.executable, "-m", "grader", "release", *args], cwd=kit,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(kit)})
+    return run_grader("release", *args, kit=kit, timeout=300)
 
 
 def _edit(path, old, new):

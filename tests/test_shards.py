@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from conftest import KIT
+from grading import run_grader
 
 EXAMPLES = ["alice.py", "bob.ipynb", "chen.py", "dana.zip", "erik", "fatima.py"]
 # sha256(name) mod 3 + 1, worked out by hand from hashlib (not from grader.shards)
@@ -33,9 +34,7 @@ def _snapshot(root, name="kit"):
 
 
 def _grader(kit, *args):
-    env = dict(os.environ, PYTHONPATH=kit)
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=kit, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return run_grader(*args, kit=kit)
 
 
 def _grade(kit, out, *args, submissions=None):
@@ -625,13 +624,10 @@ def test_command_line_refusals_grade_nothing(tmp_path):
              "--shard splits a class: use one or the other"),
             (["merge", str(tmp_path), "--out", str(out)],
              f"grader merge: nothing was merged: {tmp_path} has no shard.json")):
-        done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=KIT,
-                              capture_output=True, text=True, timeout=300)
+        done = run_grader(*argv, timeout=300)
         assert done.returncode == 2 and says in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert not out.exists()
     (tmp_path / "file").write_text("x")
-    done = subprocess.run([sys.executable, "-m", "grader", "merge", str(tmp_path),
-                           "--out", str(tmp_path / "file")], cwd=KIT, capture_output=True,
-                          text=True, timeout=300)
+    done = run_grader("merge", str(tmp_path), "--out", str(tmp_path / "file"), timeout=300)
     assert done.returncode == 2 and "exists and is not a folder" in done.stderr

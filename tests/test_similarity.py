@@ -31,6 +31,7 @@ from grader.similarity import DEFAULT_THRESHOLD, MIN_SHARED, base, code, command
 from grader.similarity import fingerprint, page, sources  # noqa: E402
 
 from grader import assignment  # noqa: E402
+from grading import run_grader
 
 ATTENTION = assignment.load("attention")
 SET = os.path.join(KIT, "tests", "similarity")
@@ -338,8 +339,7 @@ def test_side_by_side_marks_the_shared_lines():
 # --- end to end: a gradebook graded for real ---------------------------------------------
 
 def _grader(*args):
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                          text=True, timeout=600, cwd=KIT)
+    return run_grader(*args, timeout=600)
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from conftest import KIT
+from grading import run_grader
 
 NEEDED = ("sbatch", "squeue", "scontrol", "sinfo", "slurmctld", "slurmd", "munged")
 missing = [tool for tool in NEEDED if shutil.which(tool) is None
@@ -195,9 +196,8 @@ def test_array_gpu_job_and_merge_equal_one_run(cluster, tmp_path):
     merge_job = submitted.stdout.strip().splitlines()[-1]
     # the same class graded by one run, meanwhile
     one = os.path.join(root, "one")
-    single = subprocess.run([sys.executable, "-m", "grader", "grade",
-                             *[os.path.join(subs, n) for n in CLASS], "--out", one],
-                            cwd=kit, env=env, capture_output=True, text=True, timeout=900)
+    single = run_grader("grade", *[os.path.join(subs, n) for n in CLASS], "--out", one, cwd=kit,
+                        env=env, timeout=900)
     assert single.returncode == 0, single.stderr[-3000:]
     deadline = time.monotonic() + 900
     while _job_state(cluster["env"], merge_job) in ("PENDING", "RUNNING", "CONFIGURING"):

@@ -2,7 +2,6 @@
 here as an instructor would (a declaration, a three-case table, a one-function solution), is
 graded by `grader grade --assignment tiny` in a copy of the kit: its solution gets 100, an
 empty stub 0, and a wrong one loses exactly its cases' points."""
-import csv
 import json
 import os
 import shutil
@@ -13,6 +12,7 @@ import textwrap
 import pytest
 
 from conftest import KIT
+from grading import grades, run_grader
 
 DECLARATION = """\
 name = "tiny"
@@ -114,15 +114,11 @@ def graded(tmp_path_factory):
     subs.mkdir()
     for name, text in (("right", SOLUTION), ("stub", STUB), ("half", HALF)):
         (subs / f"{name}.py").write_text(text, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", *sorted(str(p) for p in subs.iterdir()),
-         "--assignment", "tiny", "--out", str(tmp_path / "out"), "--jobs", "1"],
-        cwd=kit, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": str(kit)})
+    done = run_grader("grade", *sorted(str(p) for p in subs.iterdir()), "--assignment", "tiny",
+                      "--out", str(tmp_path / "out"), "--jobs", "1", kit=kit, timeout=900)
     rows = {}
     if (tmp_path / "out" / "grades.csv").exists():
-        with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
-            rows = {row["submission"]: row for row in csv.DictReader(handle)}
+        rows = grades(tmp_path / "out")
     return done, rows, tmp_path / "out"
 
 
@@ -187,11 +183,8 @@ def test_a_table_that_does_not_fit_its_declaration_stops_the_batch_naming_each_c
     assert wrong != CASES
     kit = _kit(tmp_path, wrong)
     (tmp_path / "right.py").write_text(SOLUTION, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", str(tmp_path / "right.py"), "--assignment",
-         "tiny", "--out", str(tmp_path / "out"), "--jobs", "1"],
-        cwd=kit, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": str(kit)})
+    done = run_grader("grade", str(tmp_path / "right.py"), "--assignment", "tiny", "--out",
+                      str(tmp_path / "out"), "--jobs", "1", kit=kit, timeout=900)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert "the case 'doubling: a vector' is in the table twice" in done.stderr
     assert "the case 'doubling: a typo' calls 'dubble', which the declaration's api" in done.stderr

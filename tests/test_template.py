@@ -201,6 +201,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from conftest import SOLUTION  # noqa: E402
+from grading import grades, run_grader  # noqa: E402
 from hostile_zoo import (KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, LITTER,  # noqa: E402
                          LITTER_PREFIX, zero_stub)
 
@@ -233,12 +234,9 @@ def _grade(tmp_path, submissions, *extra):
         path = tmp_path / f"{name}.py"
         path.write_text(text)
         paths.append(str(path))
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", *paths, "--out",
-                           str(tmp_path / "out"), "--isolation", "none", "--jobs", "1",
-                           "--memory-mb", "1500", *extra], capture_output=True, text=True,
-                          timeout=900)
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    done = run_grader("grade", *paths, "--out", str(tmp_path / "out"), "--isolation", "none",
+                      "--jobs", "1", "--memory-mb", "1500", *extra, timeout=900)
+    rows = grades(tmp_path / "out")
     isolation = {name: json.loads((tmp_path / "out" / name / "results.json").read_text())
                  ["extra_data"]["isolation"] for name in rows}
     return done, rows, isolation
@@ -322,10 +320,8 @@ def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_
                      "    if len(_RAN) == 2:\n        import os, signal\n"
                      "        os.kill(os.getpid(), signal.SIGKILL)\n")
     (tmp_path / "solution.py").write_text(SOLUTION_TEXT)
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "solution.py"),
-                           "--out", str(tmp_path / "out"), "--isolation", "none"],
-                          cwd=kit, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(kit)})
+    done = run_grader("grade", str(tmp_path / "solution.py"), "--out", str(tmp_path / "out"),
+                      "--isolation", "none", kit=kit, timeout=900)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
         row = next(csv.DictReader(handle))

@@ -27,6 +27,7 @@ from grader.harness.results import ProbeResult
 from grader.sandbox.runtime.probes import run_probe
 from grader.suite import checks
 from grader.suite.session import Session
+from grading import run_grader
 
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOLUTIONS = os.path.join(KIT, "solutions")
@@ -303,12 +304,10 @@ def test_grader_grade_gives_the_solution_100_and_the_skeleton_0(tmp_path):
     import csv
     import subprocess
     out = tmp_path / "grades"
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "grade", "--assignment", "transformer",
-         os.path.join(SOLUTIONS, "transformer.py"),
-         os.path.join(KIT, "assignments", "transformer", "transformer.py"),
-         "--out", str(out), "--jobs", "1"],
-        cwd=KIT, capture_output=True, text=True, timeout=600)
+    done = run_grader("grade", "--assignment", "transformer",
+                      os.path.join(SOLUTIONS, "transformer.py"),
+                      os.path.join(KIT, "assignments", "transformer", "transformer.py"),
+                      "--out", str(out), "--jobs", "1", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     with open(out / "grades.csv", encoding="utf-8-sig") as handle:
         rows = list(csv.DictReader(handle))

@@ -2,12 +2,11 @@
 before anything is read, graded or written (each command's `problem` in grader/commands/,
 and the parser grader/cli.py builds)."""
 import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import KIT, SOLUTION
+from grading import run_grader
 
 ALICE = os.path.join(KIT, "examples", "alice.py")
 
@@ -69,8 +68,7 @@ def test_a_usage_error_is_one_line_and_exit_2(tmp_path, argv, reason):
     argv = [a.replace("{tmp}", tmp) for a in argv]
     if "{tmp}/file" in reason:
         (tmp_path / "file").write_text("not a folder\n")
-    done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=tmp, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": KIT})
+    done = run_grader(*argv, cwd=tmp, env={**os.environ, "PYTHONPATH": KIT}, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -87,10 +85,9 @@ def test_a_relative_readme_that_exists_is_read_from_the_current_folder(tmp_path)
     readme = tmp_path / "mine.md"
     with open(os.path.join(KIT, "assignments", "attention", "README.zh-CN.md"), encoding="utf-8") as h:
         readme.write_text(h.read(), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "grader", "release", "--solution", SOLUTION,
-                           "--output", "s.py", "--notebook", "nb/a.ipynb", "--readme", "mine.md"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": KIT})
+    done = run_grader("release", "--solution", SOLUTION, "--output", "s.py", "--notebook",
+                      "nb/a.ipynb", "--readme", "mine.md", cwd=tmp_path,
+                      env={**os.environ, "PYTHONPATH": KIT}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "## 第 1 部分" in (tmp_path / "nb" / "a.ipynb").read_text(encoding="utf-8")
 
@@ -132,18 +129,15 @@ def test_version_is_the_installed_kits():
     import re
     with open(os.path.join(KIT, "pyproject.toml"), encoding="utf-8") as handle:
         declared = re.search(r'(?m)^version = "([^"]+)"$', handle.read())[1]
-    done = subprocess.run([sys.executable, "-m", "grader", "--version"], cwd=KIT,
-                          capture_output=True, text=True, timeout=120)
+    done = run_grader("--version", timeout=120)
     assert done.returncode == 0 and done.stdout == f"grader {declared}\n"
 
 
 def test_export_canvas_names_its_column_or_takes_a_template(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", "--gradebook",
-                           str(tmp_path), "--out", str(tmp_path / "x.csv"), "--template",
-                           str(tmp_path / "gone.csv")], cwd=KIT, capture_output=True,
-                          text=True, timeout=120)
+    done = run_grader("export", "canvas", "--gradebook", str(tmp_path), "--out",
+                      str(tmp_path / "x.csv"), "--template",
+                      str(tmp_path / "gone.csv"), timeout=120)
     assert done.returncode == 2 and f"--template {tmp_path / 'gone.csv'}: no such file" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "grader", "export", "canvas-comments",
-                           "--gradebook", str(tmp_path), "--out", str(SOLUTION)], cwd=KIT,
-                          capture_output=True, text=True, timeout=120)
+    done = run_grader("export", "canvas-comments", "--gradebook", str(tmp_path), "--out",
+                      str(SOLUTION), timeout=120)
     assert done.returncode == 2 and f"--out {SOLUTION} exists and is not a folder" in done.stderr

@@ -1,8 +1,8 @@
 """The attention assignment's golden outputs: record them, or compare a tree with them.
 
-A fixed class (tests/golden/attention/class/: the six examples and ten submissions built
-from catalog mistakes) is graded with `grader grade --jobs 1 --no-gpu`, once in English and
-once with `--lang zh`; grades.csv, each student's feedback.txt and results.json are kept,
+A fixed class (the six examples, read from examples/, and the ten submissions built from
+catalog mistakes in tests/golden/attention/class/) is graded with `grader grade --jobs 1
+--no-gpu`, once in English and once with `--lang zh`; grades.csv, each student's feedback.txt and results.json are kept,
 normalized (`normalize_*` below), under tests/golden/attention/{en,zh}/. `grader validate
 --no-gpu`'s per-entry results (validate's table, and each entry's total, part scores and
 diagnosis per part) are kept in tests/golden/attention/validate.json, with the sample
@@ -13,6 +13,7 @@ tests/test_assignment_unchanged.py grades.
     python tools/golden.py --check              # compare this tree with the goldens in full
                                                 # (validate's every entry, not the sample)
     python tools/golden.py --build-class        # rebuild class/ from the tree's catalog
+                                                # (the built ten; the examples stay in examples/)
 
 Grading runs `python -m grader` in a subprocess with the tree as its folder, so the grader
 graded is the tree's, never the one this file was imported with.
@@ -29,6 +30,7 @@ import sys
 import tempfile
 
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES_DIR = os.path.join(KIT, "examples")
 GOLDEN = os.path.join(KIT, "tests", "golden", "attention")
 CLASS = os.path.join(GOLDEN, "class")
 VALIDATE = os.path.join(GOLDEN, "validate.json")
@@ -114,13 +116,24 @@ def run_grader(tree, args, timeout=1800):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def class_names():
+    """The class's entries, in name order: the examples and the built submissions."""
+    return sorted(EXAMPLES + [name for name, _, _ in BUILT])
+
+
+def class_source(name):
+    """Where an entry of the class is kept: an example in examples/ (read, never copied into
+    the goldens), a built submission in class/."""
+    return os.path.join(EXAMPLES_DIR if name in EXAMPLES else CLASS, name)
+
+
 def stage_class(dest, names=None):
     """Copy the class (or the named entries of it) into dest with every file's and folder's
     modification time set to MTIME; the staged paths, in name order."""
-    names = sorted(os.listdir(CLASS)) if names is None else names
+    names = class_names() if names is None else names
     staged = []
     for name in names:
-        source, target = os.path.join(CLASS, name), os.path.join(dest, name)
+        source, target = class_source(name), os.path.join(dest, name)
         if os.path.isdir(source):
             shutil.copytree(source, target)
         else:
@@ -284,7 +297,8 @@ def notebook(source):
 
 
 def build_class(tree):
-    """Rewrite class/: the examples of `tree` and BUILT, from `tree`'s solution and catalog."""
+    """Rewrite class/: BUILT, from `tree`'s solution and catalog (the examples are read from
+    examples/ when the class is staged)."""
     # the catalog as each era of the tree offers it: the declared assignment's (issue 16),
     # or the one module-level table of 04d18a4
     code = ("import json, sys\nfrom grader import paths\n"
@@ -310,12 +324,6 @@ def build_class(tree):
     built = json.loads(proc.stdout)
     shutil.rmtree(CLASS, ignore_errors=True)
     os.makedirs(CLASS)
-    for name in EXAMPLES:
-        source = os.path.join(tree, "examples", name)
-        if os.path.isdir(source):
-            shutil.copytree(source, os.path.join(CLASS, name))
-        else:
-            shutil.copyfile(source, os.path.join(CLASS, name))
     for name, _, kind in BUILT:
         text = built[name]
         if kind == "import-error":

@@ -32,9 +32,23 @@ import time
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(KIT, "bench", "mutants")
 
-# module -> (path, or a list of paths, tests before issue 19, tests added for it[, older tests run after them
-# instead of the first]); pytest node ids or -k selections, kept to what runs in seconds
-# (the batch-grading tests are left out)
+def edges(path):
+    """The node ids of the tests under `path`'s "# ---- at its edges" banner: the mutant tests of
+    issue 19, folded into the module's own test file (issue 30)."""
+    ids, below = [], False
+    with open(os.path.join(KIT, path), encoding="utf-8") as handle:
+        for line in handle:
+            below = below or line.startswith("# ---- at its edges")
+            if below and line.startswith("def test_"):
+                ids.append(f"{path}::{line[4:line.index('(')]}")
+    return " ".join(ids)
+
+
+# module -> (path, or a list of paths, tests before issue 19, tests added for it (edges():
+# those folded into an older file), [older tests run after them instead of the first]);
+# pytest node ids or -k selections, kept to what runs in seconds (the batch-grading tests
+# are left out); --before on this tree runs an older file with its folded-in tests: for the
+# figure of issue 19 add --commit af97aea
 FAST_OUTPUTS = "tests/test_outputs.py -k 'not batch and not grader_grade and not gradebook'"
 REPLY_TESTS = ("tests/test_fuzz_replies.py -k 'not arbitrary and not one_part_replaced and "
                "not flipped_bytes and not random_bytes and not stride0_tensors'")
@@ -70,39 +84,39 @@ FAST_GRADEBOOK = " ".join(
 FAST_LAYOUTS = ("tests/test_layouts.py tests/test_layouts_attacks.py tests/test_layouts_property.py "
                 "-k 'not grades_csv_names and not junk_are_never_graded and not export'")
 MODULES = {
-    "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_mutants_textsafety.py"),
-    "files": ("grader/files.py", FAST_OUTPUTS, "tests/test_mutants_files.py"),
-    "folders": ("grader/report/folders.py", FAST_OUTPUTS, "tests/test_mutants_folders.py"),
-    "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_mutants_replies.py"),
-    "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_mutants_compare.py"),
+    "textsafety": ("grader/textsafety.py", FAST_OUTPUTS, "tests/test_textsafety.py"),
+    "files": ("grader/files.py", FAST_OUTPUTS, "tests/test_files.py"),
+    "folders": ("grader/report/folders.py", FAST_OUTPUTS, "tests/test_folders.py"),
+    "replies": ("grader/sandbox/replies.py", REPLY_TESTS, "tests/test_replies.py"),
+    "compare": ("grader/harness/compare.py", REPLY_TESTS, "tests/test_compare.py"),
     "diagnose": ("grader/catalog/diagnose.py", "tests/test_diagnosis.py",
-                 "tests/test_mutants_diagnose.py",
+                 edges("tests/test_diagnosis.py"),
                  # after: test_diagnosis's unit tests only; its graded batch takes minutes
                  # a mutant (so the "after" score leaves out what that batch would kill)
                  "tests/test_diagnosis.py -k 'catalog_is or errors_match or search_narrows'"),
-    "course": ("grader/course.py", "tests/test_course.py", "tests/test_mutants_course.py"),
-    "overrides": ("grader/overrides.py", FAST_OVERRIDES, "tests/test_mutants_overrides.py"),
+    "course": ("grader/course.py", "tests/test_course.py", edges("tests/test_course.py")),
+    "overrides": ("grader/overrides.py", FAST_OVERRIDES, edges("tests/test_overrides.py")),
     # who each file is from: the recognition common to the platforms and each platform's own
     # (issue 30 moved intake/layouts.py there; its exports are in "export")
     "layouts": (["grader/intake/layouts.py", "grader/platforms/base.py",
                  "grader/platforms/recognition.py", "grader/platforms/canvas/__init__.py",
                  "grader/platforms/moodle/__init__.py", "grader/platforms/gradescope/__init__.py",
                  "grader/platforms/gradescope/metadata.py", "grader/platforms/nbgrader.py"],
-                FAST_LAYOUTS, "tests/test_mutants_layouts.py"),
-    "intake": ("grader/intake/__init__.py", FAST_INTAKE, "tests/test_mutants_intake.py"),
-    "archive": ("grader/intake/archive.py", FAST_INTAKE, "tests/test_mutants_archive.py"),
-    "safeio": ("grader/intake/safeio.py", FAST_INTAKE, "tests/test_mutants_safeio.py"),
-    "text": ("grader/intake/text.py", FAST_INTAKE, "tests/test_mutants_text.py"),
-    "notebook": ("grader/intake/notebook.py", FAST_INTAKE, "tests/test_mutants_notebook.py"),
-    "times": ("grader/intake/times.py", FAST_TIMES, "tests/test_mutants_times.py"),
+                FAST_LAYOUTS, edges("tests/test_layouts.py")),
+    "intake": ("grader/intake/__init__.py", FAST_INTAKE, edges("tests/test_intake.py")),
+    "archive": ("grader/intake/archive.py", FAST_INTAKE, "tests/test_archive.py"),
+    "safeio": ("grader/intake/safeio.py", FAST_INTAKE, "tests/test_safeio.py"),
+    "text": ("grader/intake/text.py", FAST_INTAKE, "tests/test_text.py"),
+    "notebook": ("grader/intake/notebook.py", FAST_INTAKE, "tests/test_notebook.py"),
+    "times": ("grader/intake/times.py", FAST_TIMES, "tests/test_times.py"),
     # the score exports (issue 30 moved grader/export.py to the platforms and the command)
     "export": (["grader/platforms/exports.py", "grader/platforms/canvas/scores.py",
                 "grader/platforms/moodle/worksheet.py", "grader/commands/export.py"],
-               FAST_GRADEBOOK, "tests/test_mutants_export.py"),
+               FAST_GRADEBOOK, "tests/test_export.py"),
     "gradebook": ("grader/report/gradebook.py", FAST_GRADEBOOK,
-                  "tests/test_mutants_gradebook.py"),
+                  edges("tests/test_gradebook.py")),
     "adjustments": ("grader/report/adjustments.py", FAST_GRADEBOOK,
-                    "tests/test_mutants_adjustments.py"),
+                    "tests/test_adjustments.py"),
 }
 
 # Operators: cosmic-ray's, less those that multiply the count without finding anything
