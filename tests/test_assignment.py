@@ -119,10 +119,8 @@ def test_a_kit_without_a_default_is_a_one_line_usage_error_naming_the_files(tmp_
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     declaration = kit / "tests_hidden" / "attention" / "assignment.toml"
     declaration.write_text(declaration.read_text().replace("default = true", "default = false"))
-    done = subprocess.run([sys.executable, "-m", "grader", "grade",
-                           os.path.join(KIT, "examples", "alice.py"), "--out", str(tmp_path / "out")],
-                          cwd=kit, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(kit)})
+    done = run_grader("grade", os.path.join(KIT, "examples", "alice.py"), "--out",
+                      tmp_path / "out", kit=kit, timeout=300)
     assert done.returncode == 2, done.stderr
     assert "none says `default = true`" in done.stderr
     assert str(declaration) in done.stderr
