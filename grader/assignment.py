@@ -14,6 +14,7 @@ total and targets the API does not name.
 """
 import dataclasses
 import functools
+import hashlib
 import importlib.util
 import keyword
 import os
@@ -169,7 +170,6 @@ _NO_CATALOG = type("NoCatalog", (), {"MISTAKES": (), "EXPERIMENTS": {}, "DOCS": 
 def _import(path, name):
     """The module at `path`, imported once per process under `name` plus a digest of its
     real path (a copied suite of the same name is its own module, never the first one's)."""
-    import hashlib
     real = os.path.realpath(path)
     name = f"{name}_{hashlib.sha256(real.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
     if name in sys.modules:

@@ -36,7 +36,9 @@ no test asserts these numbers.
 """
 import argparse
 import contextlib
+import csv
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -46,9 +48,13 @@ import tempfile
 import time
 
 from . import assignment as assignments
-from . import paths
-from .grade import SuiteOptions, grade_batch
+from . import intake, paths, shards
+from .grade import SuiteOptions, grade_batch, trusted
+from .merge import plan, write
+from .report import gradebook
 from .sandbox import isolation, template
+from .similarity import code, command
+from .validate import validate
 
 EXAMPLES = os.path.join(paths.KIT_ROOT, "examples")
 
@@ -120,7 +126,6 @@ class Figures:
 def measure(label, submissions, out, options, jobs, shard=None, bare_repeats=3):
     """A Figures of grading `submissions` at `jobs`, with a bare import timed just before and
     just after it (bare_repeats each)."""
-    from .grade import trusted
     bare = bare_import(bare_repeats)
     load = os.getloadavg()[0]
     me, children = (resource.getrusage(resource.RUSAGE_SELF),
@@ -253,7 +258,6 @@ def main(argv=None):
             if errors:
                 print(f"  ({errors} grader errors)")
         if not args.no_validate:
-            from .validate import validate
             started = time.perf_counter()
             with open(os.devnull, "w") as quiet:
                 ok, rows = validate(options, jobs=2, stream=quiet)
@@ -270,9 +274,6 @@ def main(argv=None):
 def _shard_path(copies, workdir, options, count, line, bare):
     """The copies as `count` shards graded one after another at --jobs 1 (each what one
     machine of a cluster does), merged; compared with the one run in workdir/out1."""
-    import csv
-    from . import shards
-    from .merge import plan, write
     walls, folders = [], []
     for index in range(1, count + 1):
         folder = os.path.join(workdir, f"shard-{index}")
@@ -306,9 +307,9 @@ def _phases(level, declared, runs=5):
     """CPU seconds of one trusted pytest session grading the solution, by phase, in this
     process after two warm-up runs (as the fork server's children start: imports done, the
     reference's results memoized); the median of `runs`."""
-    import pytest
+    import pytest  # heavy: pytest and torch, only for --phases
     from .grade import plugin  # noqa: F401 - registered by name in pytest_args
-    from .sandbox.runtime import protocol
+    from .sandbox.runtime import protocol  # heavy: imports torch
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     options = SuiteOptions(isolation=level, assignment=declared)
     spent = {"protocol": 0.0}
@@ -375,10 +376,6 @@ def _phases(level, declared, runs=5):
 def _similarity_class(size):
     """`grader similarity` on `size` submissions made from the files of tests/similarity/
     and examples/ (intake's staged code, every name of each copy suffixed): the time it takes."""
-    import re
-    from . import intake
-    from .report import gradebook
-    from .similarity import code, command
     folder = tempfile.mkdtemp(prefix="attnkit-bench-similarity-")
     try:
         texts = []

@@ -2,8 +2,8 @@
 pyproject.toml ([tool.importlinter]): the packages in layers, each importing only those below
 it; no import circle at any depth; no platform importing another; grade/ importing nothing of
 similarity/ but the one import the typed record will replace. The contracts are shown to
-catch what they forbid, in a copy of the kit. And in the modules issue 30 restructured, an
-import inside a function is a deliberate deferral, said on its line."""
+catch what they forbid, in a copy of the kit. And throughout grader/, an import inside a
+function is a deliberate deferral, said on its line (or the line above its block)."""
 import ast
 import os
 import shutil
@@ -22,17 +22,10 @@ CONTRACTS = ("The kit's layers: each imports only those below it",
              "No import circles, at any depth",
              "No platform imports another",
              "grade/ imports nothing of similarity/")
-# the modules issue 30 restructured, where every import inside a function is commented
-RESTRUCTURED = ("grader/cli.py", "grader/commands", "grader/platforms", "grader/files.py",
-                "grader/intake/layouts.py", "grader/report/carried.py",
-                "grader/report/feedback.py", "grader/report/gradebook.py",
-                "grader/report/gradescope.py", "grader/report/html.py",
-                "grader/report/rebuild.py", "grader/report/summary.py", "grader/merge",
-                "grader/release/__init__.py", "grader/nbgrader_bridge/__init__.py",
-                "grader/nbgrader_bridge/course.py", "grader/nbgrader_bridge/feedback.py",
-                "grader/similarity/command.py", "grader/similarity/code.py",
-                "grader/similarity/page.py", "grader/validate/__init__.py", "grader/overrides.py",
-                "grader/shards.py", "grader/report/adjustments.py")
+# files whose imports inside functions are not yet said: the lead engineer's files this round
+UNSAID_FOR_NOW = ("grader/grade/trusted.py", "grader/grade/zygote.py", "grader/grade/turns.py",
+                  "grader/grade/plugin.py", "grader/grade/__init__.py", "grader/sandbox/client.py",
+                  "grader/sandbox/template.py")
 
 
 def _lint(root):
@@ -119,9 +112,12 @@ def _python_files(relative):
                   if name.endswith(".py") and "__pycache__" not in folder)
 
 
-def test_an_import_inside_a_function_of_the_restructured_modules_says_why():
-    unsaid = {relative: found for part in RESTRUCTURED for relative in _python_files(part)
-              if (found := _deferred_imports(os.path.join(KIT, relative)))}
+def test_an_import_inside_a_function_of_the_kit_says_why():
+    kit = _python_files("grader")
+    assert set(UNSAID_FOR_NOW) <= set(kit)
+    unsaid = {relative: found for relative in kit
+              if relative not in UNSAID_FOR_NOW
+              and (found := _deferred_imports(os.path.join(KIT, relative)))}
     assert unsaid == {}
 
 
