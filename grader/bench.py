@@ -37,6 +37,7 @@ no test asserts these numbers.
 import argparse
 import contextlib
 import csv
+import functools
 import os
 import re
 import resource
@@ -188,6 +189,37 @@ def _batch(submissions, out, options, jobs, shard=None):
 
 
 def main(argv=None):
+    """Run the benchmark the command line `argv` asks for (see --help); its exit status."""
+    args = _parser().parse_args(argv)
+    if args.only_similarity:
+        return _similarity_class(args.similarity_class)
+    declared = assignments.load(args.assignment)
+    if args.phases:
+        return _phases(args.isolation, declared)
+
+    level = isolation.choose(args.isolation)
+    options = SuiteOptions(isolation=args.isolation, assignment=declared)
+    bare = bare_torch_import()
+    print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
+    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    line = functools.partial(_line, bare)
+    workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
+    try:
+        _time_copies(args, declared, options, workdir, line, bare)
+        if args.class_size and declared.is_default():
+            _time_class(args.class_size, options, workdir)
+        if not args.no_validate:
+            _time_validate(options, line)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.similarity_class:
+        _similarity_class(args.similarity_class)
+    return 0
+
+
+def _parser():
+    """The benchmark's command line."""
     parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=12)
     parser.add_argument("--class-size", type=int, default=200, help="0 skips the class")
@@ -204,71 +236,68 @@ def main(argv=None):
     parser.add_argument("--phases", action="store_true",
                         help="only time the phases of one trusted process (pytest's own "
                              "cost against the tests')")
-    args = parser.parse_args(argv)
-    if args.only_similarity:
-        return _similarity_class(args.similarity_class)
-    declared = assignments.load(args.assignment)
-    if args.phases:
-        return _phases(args.isolation, declared)
+    return parser
 
-    level = isolation.choose(args.isolation)
-    options = SuiteOptions(isolation=args.isolation, assignment=declared)
-    bare = bare_torch_import()
-    print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
-    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
 
-    def line(what, seconds, count=None, unit="submission"):
-        per = seconds / count if count else seconds
-        total = f"{seconds:.1f} s in all, " if count else ""
-        print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
-              f"= {per / bare:.2f} x the bare import", flush=True)
+def _line(bare, what, seconds, count=None, unit="submission"):
+    """Print `seconds` (for `count` of `unit`, if given: also per one) against the bare
+    import's `bare` seconds."""
+    per = seconds / count if count else seconds
+    total = f"{seconds:.1f} s in all, " if count else ""
+    print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
+          f"= {per / bare:.2f} x the bare import", flush=True)
 
-    def show(figures):
-        for text in figures.lines():
-            print(text, flush=True)
 
-    workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
-    try:
-        os.makedirs(os.path.join(workdir, "copies"))
-        copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
-        figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
-                          os.path.join(workdir, "out1"), options, 1)
-        results = figures.results
-        assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
-        line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
-        show(figures)
-        show(measure(f"batch of {len(copies)} at --jobs 2", copies,
-                     os.path.join(workdir, "out2"), options, 2))
-        if args.shards:
-            _shard_path(copies, workdir, options, args.shards, line, bare)
-        if args.fresh:
-            with _worker_start("fresh"):
-                wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
-            line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
-        if args.class_size and declared.is_default():
-            sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
-                             if not n.startswith("."))
-            os.makedirs(os.path.join(workdir, "class"))
-            members = _copies(os.path.join(workdir, "class"), args.class_size, sources)
-            figures = measure(f"class of {len(members)} (copies of examples/) at --jobs 2",
-                              members, os.path.join(workdir, "out4"), options, 2)
-            show(figures)
-            errors = sum(r.status == "grader error" for r in figures.results)
-            if errors:
-                print(f"  ({errors} grader errors)")
-        if not args.no_validate:
-            started = time.perf_counter()
-            with open(os.devnull, "w") as quiet:
-                ok, rows = validate(options, jobs=2, stream=quiet)
-            wall = time.perf_counter() - started
-            line(f"grader validate ({len(rows)} checks) at --jobs 2", wall, len(rows), "check")
-            print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if args.similarity_class:
-        _similarity_class(args.similarity_class)
-    return 0
+def _show(figures):
+    """Print the lines of a Figures."""
+    for text in figures.lines():
+        print(text, flush=True)
+
+
+def _time_copies(args, declared, options, workdir, line, bare):
+    """Grade args.copies copies of the solution of `declared` at --jobs 1 and 2 (and, as
+    args asks, as shards and with fresh workers) in `workdir`, printing the figures."""
+    os.makedirs(os.path.join(workdir, "copies"))
+    copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
+    figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
+                      os.path.join(workdir, "out1"), options, 1)
+    results = figures.results
+    assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
+    line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
+    _show(figures)
+    _show(measure(f"batch of {len(copies)} at --jobs 2", copies,
+                  os.path.join(workdir, "out2"), options, 2))
+    if args.shards:
+        _shard_path(copies, workdir, options, args.shards, line, bare)
+    if args.fresh:
+        with _worker_start("fresh"):
+            wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
+        line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
+
+
+def _time_class(size, options, workdir):
+    """Grade a class of `size` copies of examples/ at --jobs 2 in `workdir`, printing the
+    figures and how many rows were grader errors."""
+    sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
+                     if not n.startswith("."))
+    os.makedirs(os.path.join(workdir, "class"))
+    members = _copies(os.path.join(workdir, "class"), size, sources)
+    figures = measure(f"class of {len(members)} (copies of examples/) at --jobs 2",
+                      members, os.path.join(workdir, "out4"), options, 2)
+    _show(figures)
+    errors = sum(r.status == "grader error" for r in figures.results)
+    if errors:
+        print(f"  ({errors} grader errors)")
+
+
+def _time_validate(options, line):
+    """Time `grader validate` at --jobs 2 and print how many of its checks hold."""
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        ok, rows = validate(options, jobs=2, stream=quiet)
+    wall = time.perf_counter() - started
+    line(f"grader validate ({len(rows)} checks) at --jobs 2", wall, len(rows), "check")
+    print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
 
 
 def _shard_path(copies, workdir, options, count, line, bare):
