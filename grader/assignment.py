@@ -14,6 +14,7 @@ total and targets the API does not name.
 """
 import dataclasses
 import functools
+import hashlib
 import importlib.util
 import keyword
 import os
@@ -169,7 +170,6 @@ _NO_CATALOG = type("NoCatalog", (), {"MISTAKES": (), "EXPERIMENTS": {}, "DOCS": 
 def _import(path, name):
     """The module at `path`, imported once per process under `name` plus a digest of its
     real path (a copied suite of the same name is its own module, never the first one's)."""
-    import hashlib
     real = os.path.realpath(path)
     name = f"{name}_{hashlib.sha256(real.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
     if name in sys.modules:
@@ -322,6 +322,26 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
     if not module.isidentifier() or keyword.iskeyword(module) or module.startswith("test"):
         raise AssignmentError(f"{where}: module {module!r} must be a Python module name "
                               "(not test...: pytest would collect it)")
+    api, given = _api_and_given(top, where)
+    known = set(api) | set(given)
+    parts = _parts(top, api, where)
+    calls = _calls(top["calls"], api, known, where)
+    weights = _weights(top["weights"], known, where)
+    heatmaps = _names(top["heatmaps"], where, "heatmaps")
+    if any(h not in known for h in heatmaps):
+        raise AssignmentError(f"{where}: heatmaps names something api and given do not")
+    builds_on = _builds_on(top["builds_on"], name, where)
+    solution, student_folder = _inside_the_kit(top, kit_root, where)
+    return Assignment(name=name, title=top["title"], default=top["default"], module=module,
+                      solution=solution, student_folder=student_folder, api=api, given=given,
+                      total_points=top["total_points"], parts=parts, calls=calls,
+                      weights=weights, heatmaps=heatmaps, builds_on=builds_on,
+                      folder=folder, kit_root=kit_root)
+
+
+def _api_and_given(top, where):
+    """(api, given) of the declaration's fields `top`, checked: api not empty, no name in
+    both."""
     api = _names(top["api"], where, "api")
     given = _names(top["given"], where, "given")
     if not api:
@@ -329,28 +349,13 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
     if set(api) & set(given):
         raise AssignmentError(f"{where}: {sorted(set(api) & set(given))[0]!r} is both in api "
                               "and given")
-    known = set(api) | set(given)
-    parts = []
-    for index, table in enumerate(top["parts"]):
-        fields = _fields(table, _PART, _PART_OPTIONAL, f"{where}: parts[{index}]")
-        targets = _names(fields["targets"], f"{where}: part {fields['name']!r}", "targets")
-        strangers = [t for t in targets if t not in api]
-        if strangers or not targets:
-            raise AssignmentError(f"{where}: part {fields['name']!r} targets "
-                                  f"{strangers[0] if strangers else 'nothing'}, which api does "
-                                  "not name")
-        if not 0 < len(fields["short"]) <= 9:
-            raise AssignmentError(f"{where}: part {fields['name']!r}: short must be 1 to 9 "
-                                  "characters (a console column)")
-        selfcheck = fields["selfcheck"]
-        if selfcheck is None:
-            selfcheck = "" if fields["gpu"] else "test_" + re.sub(
-                r"(?<=[a-z0-9])(?=[A-Z])", "_", fields["name"]).lower()
-        if selfcheck and not (selfcheck.startswith("test_") and selfcheck.isidentifier()):
-            raise AssignmentError(f"{where}: part {fields['name']!r}: selfcheck must be the name "
-                                  "(or start of the names) of its public tests, test_...")
-        parts.append(Part(fields["name"], fields["points"], targets, fields["short"],
-                          fields["gpu"], selfcheck))
+    return api, given
+
+
+def _parts(top, api, where):
+    """The declaration's parts (a tuple of Part), checked: at least one, names unique,
+    points adding up to total_points, every api name graded by a part that needs no GPU."""
+    parts = [_part(index, table, api, where) for index, table in enumerate(top["parts"])]
     if not parts:
         raise AssignmentError(f"{where}: no parts")
     if len({p.name for p in parts}) != len(parts):
@@ -363,8 +368,39 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
     missing = [t for t in api if t not in graded]
     if missing:
         raise AssignmentError(f"{where}: {missing[0]!r} is in api but no part grades it")
+    return tuple(parts)
+
+
+def _part(index, table, api, where):
+    """The Part of parts[index], the TOML `table`, checked: it targets names of `api`, its
+    short name fits a console column, its selfcheck (default: test_<its name in snake case>;
+    none for a GPU part) names public tests."""
+    fields = _fields(table, _PART, _PART_OPTIONAL, f"{where}: parts[{index}]")
+    targets = _names(fields["targets"], f"{where}: part {fields['name']!r}", "targets")
+    strangers = [t for t in targets if t not in api]
+    if strangers or not targets:
+        raise AssignmentError(f"{where}: part {fields['name']!r} targets "
+                              f"{strangers[0] if strangers else 'nothing'}, which api does "
+                              "not name")
+    if not 0 < len(fields["short"]) <= 9:
+        raise AssignmentError(f"{where}: part {fields['name']!r}: short must be 1 to 9 "
+                              "characters (a console column)")
+    selfcheck = fields["selfcheck"]
+    if selfcheck is None:
+        selfcheck = "" if fields["gpu"] else "test_" + re.sub(
+            r"(?<=[a-z0-9])(?=[A-Z])", "_", fields["name"]).lower()
+    if selfcheck and not (selfcheck.startswith("test_") and selfcheck.isidentifier()):
+        raise AssignmentError(f"{where}: part {fields['name']!r}: selfcheck must be the name "
+                              "(or start of the names) of its public tests, test_...")
+    return Part(fields["name"], fields["points"], targets, fields["short"], fields["gpu"],
+                selfcheck)
+
+
+def _calls(declared, api, known, where):
+    """{target: (callees)} from the declaration's `calls` table, checked (each name `known`,
+    none calling itself); an api name it leaves out calls nothing."""
     calls = {}
-    for target, callees in top["calls"].items():
+    for target, callees in declared.items():
         if target not in known:
             raise AssignmentError(f"{where}: calls names {target!r}, which api and given do "
                                   "not name")
@@ -378,18 +414,26 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
         calls[target] = callees
     for target in api:
         calls.setdefault(target, ())
+    return calls
+
+
+def _weights(declared, known, where):
+    """{target: attribute path} from the declaration's `weights` table, checked."""
     weights = {}
-    for target, attribute in top["weights"].items():
+    for target, attribute in declared.items():
         if target not in known or not isinstance(attribute, str) or not all(
                 piece.isidentifier() for piece in attribute.split(".")):
             raise AssignmentError(f"{where}: weights.{target} must name a module of api and an "
                                   "attribute path such as attention.attention_weights")
         weights[target] = attribute
-    heatmaps = _names(top["heatmaps"], where, "heatmaps")
-    if any(h not in known for h in heatmaps):
-        raise AssignmentError(f"{where}: heatmaps names something api and given do not")
+    return weights
+
+
+def _builds_on(tables, name, where):
+    """A tuple of BuildsOn from the declaration's `builds_on` tables, checked (a known way
+    to provide, never the assignment `name` itself)."""
     builds_on = []
-    for index, table in enumerate(top["builds_on"]):
+    for index, table in enumerate(tables):
         fields = _fields(table, _BUILDS_ON, {}, f"{where}: builds_on[{index}]")
         if fields["provide"] not in PROVIDE:
             raise AssignmentError(f"{where}: builds_on[{index}].provide must be one of "
@@ -397,6 +441,12 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
         if fields["assignment"] == name:
             raise AssignmentError(f"{where}: an assignment cannot build on itself")
         builds_on.append(BuildsOn(fields["assignment"], fields["provide"]))
+    return tuple(builds_on)
+
+
+def _inside_the_kit(top, kit_root, where):
+    """(solution, student_folder): the declaration's paths joined to `kit_root`, checked to
+    lie inside the kit, the solution to exist."""
     solution = os.path.join(kit_root, top["solution"])
     student_folder = os.path.join(kit_root, top["student_folder"])
     for label, path in (("solution", solution), ("student_folder", student_folder)):
@@ -405,8 +455,4 @@ def parse(data, folder, kit_root, where="assignment.toml", named=None):
             raise AssignmentError(f"{where}: {label} {top[label]!r} is outside the kit")
     if not os.path.isfile(solution):
         raise AssignmentError(f"{where}: solution {top['solution']!r} does not exist")
-    return Assignment(name=name, title=top["title"], default=top["default"], module=module,
-                      solution=solution, student_folder=student_folder, api=api, given=given,
-                      total_points=top["total_points"], parts=tuple(parts), calls=calls,
-                      weights=weights, heatmaps=heatmaps, builds_on=tuple(builds_on),
-                      folder=folder, kit_root=kit_root)
+    return solution, student_folder

@@ -36,7 +36,10 @@ no test asserts these numbers.
 """
 import argparse
 import contextlib
+import csv
+import functools
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -46,9 +49,13 @@ import tempfile
 import time
 
 from . import assignment as assignments
-from . import paths
-from .grade import SuiteOptions, grade_batch
+from . import intake, paths, shards
+from .grade import SuiteOptions, grade_batch, trusted
+from .merge import plan, write
+from .report import gradebook
 from .sandbox import isolation, template
+from .similarity import code, command
+from .validate import validate
 
 EXAMPLES = os.path.join(paths.KIT_ROOT, "examples")
 
@@ -120,7 +127,6 @@ class Figures:
 def measure(label, submissions, out, options, jobs, shard=None, bare_repeats=3):
     """A Figures of grading `submissions` at `jobs`, with a bare import timed just before and
     just after it (bare_repeats each)."""
-    from .grade import trusted
     bare = bare_import(bare_repeats)
     load = os.getloadavg()[0]
     me, children = (resource.getrusage(resource.RUSAGE_SELF),
@@ -183,6 +189,37 @@ def _batch(submissions, out, options, jobs, shard=None):
 
 
 def main(argv=None):
+    """Run the benchmark the command line `argv` asks for (see --help); its exit status."""
+    args = _parser().parse_args(argv)
+    if args.only_similarity:
+        return _similarity_class(args.similarity_class)
+    declared = assignments.load(args.assignment)
+    if args.phases:
+        return _phases(args.isolation, declared)
+
+    level = isolation.choose(args.isolation)
+    options = SuiteOptions(isolation=args.isolation, assignment=declared)
+    bare = bare_torch_import()
+    print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
+    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    line = functools.partial(_line, bare)
+    workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
+    try:
+        _time_copies(args, declared, options, workdir, line, bare)
+        if args.class_size and declared.is_default():
+            _time_class(args.class_size, options, workdir)
+        if not args.no_validate:
+            _time_validate(options, line)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.similarity_class:
+        _similarity_class(args.similarity_class)
+    return 0
+
+
+def _parser():
+    """The benchmark's command line."""
     parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=12)
     parser.add_argument("--class-size", type=int, default=200, help="0 skips the class")
@@ -199,80 +236,73 @@ def main(argv=None):
     parser.add_argument("--phases", action="store_true",
                         help="only time the phases of one trusted process (pytest's own "
                              "cost against the tests')")
-    args = parser.parse_args(argv)
-    if args.only_similarity:
-        return _similarity_class(args.similarity_class)
-    declared = assignments.load(args.assignment)
-    if args.phases:
-        return _phases(args.isolation, declared)
+    return parser
 
-    level = isolation.choose(args.isolation)
-    options = SuiteOptions(isolation=args.isolation, assignment=declared)
-    bare = bare_torch_import()
-    print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
-    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
 
-    def line(what, seconds, count=None, unit="submission"):
-        per = seconds / count if count else seconds
-        total = f"{seconds:.1f} s in all, " if count else ""
-        print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
-              f"= {per / bare:.2f} x the bare import", flush=True)
+def _line(bare, what, seconds, count=None, unit="submission"):
+    """Print `seconds` (for `count` of `unit`, if given: also per one) against the bare
+    import's `bare` seconds."""
+    per = seconds / count if count else seconds
+    total = f"{seconds:.1f} s in all, " if count else ""
+    print(f"{what:<48} {total}{per:.2f} s{f' per {unit}' if count else ''} "
+          f"= {per / bare:.2f} x the bare import", flush=True)
 
-    def show(figures):
-        for text in figures.lines():
-            print(text, flush=True)
 
-    workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
-    try:
-        os.makedirs(os.path.join(workdir, "copies"))
-        copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
-        figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
-                          os.path.join(workdir, "out1"), options, 1)
-        results = figures.results
-        assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
-        line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
-        show(figures)
-        show(measure(f"batch of {len(copies)} at --jobs 2", copies,
-                     os.path.join(workdir, "out2"), options, 2))
-        if args.shards:
-            _shard_path(copies, workdir, options, args.shards, line, bare)
-        if args.fresh:
-            with _worker_start("fresh"):
-                wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
-            line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
-        if args.class_size and declared.is_default():
-            sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
-                             if not n.startswith("."))
-            os.makedirs(os.path.join(workdir, "class"))
-            members = _copies(os.path.join(workdir, "class"), args.class_size, sources)
-            figures = measure(f"class of {len(members)} (copies of examples/) at --jobs 2",
-                              members, os.path.join(workdir, "out4"), options, 2)
-            show(figures)
-            errors = sum(r.status == "grader error" for r in figures.results)
-            if errors:
-                print(f"  ({errors} grader errors)")
-        if not args.no_validate:
-            from .validate import validate
-            started = time.perf_counter()
-            with open(os.devnull, "w") as quiet:
-                ok, rows = validate(options, jobs=2, stream=quiet)
-            wall = time.perf_counter() - started
-            line(f"grader validate ({len(rows)} checks) at --jobs 2", wall, len(rows), "check")
-            print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    if args.similarity_class:
-        _similarity_class(args.similarity_class)
-    return 0
+def _show(figures):
+    """Print the lines of a Figures."""
+    for text in figures.lines():
+        print(text, flush=True)
+
+
+def _time_copies(args, declared, options, workdir, line, bare):
+    """Grade args.copies copies of the solution of `declared` at --jobs 1 and 2 (and, as
+    args asks, as shards and with fresh workers) in `workdir`, printing the figures."""
+    os.makedirs(os.path.join(workdir, "copies"))
+    copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
+    figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
+                      os.path.join(workdir, "out1"), options, 1)
+    results = figures.results
+    assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
+    line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
+    _show(figures)
+    _show(measure(f"batch of {len(copies)} at --jobs 2", copies,
+                  os.path.join(workdir, "out2"), options, 2))
+    if args.shards:
+        _shard_path(copies, workdir, options, args.shards, line, bare)
+    if args.fresh:
+        with _worker_start("fresh"):
+            wall, _ = _batch(copies, os.path.join(workdir, "out3"), options, 1)
+        line(f"batch of {len(copies)} at --jobs 1, workers fresh", wall, len(copies))
+
+
+def _time_class(size, options, workdir):
+    """Grade a class of `size` copies of examples/ at --jobs 2 in `workdir`, printing the
+    figures and how many rows were grader errors."""
+    sources = sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
+                     if not n.startswith("."))
+    os.makedirs(os.path.join(workdir, "class"))
+    members = _copies(os.path.join(workdir, "class"), size, sources)
+    figures = measure(f"class of {len(members)} (copies of examples/) at --jobs 2",
+                      members, os.path.join(workdir, "out4"), options, 2)
+    _show(figures)
+    errors = sum(r.status == "grader error" for r in figures.results)
+    if errors:
+        print(f"  ({errors} grader errors)")
+
+
+def _time_validate(options, line):
+    """Time `grader validate` at --jobs 2 and print how many of its checks hold."""
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        ok, rows = validate(options, jobs=2, stream=quiet)
+    wall = time.perf_counter() - started
+    line(f"grader validate ({len(rows)} checks) at --jobs 2", wall, len(rows), "check")
+    print(f"  ({sum(ok for _, ok, _ in rows)} of {len(rows)} checks hold)")
 
 
 def _shard_path(copies, workdir, options, count, line, bare):
     """The copies as `count` shards graded one after another at --jobs 1 (each what one
     machine of a cluster does), merged; compared with the one run in workdir/out1."""
-    import csv
-    from . import shards
-    from .merge import plan, write
     walls, folders = [], []
     for index in range(1, count + 1):
         folder = os.path.join(workdir, f"shard-{index}")
@@ -306,9 +336,9 @@ def _phases(level, declared, runs=5):
     """CPU seconds of one trusted pytest session grading the solution, by phase, in this
     process after two warm-up runs (as the fork server's children start: imports done, the
     reference's results memoized); the median of `runs`."""
-    import pytest
+    import pytest  # heavy: pytest and torch, only for --phases
     from .grade import plugin  # noqa: F401 - registered by name in pytest_args
-    from .sandbox.runtime import protocol
+    from .sandbox.runtime import protocol  # heavy: imports torch
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     options = SuiteOptions(isolation=level, assignment=declared)
     spent = {"protocol": 0.0}
@@ -375,10 +405,6 @@ def _phases(level, declared, runs=5):
 def _similarity_class(size):
     """`grader similarity` on `size` submissions made from the files of tests/similarity/
     and examples/ (intake's staged code, every name of each copy suffixed): the time it takes."""
-    import re
-    from . import intake
-    from .report import gradebook
-    from .similarity import code, command
     folder = tempfile.mkdtemp(prefix="attnkit-bench-similarity-")
     try:
         texts = []

@@ -49,6 +49,8 @@ import gettext
 import os
 import tomllib
 
+from . import paths
+
 LOCALE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 DOMAIN = "grader"
 ASSIGNMENT_DOMAIN = "assignment"   # tests_hidden/<name>/locale/<locale>/LC_MESSAGES/assignment.po
@@ -125,7 +127,6 @@ def assignment_catalogs(lang, kit_root=None):
     LC_MESSAGES/assignment.mo, consulted after the grader's own catalog, so an
     assignment's words live with the assignment. An assignment without one is said in
     English."""
-    from . import paths
     root = os.path.join(kit_root or paths.KIT_ROOT, "tests_hidden")
     folder = locales().get(lang)
     try:

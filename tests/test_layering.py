@@ -2,8 +2,9 @@
 pyproject.toml ([tool.importlinter]): the packages in layers, each importing only those below
 it; no import circle at any depth; no platform importing another; grade/ importing nothing of
 similarity/ but the one import the typed record will replace. The contracts are shown to
-catch what they forbid, in a copy of the kit. And in the modules issue 30 restructured, an
-import inside a function is a deliberate deferral, said on its line."""
+catch what they forbid, in a copy of the kit. And throughout grader/, an import inside a
+function is a deliberate deferral, said on its line (or the line above its block), and no
+function is 80 lines or more."""
 import ast
 import os
 import shutil
@@ -22,17 +23,13 @@ CONTRACTS = ("The kit's layers: each imports only those below it",
              "No import circles, at any depth",
              "No platform imports another",
              "grade/ imports nothing of similarity/")
-# the modules issue 30 restructured, where every import inside a function is commented
-RESTRUCTURED = ("grader/cli.py", "grader/commands", "grader/platforms", "grader/files.py",
-                "grader/intake/layouts.py", "grader/report/carried.py",
-                "grader/report/feedback.py", "grader/report/gradebook.py",
-                "grader/report/gradescope.py", "grader/report/html.py",
-                "grader/report/rebuild.py", "grader/report/summary.py", "grader/merge",
-                "grader/release/__init__.py", "grader/nbgrader_bridge/__init__.py",
-                "grader/nbgrader_bridge/course.py", "grader/nbgrader_bridge/feedback.py",
-                "grader/similarity/command.py", "grader/similarity/code.py",
-                "grader/similarity/page.py", "grader/validate/__init__.py", "grader/overrides.py",
-                "grader/shards.py", "grader/report/adjustments.py")
+# files whose imports inside functions are not yet said: the lead engineer's files this round
+UNSAID_FOR_NOW = ("grader/grade/trusted.py", "grader/grade/zygote.py", "grader/grade/turns.py",
+                  "grader/grade/plugin.py", "grader/grade/__init__.py", "grader/sandbox/client.py",
+                  "grader/sandbox/template.py")
+LONGEST = 79  # lines of the longest function (its def to its last line, decorators aside)
+# the lead engineer's files this round: run_pytest is being changed, to be split after
+LONG_FOR_NOW = {("grader/grade/trusted.py", "run_pytest")}
 
 
 def _lint(root):
@@ -119,9 +116,12 @@ def _python_files(relative):
                   if name.endswith(".py") and "__pycache__" not in folder)
 
 
-def test_an_import_inside_a_function_of_the_restructured_modules_says_why():
-    unsaid = {relative: found for part in RESTRUCTURED for relative in _python_files(part)
-              if (found := _deferred_imports(os.path.join(KIT, relative)))}
+def test_an_import_inside_a_function_of_the_kit_says_why():
+    kit = _python_files("grader")
+    assert set(UNSAID_FOR_NOW) <= set(kit)
+    unsaid = {relative: found for relative in kit
+              if relative not in UNSAID_FOR_NOW
+              and (found := _deferred_imports(os.path.join(KIT, relative)))}
     assert unsaid == {}
 
 
@@ -132,3 +132,33 @@ def test_the_check_finds_an_import_inside_a_function_without_its_reason(tmp_path
                       "    import numpy\n    import scipy\n    x = 1\n    import yaml\n",
                       encoding="utf-8")
     assert _deferred_imports(str(module)) == [(2, "import json"), (12, "import yaml")]
+
+
+def _long_functions(path, longest=LONGEST):
+    """[(name, lines)] of each function (methods and nested ones too) in the file at `path`
+    longer than `longest` lines, from its def to its last line, decorators aside."""
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    return sorted((node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.end_lineno - node.lineno + 1 > longest)
+
+
+def test_no_function_of_the_kit_is_80_lines_or_more():
+    long = {(relative, name): lines for relative in _python_files("grader")
+            for name, lines in _long_functions(os.path.join(KIT, relative))}
+    assert set(LONG_FOR_NOW) <= set(long)  # an exemption outlives its function: drop it
+    assert {where: lines for where, lines in long.items() if where not in LONG_FOR_NOW} == {}
+
+
+def test_the_check_finds_a_function_of_80_lines(tmp_path):
+    module = tmp_path / "m.py"
+    body = "".join(f"x{n} = {n}\n" for n in range(78))
+    function = "    " + body.replace("\n", "\n    ")
+    method = "        " + body.replace("\n", "\n        ")
+    module.write_text(f"@decorated\ndef short():\n{function}\n\n"
+                      f"class C:\n    def long(self):\n{method}return 1\n",
+                      encoding="utf-8")
+    # short: its def and 78 lines (79, its decorator aside); long, a method: its def, 78
+    # lines and its return (80)
+    assert _long_functions(str(module)) == [("long", 80)]

@@ -7,6 +7,7 @@ Submission does: the checks of the hidden suite can grade it as they grade a stu
 import types
 
 from ..harness import memo
+from ..harness.implementations import earlier_solutions_of
 from ..harness.failures import StudentFailure
 from ..harness.results import ProbeResult
 from ..sandbox.runtime.probes import run_probe
@@ -23,7 +24,6 @@ def mistake_module(mistake, solution_path, module):
             source = mistake.apply(handle.read())
         built = types.ModuleType(f"{module}_mistake_{mistake.id.replace('-', '_')}")
         built.__file__ = f"<mistake {mistake.id}>"
-        from ..harness.implementations import earlier_solutions_of
         with earlier_solutions_of(solution_path):  # builds_on: earlier solutions by name
             exec(compile(source, built.__file__, "exec"), built.__dict__)
         _MODULES[key] = built

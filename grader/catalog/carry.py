@@ -33,6 +33,8 @@ mistake then also costs its callers).
 Every function takes the assignment's catalog (`catalog=`, a grader.catalog.Catalog:
 `Catalog.of(assignment)`, built once per session); none falls back on another one.
 """
+import torch
+
 from ..harness.failures import StudentFailure
 from ..i18n import N_, _
 from ..sandbox.replies import numel_bound
@@ -81,7 +83,6 @@ class OwnCode:
 
 
 def _tensors(value):
-    import torch
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, dict):

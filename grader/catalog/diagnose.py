@@ -350,87 +350,20 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
     Returns [{"part", "mistake" (id or None), "text", "experiment"}], a part's entries together.
     """
     lang = _lang(lang)
-    ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
-    failed = {n for n, t in ran.items() if t.get("outcome") == "failed"}
-    # a case carried forward (carry.py) passed on its own code with its callees answered
-    # right: a callee's mistake failing it is no evidence against that mistake
-    passed = {n for n in set(ran) - failed if not ran[n].get("carried")}
-    student_failed = {n for n in failed if ran[n].get("blame") == "student"}
-    footprints = {}
-
-    def fails_of(mistake):
-        if mistake.id not in footprints:
-            out = set()
-            for case in _footprint(mistake, [cases[n] for n in ran if n in cases], catalog):
-                try:
-                    ok = grade_case(case, MistakeImplementation(mistake, solution_path,
-                                                                catalog.module))
-                except Exception:
-                    ok = False
-                if not ok:
-                    out.add(case.id)
-            footprints[mistake.id] = out
-        return footprints[mistake.id]
-
+    ran, passed, student_failed = _outcomes(tests)
+    fails_of = _Footprints(ran, cases, grade_case, solution_path, catalog)
     diagnoses, qualified = [], {}
     parts = list(dict.fromkeys(t["part"] for t in tests))
     for part in parts:
         failing = [n for n, t in ran.items() if t["part"] == part and n in student_failed]
         if not failing:
             continue
-        matched_in = collections.defaultdict(set)
-        for n in failing:
-            for i in ran[n].get("mistakes") or []:
-                if catalog.by_id(i):
-                    matched_in[i].add(n)
-        ranked = sorted(matched_in, key=lambda i: -len(matched_in[i]))[:MAX_CANDIDATES]
-        candidates, keys, covers = [], {}, {}
-        for rank, mistake_id in enumerate(ranked):
-            mistake = catalog.by_id(mistake_id)
-            fails = fails_of(mistake)
-            if fails & passed:
-                continue  # it would fail a case the submission passes: not this mistake
-            candidates.append(mistake)
-            keys[mistake.id] = (len(matched_in[mistake_id]), -len(student_failed - fails),
-                                -mistake_id.count("&"), mistake.part == part, -rank)
-            covers[mistake.id] = fails
-        # a case whose results some qualified mistake equals is explained only by those; one
-        # no mistake matched, by the mistakes that fail it too
-        evidenced = set().union(*(matched_in[m.id] for m in candidates))
-        for mistake in candidates:
-            covers[mistake.id] = (matched_in[mistake.id] |
-                                  (covers[mistake.id] - evidenced)) & set(failing)
-        candidates.sort(key=lambda m: keys[m.id], reverse=True)
-        chosen = _smallest_cover(candidates, covers, set(failing))
+        matched_in = _matched_in(failing, ran, catalog)
+        chosen, covers = _explain(part, failing, matched_in, passed, student_failed, fails_of,
+                                  catalog)
         qualified[part] = [m.id for m in chosen]
-        named = list(dict.fromkeys(i for m in chosen for i in m.id.split("&")))
-        # one class mistake read with two parameters (cases that cannot tell them apart) is
-        # one mistake: named once, with the parameter its first instance has
-        named = [i for n, i in enumerate(named) if base_id(i) not in map(base_id, named[:n])]
-        for own_id in named:
-            mistake = catalog.by_id(own_id)
-            # the cases whose results equal it alone, or (named only in a combination) made
-            # at once with another
-            alone = own_id in qualified[part]
-            matched = len({n for i, cases_of in matched_in.items() if i in qualified[part]
-                           and (i == own_id if alone else own_id in i.split("&"))
-                           for n in cases_of})
-            first = next((d["part"] for d in diagnoses if d["mistake"] == base_id(own_id)), None)
-            if first is None:
-                template = DIAGNOSIS if alone else TOGETHER
-                text = translate(template, lang).format(
-                    where=_where(part, mistake, lang, catalog), matched=matched,
-                    failing=len(failing), clause=mistake.text(lang))
-            else:  # said once, with its experiment, where it was first diagnosed
-                # with another mistake named in this part, say which one it is
-                template = AGAIN if len(named) == 1 else AGAIN_WHICH
-                text = translate(template, lang).format(
-                    where=_where(part, mistake, lang, catalog), first=first, matched=matched,
-                    failing=len(failing), clause=mistake.text(lang))
-            shown = {d["experiment"] for d in diagnoses if d["part"] == part}
-            experiment = "" if first else catalog.experiment(mistake.target, lang)
-            diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,
-                              "experiment": "" if experiment in shown else experiment})
+        _say_named(diagnoses, part, chosen, qualified[part], matched_in, len(failing), lang,
+                   catalog)
         explained = set().union(*(covers[m.id] for m in chosen)) if chosen else set()
         rest = [n for n in failing if n not in explained]
         if not rest:
@@ -443,6 +376,110 @@ def diagnose_parts(tests, cases, grade_case, solution_path, lang="en", *, catalo
                           "experiment": "" if experiment in shown else experiment})
     _keep_qualified_lines(ran, student_failed, qualified, lang, catalog)
     return diagnoses
+
+
+def _outcomes(tests):
+    """(ran, passed, student_failed) of the recorder's entries `tests`: {name: entry} of the
+    cases that passed or failed, the names of those that passed on their own code, and of
+    those that failed by the student's fault."""
+    ran = {t["name"]: t for t in tests if t.get("outcome") in ("passed", "failed")}
+    failed = {n for n, t in ran.items() if t.get("outcome") == "failed"}
+    # a case carried forward (carry.py) passed on its own code with its callees answered
+    # right: a callee's mistake failing it is no evidence against that mistake
+    passed = {n for n in set(ran) - failed if not ran[n].get("carried")}
+    student_failed = {n for n in failed if ran[n].get("blame") == "student"}
+    return ran, passed, student_failed
+
+
+class _Footprints:
+    """Called with a mistake: the ids of the cases that ran which the mistake fails (graded
+    by grade_case on the mistake built from the solution at solution_path), once a mistake."""
+
+    def __init__(self, ran, cases, grade_case, solution_path, catalog):
+        self.ran, self.cases, self.grade_case = ran, cases, grade_case
+        self.solution_path, self.catalog, self.footprints = solution_path, catalog, {}
+
+    def __call__(self, mistake):
+        if mistake.id not in self.footprints:
+            out = set()
+            ran = [self.cases[n] for n in self.ran if n in self.cases]
+            for case in _footprint(mistake, ran, self.catalog):
+                try:
+                    ok = self.grade_case(case, MistakeImplementation(
+                        mistake, self.solution_path, self.catalog.module))
+                except Exception:
+                    ok = False
+                if not ok:
+                    out.add(case.id)
+            self.footprints[mistake.id] = out
+        return self.footprints[mistake.id]
+
+
+def _matched_in(failing, ran, catalog):
+    """{mistake id: the names of the `failing` cases whose results it matched}."""
+    matched_in = collections.defaultdict(set)
+    for n in failing:
+        for i in ran[n].get("mistakes") or []:
+            if catalog.by_id(i):
+                matched_in[i].add(n)
+    return matched_in
+
+
+def _explain(part, failing, matched_in, passed, student_failed, fails_of, catalog):
+    """(chosen, covers): the smallest set of qualified mistakes that explains the `failing`
+    cases of `part`, and {mistake id: the failing cases it explains} of each qualified one."""
+    ranked = sorted(matched_in, key=lambda i: -len(matched_in[i]))[:MAX_CANDIDATES]
+    candidates, keys, covers = [], {}, {}
+    for rank, mistake_id in enumerate(ranked):
+        mistake = catalog.by_id(mistake_id)
+        fails = fails_of(mistake)
+        if fails & passed:
+            continue  # it would fail a case the submission passes: not this mistake
+        candidates.append(mistake)
+        keys[mistake.id] = (len(matched_in[mistake_id]), -len(student_failed - fails),
+                            -mistake_id.count("&"), mistake.part == part, -rank)
+        covers[mistake.id] = fails
+    # a case whose results some qualified mistake equals is explained only by those; one
+    # no mistake matched, by the mistakes that fail it too
+    evidenced = set().union(*(matched_in[m.id] for m in candidates))
+    for mistake in candidates:
+        covers[mistake.id] = (matched_in[mistake.id] |
+                              (covers[mistake.id] - evidenced)) & set(failing)
+    candidates.sort(key=lambda m: keys[m.id], reverse=True)
+    return _smallest_cover(candidates, covers, set(failing)), covers
+
+
+def _say_named(diagnoses, part, chosen, qualified, matched_in, failing, lang, catalog):
+    """Append to `diagnoses` an entry for each mistake named in the `chosen` of `part`
+    (`qualified`: their ids; `failing`: how many of its cases failed)."""
+    named = list(dict.fromkeys(i for m in chosen for i in m.id.split("&")))
+    # one class mistake read with two parameters (cases that cannot tell them apart) is
+    # one mistake: named once, with the parameter its first instance has
+    named = [i for n, i in enumerate(named) if base_id(i) not in map(base_id, named[:n])]
+    for own_id in named:
+        mistake = catalog.by_id(own_id)
+        # the cases whose results equal it alone, or (named only in a combination) made
+        # at once with another
+        alone = own_id in qualified
+        matched = len({n for i, cases_of in matched_in.items() if i in qualified
+                       and (i == own_id if alone else own_id in i.split("&"))
+                       for n in cases_of})
+        first = next((d["part"] for d in diagnoses if d["mistake"] == base_id(own_id)), None)
+        if first is None:
+            template = DIAGNOSIS if alone else TOGETHER
+            text = translate(template, lang).format(
+                where=_where(part, mistake, lang, catalog), matched=matched,
+                failing=failing, clause=mistake.text(lang))
+        else:  # said once, with its experiment, where it was first diagnosed
+            # with another mistake named in this part, say which one it is
+            template = AGAIN if len(named) == 1 else AGAIN_WHICH
+            text = translate(template, lang).format(
+                where=_where(part, mistake, lang, catalog), first=first, matched=matched,
+                failing=failing, clause=mistake.text(lang))
+        shown = {d["experiment"] for d in diagnoses if d["part"] == part}
+        experiment = "" if first else catalog.experiment(mistake.target, lang)
+        diagnoses.append({"part": part, "mistake": base_id(own_id), "text": text,
+                          "experiment": "" if experiment in shown else experiment})
 
 
 def own_matches(ids, target, *, catalog):

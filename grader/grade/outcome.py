@@ -1,5 +1,7 @@
 """The trusted process's report, checked, into outcomes (grader/outcomes.py holds the types)."""
 from ..i18n import _
+from .. import assignment as assignments
+from ..catalog import Catalog
 from ..textsafety import safe_text
 from ..outcomes import SubmissionResult, TestOutcome
 
@@ -89,7 +91,6 @@ class _Known:
 
     def by_id(self, mistake_id):
         if self._mistakes is None:
-            from ..catalog import Catalog
             self._mistakes = Catalog.of(self.declared)
         return self._mistakes.by_id(mistake_id)
 
@@ -179,7 +180,6 @@ def from_suite(report, catalog, assignment=None, mistakes=None):
     """Outcomes from the trusted process's report, checked against the catalog (the suite's
     tests), the assignment (its functions; default: the default assignment) and its catalog
     of mistakes (`mistakes`, a grader.catalog.Catalog; default: Catalog.of(assignment))."""
-    from .. import assignment as assignments
     known = _Known(assignment or assignments.load(), mistakes)
     tests = []
     seen = set()

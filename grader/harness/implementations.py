@@ -9,7 +9,7 @@ from .. import assignment as assignments
 from ..i18n import _
 from ..sandbox.client import Worker, WorkerFailure, capped_text
 from ..textsafety import safe_text
-from ..sandbox.runtime.probes import run_probe
+from ..sandbox.runtime.probes import run_probe, seed as seed_generators
 from . import memo
 from .failures import GraderError, StudentFailure
 from .results import ProbeResult, format_error
@@ -124,7 +124,6 @@ class Reference:
         (built once per batch per case: memo.state; the same dict each time, write-protected
         tensors: read it, never write)."""
         def build():
-            from ..sandbox.runtime.probes import seed as seed_generators
             seed_generators(seed)
             module = getattr(self.module, target)(**init)
             return {name: t.detach().clone() for name, t in module.state_dict().items()}

@@ -7,6 +7,8 @@ and every field is still read defensively; anything malformed is the submission'
 """
 import torch
 
+from ..assignment import load
+
 from ..i18n import N_, _
 from ..textsafety import safe_text
 from .failures import GraderError, StudentFailure
@@ -58,7 +60,6 @@ class ProbeResult:
     @property
     def module_file(self):
         if self._module_file is None:
-            from ..assignment import load
             self._module_file = load().module_file
         return self._module_file
 

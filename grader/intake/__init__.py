@@ -22,6 +22,7 @@ code file, only a PDF, an empty folder) the error is NothingFound and `Staged.mi
 set: the row is "missing work", not an earned zero; a file that was found but cannot be
 read keeps "not gradable".
 """
+import contextlib
 import dataclasses
 import os
 import re
@@ -180,6 +181,37 @@ def _skipped_note(label, skipped):
                                                       more=more)
 
 
+@dataclasses.dataclass
+class _Intake:
+    """One staging's settings and what it holds open: the file descriptors it opened (closed
+    last first) and the one folder a zip was unpacked into (removed), both by release()."""
+    staged: Staged
+    dest: str
+    module: str
+    module_file: str
+    earlier: tuple
+    deadline: Deadline = None
+    opened: list = dataclasses.field(default_factory=list)
+    unpacked: str = None
+
+    def unzip_into(self):
+        """A new temporary folder to unpack a zip into (release() removes it)."""
+        self.unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
+        return self.unpacked
+
+    def open_folder(self, folder):
+        """A descriptor of `folder`, held until release()."""
+        root = os.open(folder, DIR_FLAGS)
+        self.opened.append(root)
+        return root
+
+    def release(self):
+        for fd in reversed(self.opened):
+            os.close(fd)
+        if self.unpacked:
+            shutil.rmtree(self.unpacked, ignore_errors=True)
+
+
 def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), companions=()):
     """Stage the submission at `path` into the new folder `dest` as `<module>.py` (module:
     the assignment's module name; None: the default assignment's); never raises.
@@ -194,90 +226,23 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
     """
     staged = Staged(name=name, source=path)
     module = module_name(module)
-    module_file = file_names(module)[0]
-    unpacked, opened = None, []
+    job = _Intake(staged, dest, module, file_names(module)[0], earlier)
     try:
         os.makedirs(dest, exist_ok=True)
         if not os.fsdecode(path):
             raise IntakeError(_("no submission path was given."))
         norm = os.path.normpath(os.fsdecode(path))  # no trailing slash: lstat sees a link
         label = shown(os.path.basename(norm) or norm)
-        deadline = Deadline(seconds, label, module_file)
-        try:
-            fd, is_folder = open_submitted(norm, label)
-            opened.append(fd)
-            root = None
-            if is_folder:
-                root = fd
-            elif norm.lower().endswith(".zip"):
-                unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
-                staged.notes += extract(norm, unpacked, label, deadline=deadline, fd=fd)
-                root = os.open(unpacked, DIR_FLAGS)
-                opened.append(root)
-            if root is None:
-                if not norm.lower().endswith((".py", ".ipynb")):
-                    raise NothingFound(_("{label} is not a .py file, a notebook, a zip or a "
-                                         "folder.").format(label=label))
-                limit, what = _limit(norm)
-                data = read_fd(fd, limit, label, deadline, what)
-                text, notes = _convert(data, label, norm.lower().endswith(".ipynb"), module_file)
-                staged.notes += notes
-                staged.cells = cells_of(text) if norm.lower().endswith(".ipynb") else None
-            else:
-                entries, notes = walk(root, label, deadline, _skip_dir)
-                staged.notes += notes
-                try:
-                    chosen = locate(entries, label, module, earlier)
-                except NothingFound:
-                    inner = _only_zip(entries) if is_folder else None
-                    if inner is None:
-                        raise
-                    unpacked = tempfile.mkdtemp(prefix="attnkit-unzip-")
-                    zip_fd = open_entry(root, inner, inner.shown)
-                    try:
-                        staged.notes += extract(None, unpacked, inner.shown, deadline=deadline,
-                                                fd=zip_fd)
-                    finally:
-                        os.close(zip_fd)
-                    staged.notes.append(_("{label}: the work was in {zip}, which was "
-                                          "opened.").format(label=label, zip=inner.shown))
-                    root = os.open(unpacked, DIR_FLAGS)
-                    opened.append(root)
-                    entries, notes = walk(root, inner.shown, deadline, _skip_dir)
-                    staged.notes += notes
-                    chosen = locate(entries, inner.shown, module, earlier)
-                if not chosen.name.lower().endswith((".py", ".ipynb")):
-                    raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
-                                        "folder.").format(label=label))
-                if chosen.kind:
-                    raise IntakeError(refusal(chosen.shown, chosen.kind))
-                skipped = [e for e in entries if e.kind]
-                staged.notes += [_skipped_note(label, skipped)] if skipped else []
-                limit, what = _limit(chosen.name)
-                data = read_entry(root, chosen, limit, chosen.shown, deadline, what)
-                text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"),
-                                       module_file)
-                staged.notes += notes
-                staged.cells = cells_of(text) if chosen.name.lower().endswith(".ipynb") else None
-                _copy_helpers(root, entries, chosen, dest, staged.notes, deadline, module_file)
-                _convert_earlier(root, entries, chosen, dest, staged.notes, deadline,
-                                 earlier, module_file)
-            file = os.path.join(dest, module_file)
+        job.deadline = Deadline(seconds, label, job.module_file)
+        with _unreadable(label):
+            text = _take_in(job, norm, label)
+            file = os.path.join(dest, job.module_file)
             with open(file, "w", encoding="utf-8") as handle:
                 handle.write(text)
             staged.file = file
             for earlier_module, companion in companions:
-                _stage_companion(companion, earlier_module, dest, staged.notes, deadline,
-                                 module_file)
-        except IntakeError:
-            raise
-        except OSError as error:
-            reason = os.strerror(error.errno) if error.errno else type(error).__name__
-            raise IntakeError(_("{label} could not be read ({reason}).").format(
-                label=label, reason=reason)) from None
-        except (ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
-            raise IntakeError(_("{label} could not be read ({reason}).").format(
-                label=label, reason=f"{type(error).__name__}: {shown(str(error), 300)}")) from None
+                _stage_companion(companion, earlier_module, dest, staged.notes, job.deadline,
+                                 job.module_file)
     except IntakeError as error:
         staged.error = safe_text(str(error), 4000)
         staged.missing = isinstance(error, NothingFound)
@@ -287,14 +252,110 @@ def stage(path, dest, name, seconds=INTAKE_SECONDS, module=None, earlier=(), com
                                        error=f"{type(error).__name__}: {error}"), 4000)
         staged.grader_failed = True   # the grader's failure: never a 0 the student earned
     finally:
-        for fd in reversed(opened):
-            os.close(fd)
-        if unpacked:
-            shutil.rmtree(unpacked, ignore_errors=True)
+        job.release()
     if staged.error:
         staged.file, staged.cells = None, None
     staged.notes = [safe_text(note, 2000) for note in staged.notes]
     return staged
+
+
+@contextlib.contextmanager
+def _unreadable(label):
+    """Around reading the submission `label`: an OSError or a failure to decode or parse it
+    becomes the IntakeError that says it could not be read (an IntakeError passes as is)."""
+    try:
+        yield
+    except IntakeError:
+        raise
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else type(error).__name__
+        raise IntakeError(_("{label} could not be read ({reason}).").format(
+            label=label, reason=reason)) from None
+    except (ValueError, UnicodeError, RecursionError, MemoryError, LookupError) as error:
+        raise IntakeError(_("{label} could not be read ({reason}).").format(
+            label=label, reason=f"{type(error).__name__}: {shown(str(error), 300)}")) from None
+
+
+def _take_in(job, norm, label):
+    """The text of the work at `norm` (a .py file, a notebook, a zip or a folder; `label`:
+    its name as shown) as `<module>.py`; a folder's or zip's other files are staged too."""
+    fd, is_folder = open_submitted(norm, label)
+    job.opened.append(fd)
+    if is_folder:
+        return _from_folder(job, fd, label, is_folder)
+    if norm.lower().endswith(".zip"):
+        unpacked = job.unzip_into()
+        job.staged.notes += extract(norm, unpacked, label, deadline=job.deadline, fd=fd)
+        return _from_folder(job, job.open_folder(unpacked), label, is_folder)
+    return _from_file(job, fd, norm, label)
+
+
+def _from_file(job, fd, norm, label):
+    """The text of the single file open at `fd` (a .py file or a notebook, named `norm`)."""
+    if not norm.lower().endswith((".py", ".ipynb")):
+        raise NothingFound(_("{label} is not a .py file, a notebook, a zip or a "
+                             "folder.").format(label=label))
+    limit, what = _limit(norm)
+    data = read_fd(fd, limit, label, job.deadline, what)
+    text, notes = _convert(data, label, norm.lower().endswith(".ipynb"), job.module_file)
+    job.staged.notes += notes
+    job.staged.cells = cells_of(text) if norm.lower().endswith(".ipynb") else None
+    return text
+
+
+def _from_folder(job, root, label, is_folder):
+    """The text of the work found in the folder open at `root` (a submitted folder, or a
+    zip unpacked); its helpers and earlier modules are copied into job.dest."""
+    root, entries, chosen = _choose(job, root, label, is_folder)
+    if not chosen.name.lower().endswith((".py", ".ipynb")):
+        raise IntakeError(_("{label} is not a .py file, a notebook, a zip or a "
+                            "folder.").format(label=label))
+    if chosen.kind:
+        raise IntakeError(refusal(chosen.shown, chosen.kind))
+    staged, deadline, module_file = job.staged, job.deadline, job.module_file
+    skipped = [e for e in entries if e.kind]
+    staged.notes += [_skipped_note(label, skipped)] if skipped else []
+    limit, what = _limit(chosen.name)
+    data = read_entry(root, chosen, limit, chosen.shown, deadline, what)
+    text, notes = _convert(data, chosen.shown, chosen.name.lower().endswith(".ipynb"),
+                           module_file)
+    staged.notes += notes
+    staged.cells = cells_of(text) if chosen.name.lower().endswith(".ipynb") else None
+    _copy_helpers(root, entries, chosen, job.dest, staged.notes, deadline, module_file)
+    _convert_earlier(root, entries, chosen, job.dest, staged.notes, deadline,
+                     job.earlier, module_file)
+    return text
+
+
+def _choose(job, root, label, is_folder):
+    """(root, entries, the entry of the work) of the folder open at `root`; a submitted
+    folder whose only work is a zip has that zip opened, its folder then the root."""
+    entries, notes = walk(root, label, job.deadline, _skip_dir)
+    job.staged.notes += notes
+    try:
+        return root, entries, locate(entries, label, job.module, job.earlier)
+    except NothingFound:
+        inner = _only_zip(entries) if is_folder else None
+        if inner is None:
+            raise
+        root = _open_inner_zip(job, root, inner, label)
+        entries, notes = walk(root, inner.shown, job.deadline, _skip_dir)
+        job.staged.notes += notes
+        return root, entries, locate(entries, inner.shown, job.module, job.earlier)
+
+
+def _open_inner_zip(job, root, inner, label):
+    """The folder `inner` (a zip in the folder open at `root`) unpacks into, opened."""
+    unpacked = job.unzip_into()
+    zip_fd = open_entry(root, inner, inner.shown)
+    try:
+        job.staged.notes += extract(None, unpacked, inner.shown, deadline=job.deadline,
+                                    fd=zip_fd)
+    finally:
+        os.close(zip_fd)
+    job.staged.notes.append(_("{label}: the work was in {zip}, which was "
+                              "opened.").format(label=label, zip=inner.shown))
+    return job.open_folder(unpacked)
 
 
 def _only_zip(entries):

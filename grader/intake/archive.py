@@ -8,6 +8,7 @@ by Chinese Windows zip tools are decoded. The archive itself is opened like any 
 upload (safeio: a regular file, not through a link, at most MAX_ZIP_BYTES), and the
 intake deadline is checked while it is unpacked.
 """
+import dataclasses
 import os
 import stat
 import zipfile
@@ -90,7 +91,9 @@ def extract(zip_path, dest, label, deadline=None, fd=None, limits=None):
 
 
 def _extract(handle, dest, label, deadline, max_entries=MAX_ENTRIES, max_total=MAX_TOTAL_BYTES):
-    notes = []
+    """The notes of unpacking the zip read from `handle` into the folder `dest` (`label`: its
+    name as shown) before `deadline`: at most max_entries entries and max_total bytes, or
+    IntakeError; entries that are junk, too big, links, outside it or unwritable are skipped."""
     try:
         archive = zipfile.ZipFile(handle)
     except Exception as error:  # BadZipFile, but also ValueError, UnicodeDecodeError, ... on damage
@@ -106,71 +109,101 @@ def _extract(handle, dest, label, deadline, max_entries=MAX_ENTRIES, max_total=M
             raise IntakeError(_("{label} would unpack to {mb} MB; at most {max} MB are "
                                 "accepted.").format(label=label, mb=declared // 2**20,
                                                     max=max_total // 2**20))
-        refused, junk, total, too_big, unwritable = [], 0, 0, [], []
+        tally = _Tally()
         root = os.path.realpath(dest)
         for info in entries:
             deadline.check()
-            name = _entry_name(info)
-            if _is_junk(name):
-                junk += 1
-                continue
-            parts = _safe_parts(name)
-            mode = info.external_attr >> 16
-            if parts is None or stat.S_ISLNK(mode):
-                refused.append(shown(name, 200))
-                continue
-            if not parts:
-                continue
-            target = os.path.realpath(os.path.join(root, *parts))
-            if not target.startswith(root + os.sep):
-                refused.append(shown(name, 200))
-                continue
-            if info.file_size > MAX_ENTRY_BYTES and not info.is_dir():  # a dataset beside the code
-                too_big.append(shown(name, 200))
-                continue
-            try:  # names the file system refuses: too long, a file where a folder must go, ...
-                if info.is_dir():
-                    os.makedirs(target, exist_ok=True)
-                    continue
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                out = open(target, "wb")
-            except (OSError, ValueError):
-                unwritable.append(shown(name, 200))
-                continue
-            written = 0
-            try:
-                with out, archive.open(info) as source:
-                    while True:
-                        deadline.check()
-                        chunk = source.read(1 << 16)
-                        if not chunk:
-                            break
-                        written += len(chunk)
-                        total += len(chunk)
-                        if written > MAX_ENTRY_BYTES or total > max_total:
-                            raise IntakeError(
-                                _("{label} inflates far beyond the sizes it declares (a zip "
-                                  "bomb?); it was not unpacked.").format(label=label))
-                        out.write(chunk)
-            except READ_ERRORS as error:
-                raise IntakeError(_("{label}: the entry {entry} could not be read ({reason}).").format(
-                    label=label, entry=repr(shown(name, 200)),
-                    reason=shown(str(error) or type(error).__name__, 300))) from None
-        if junk:
+            _unpack(archive, info, root, label, deadline, tally, max_total)
+        notes = tally.notes(label)
+    return notes
+
+
+@dataclasses.dataclass
+class _Tally:
+    """What unpacking an archive skipped, by reason, and the bytes it wrote in all."""
+    junk: int = 0
+    refused: list = dataclasses.field(default_factory=list)
+    too_big: list = dataclasses.field(default_factory=list)
+    unwritable: list = dataclasses.field(default_factory=list)
+    total: int = 0
+
+    def notes(self, label):
+        """The student's notes on what was skipped from the archive `label`."""
+        notes = []
+        if self.junk:
             notes.append(_("{label}: ignored {count} archive junk entries (__MACOSX, .DS_Store, "
-                           "caches).").format(label=label, count=junk))
-        if too_big:
+                           "caches).").format(label=label, count=self.junk))
+        if self.too_big:
             notes.append(_("{label}: skipped {count} files over {mb} MB ({files}); the grader "
                            "unpacks only smaller files.").format(
-                               label=label, count=len(too_big), mb=MAX_ENTRY_BYTES // 2**20,
-                               files=", ".join(too_big[:5])))
-        if unwritable:
+                               label=label, count=len(self.too_big), mb=MAX_ENTRY_BYTES // 2**20,
+                               files=", ".join(self.too_big[:5])))
+        if self.unwritable:
             notes.append(_("{label}: {count} entries could not be unpacked under their names "
                            "({files}); they were skipped.").format(
-                               label=label, count=len(unwritable), files=", ".join(unwritable[:5])))
-        if refused:
-            listed = ", ".join(refused[:5])
+                               label=label, count=len(self.unwritable),
+                               files=", ".join(self.unwritable[:5])))
+        if self.refused:
+            listed = ", ".join(self.refused[:5])
             notes.append(_("{label}: refused {count} entries that point outside the archive or "
                            "are links ({files}); nothing was written for them.").format(
-                               label=label, count=len(refused), files=listed))
-    return notes
+                               label=label, count=len(self.refused), files=listed))
+        return notes
+
+
+def _unpack(archive, info, root, label, deadline, tally, max_total):
+    """Unpack the entry `info` of `archive` under the folder `root` (its real path), or
+    count it in `tally` as skipped: junk, a link, outside root, too big, unwritable."""
+    name = _entry_name(info)
+    if _is_junk(name):
+        tally.junk += 1
+        return
+    parts = _safe_parts(name)
+    mode = info.external_attr >> 16
+    if parts is None or stat.S_ISLNK(mode):
+        tally.refused.append(shown(name, 200))
+        return
+    if not parts:
+        return
+    target = os.path.realpath(os.path.join(root, *parts))
+    if not target.startswith(root + os.sep):
+        tally.refused.append(shown(name, 200))
+        return
+    if info.file_size > MAX_ENTRY_BYTES and not info.is_dir():  # a dataset beside the code
+        tally.too_big.append(shown(name, 200))
+        return
+    try:  # names the file system refuses: too long, a file where a folder must go, ...
+        if info.is_dir():
+            os.makedirs(target, exist_ok=True)
+            return
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        out = open(target, "wb")
+    except (OSError, ValueError):
+        tally.unwritable.append(shown(name, 200))
+        return
+    _inflate(archive, info, out, name, label, deadline, tally, max_total)
+
+
+def _inflate(archive, info, out, name, label, deadline, tally, max_total):
+    """Write the entry `info` (named `name`) of `archive` into the open file `out`, which it
+    closes; IntakeError when it inflates past MAX_ENTRY_BYTES, the archive past max_total
+    (tally.total: the bytes all entries wrote), or cannot be read."""
+    written = 0
+    try:
+        with out, archive.open(info) as source:
+            while True:
+                deadline.check()
+                chunk = source.read(1 << 16)
+                if not chunk:
+                    break
+                written += len(chunk)
+                tally.total += len(chunk)
+                if written > MAX_ENTRY_BYTES or tally.total > max_total:
+                    raise IntakeError(
+                        _("{label} inflates far beyond the sizes it declares (a zip "
+                          "bomb?); it was not unpacked.").format(label=label))
+                out.write(chunk)
+    except READ_ERRORS as error:
+        raise IntakeError(_("{label}: the entry {entry} could not be read ({reason}).").format(
+            label=label, entry=repr(shown(name, 200)),
+            reason=shown(str(error) or type(error).__name__, 300))) from None

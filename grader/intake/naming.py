@@ -12,6 +12,8 @@ name none. Nothing here names an assignment.
 import functools
 import re
 
+from ..assignment import load
+
 # what is added to a re-uploaded or copied name: -1 (Canvas), " (2)" (browsers, Windows),
 # _v3, " final", " copy" (a student's own), in any number and order. A run of digits is one
 # suffix, never split (`(?!\d)`): split, a name of n digits and a mismatch had 2^n ways to
@@ -22,7 +24,6 @@ SUFFIXES = r"(?:[ _-]*(?:\(\d+\)|\d+(?!\d)|v\d+(?!\d)|final|copy))*"
 def module_name(module=None):
     """`module`, else the default assignment's module name."""
     if module is None:
-        from ..assignment import load
         module = load().module
     return module
 

@@ -20,6 +20,7 @@ import stat
 
 from ..textsafety import safe_text
 from .errors import IntakeError
+from .safeio import Deadline, open_submitted, read_fd
 
 TIMESTAMP = "timestamp.txt"
 TIMESTAMP_BYTES = 1024
@@ -76,7 +77,6 @@ def parse_time(text):
 def nbgrader_time(folder):
     """(time, note): nbgrader's timestamp.txt in `folder`, parsed; ("", None) when there is
     none, ("", note) when it cannot be read or parsed."""
-    from .safeio import Deadline, open_submitted, read_fd
     path = os.path.join(folder, TIMESTAMP)
     try:
         os.lstat(path)

@@ -136,8 +136,8 @@ def _meta(grade_id, *, solution=False, grade=False, locked=False, task=False, po
 
 def build(assignment, readme, solution=None):
     """nbgrader's source notebook (an nbformat NotebookNode)."""
-    import nbformat
-    from nbformat import v4
+    import nbformat  # optional extra (nbgrader): only when a notebook is built
+    from nbformat import v4  # optional extra, as above
 
     solution = solution or assignment.solution
     points = part_points(assignment)
@@ -180,7 +180,7 @@ def build(assignment, readme, solution=None):
 def notebook_text(assignment, readme, solution=None):
     """The source notebook as the text of a .ipynb file. The solution must first release
     as a skeleton (markers balanced, nothing leaks), or ReleaseError says why not."""
-    import nbformat
+    import nbformat  # optional extra (nbgrader): only when a notebook is written
     release(solution or assignment.solution, assignment.api)
     return nbformat.writes(build(assignment, readme, solution)) + "\n"
 

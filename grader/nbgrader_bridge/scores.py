@@ -9,6 +9,8 @@ left alone (nbgrader lets it win over the automatic one, as with its own autogra
 """
 import warnings
 
+from ..assignment import load
+
 
 class GradebookProblem(Exception):
     """The course's gradebook does not hold the assignment as the kit released it."""
@@ -20,9 +22,8 @@ def assignment_cells(gradebook, assignment, points, notebook_file=None):
     differ from the hidden suite's `points` ({part: points}). notebook_file: the kit's
     notebook for it (the declaration's `<module>.ipynb`; None: the default assignment's),
     named in the advice."""
-    from nbgrader.api import MissingEntry
+    from nbgrader.api import MissingEntry  # optional extra, heavy: nbgrader only here
     if notebook_file is None:
-        from ..assignment import load
         notebook_file = load().notebook_file
     try:
         record = gradebook.find_assignment(assignment)

@@ -6,6 +6,7 @@ Chinese."""
 import os
 import re
 
+from .. import assignment as declared
 from . import generated
 from .core import ReleaseError, given, release
 
@@ -41,7 +42,6 @@ def _reader(folder):
 def given_modules(assignment, lang="en"):
     """{file name: text} of the earlier assignments' solutions this one provides as given
     code (`builds_on` with provide = "given"): students import them by their module name."""
-    from .. import assignment as declared
     kit_root = os.path.dirname(os.path.dirname(assignment.folder))  # <kit>/tests_hidden/<name>
     out = {}
     for dep in assignment.builds_on:
@@ -63,7 +63,6 @@ def student_folder(solution=None, api_names=None, lang="en", assignment=None):
     """{relative path: bytes} of the whole student folder of `assignment` (a
     grader.assignment.Assignment; default: the default one) in `lang`."""
     if assignment is None:
-        from .. import assignment as declared
         assignment = declared.load()
     folder = assignment.student_folder
     files = read_folder(folder)

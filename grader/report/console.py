@@ -14,8 +14,10 @@ import sys
 import time
 
 from .. import overrides as ledger
+from ..assignment import load
 from ..i18n import _, ngettext
 from ..textsafety import finite_number as _number, safe_text
+from .gradebook import final_row, safe_record
 
 MISSING = "missing"
 
@@ -31,7 +33,6 @@ class Table:
                  clock=time.monotonic):
         self.parts, self.total, self.stream = parts, total, stream
         if short is None:
-            from ..assignment import load
             short = {part.name: part.short for part in load().parts}
         self.short = dict(short)
         self.done = 0
@@ -48,14 +49,12 @@ class Table:
     def final(self, row):
         """The row's final values (gradebook.final_row), or the row itself when they cannot
         be derived (the console is not worth a row)."""
-        from .gradebook import final_row
         try:
             return final_row(row, self.course, self.current)
         except Exception:
             return row
 
     def row(self, result):
-        from .gradebook import safe_record
         self.done += 1
         final = self.final(safe_record(result))
         parts = final.get("parts") if isinstance(final.get("parts"), dict) else {}

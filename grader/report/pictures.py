@@ -47,9 +47,9 @@ class PicturesUnavailable(Exception):
 
 def _matplotlib():
     try:
-        import matplotlib
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        import matplotlib  # heavy, optional: only when a page draws pictures
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # as above
+        from matplotlib.figure import Figure  # as above
     except Exception as error:  # ImportError, or a broken installation
         raise PicturesUnavailable(f"matplotlib is not available ({type(error).__name__})") from None
     return matplotlib, Figure, FigureCanvasAgg
@@ -63,7 +63,7 @@ CJK_FILES = ("wqy", "notosanscjk", "notoserifcjk", "notosanssc", "sourcehansans"
 def cjk_font():
     """The name of an installed font with Chinese glyphs, or None (looked up once: fonts
     installed after matplotlib made its font cache are added from the system's folders)."""
-    from matplotlib import font_manager
+    from matplotlib import font_manager  # heavy, optional: as in _matplotlib
     names = {entry.name for entry in font_manager.fontManager.ttflist}
     found = next((name for name in CJK_FONTS if name in names), None)
     if found:

@@ -19,6 +19,7 @@ docs/explanation/isolation.md ("Honest limits") says so.
 """
 import os
 import shutil
+import signal
 import stat
 
 SHARED = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # world-writable on every Linux
@@ -121,7 +122,6 @@ def remove(ids, roots=SHARED):
 def kill(ids):
     """SIGKILL every process whose real, effective or saved uid or gid is the worker's
     throwaway one; returns how many were signalled."""
-    import signal
     gid, uid = ids.get("gid"), ids.get("uid")
     wanted = {("Gid", gid), ("Uid", uid)} - {("Gid", None), ("Uid", None)}
     if not wanted:

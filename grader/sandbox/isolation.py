@@ -28,6 +28,7 @@ import errno
 import fcntl
 import functools
 import glob
+import importlib.util
 import os
 import random
 import shlex
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 
 from . import cgroups
 
@@ -277,7 +279,6 @@ def python_paths():
                   os.path.dirname(os.path.realpath(sys.executable))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         candidates.add(sysconfig.get_paths()[key])
-    import importlib.util
     spec = importlib.util.find_spec("torch")
     if spec is not None and spec.origin:
         candidates.add(os.path.dirname(os.path.dirname(spec.origin)))
@@ -480,7 +481,6 @@ def release_uid(uid):
 @functools.lru_cache(maxsize=None)
 def works(level, as_uid):
     """Run a trivial Python under `level` to see whether this machine allows it."""
-    import tempfile
     if not all(tool(name) for name in KINDS[level].tools(as_uid)):
         return False
     with tempfile.TemporaryDirectory(prefix="attnkit-probe-") as tmp:

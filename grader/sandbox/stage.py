@@ -16,11 +16,15 @@ assignment's solution, public once the instructor says so. Nothing of a solution
 unless the declaration says `given`.
 """
 import dataclasses
+import importlib.machinery
 import keyword
 import os
 import shutil
 import stat
 import sys
+import sysconfig
+
+from ..release.core import DropInstructorOnly, ReleaseError, Source
 
 MAX_MODULE_NAME = 64   # characters of a module name the worker registers (checked there too)
 
@@ -124,8 +128,6 @@ def check_module_name(name):
 def _installed(name):
     """Is `name` a top-level module of the Python installation the worker runs (its standard
     library and site-packages, as `python -I` sees them)?"""
-    import importlib.machinery
-    import sysconfig
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots |= {os.path.join(paths["platstdlib"], "lib-dynload")}
@@ -162,7 +164,6 @@ def given_files(imports):
     """{file name: bytes}: each given earlier solution as the worker gets it, `<module>.py`,
     its `### BEGIN INSTRUCTOR ONLY` blocks dropped (as `grader release` drops them).
     ValueError when one cannot be read."""
-    from ..release.core import DropInstructorOnly, ReleaseError, Source
     files = {}
     for module, path in imports.given:
         try:

@@ -13,6 +13,7 @@ import os
 import tomllib
 
 from .. import paths
+from ..assignment import load
 
 DECLARATION = "similarity_base.toml"
 KEYS = {"files": list, "examples": str}
@@ -25,7 +26,6 @@ class BaseError(ValueError):
 
 def _assignment(assignment):
     if assignment is None:
-        from ..assignment import load
         assignment = load()
     return assignment
 

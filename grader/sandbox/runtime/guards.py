@@ -27,6 +27,7 @@ guard that was moved or switched off earns nothing. Code written to forge that r
 inside the worker's memory can still do so; only the CUDA tier cannot be forged this way.
 """
 import contextlib
+import importlib
 import os
 import sys
 
@@ -93,7 +94,6 @@ _TORCH_DIR = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 
 def install_tripwires():
     """Wrap torch's mode switches so that using one under a guard is recorded."""
-    import importlib
     for module_name, attribute in SWITCHES:
         module = importlib.import_module(module_name)
         original = getattr(module, attribute, None)

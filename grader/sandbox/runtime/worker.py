@@ -26,10 +26,12 @@ Every reply is {"ok": bool, ...}. The worker holds neither the reference solutio
 hidden tests; whatever it replies is only the submission's claim, compared by the trusted side.
 """
 import json
+import importlib.util
 import keyword
 import os
 import resource
 import sys
+import time
 
 RLIMITS = {"cpu_seconds": resource.RLIMIT_CPU, "address_space_bytes": resource.RLIMIT_AS,
            "file_size_bytes": resource.RLIMIT_FSIZE, "processes": resource.RLIMIT_NPROC,
@@ -60,7 +62,7 @@ def module_name(name):
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
             or len(name) > MAX_MODULE_NAME:
         raise ValueError(f"{str(name)[:80]!r} is not a module name")
-    import importlib.util  # the submission's folder is not on sys.path yet: only what is installed
+    # the submission's folder is not on sys.path yet: find_spec finds only what is installed
     if name in sys.stdlib_module_names or name in sys.modules or importlib.util.find_spec(name):
         raise ValueError(f"the module name {name!r} is taken")
     return name
@@ -69,7 +71,7 @@ def module_name(name):
 def main():
     runtime_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, runtime_parent)
-    from runtime import privileges
+    from runtime import privileges  # only once runtime's parent is on sys.path
     ids = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     try:  # the uid and gid were changed before exec (setpriv): they are checked here
         privileges.drop()
@@ -77,7 +79,7 @@ def main():
     except (OSError, privileges.NotDropped) as exc:
         print(f"the worker refused to start: {exc}", file=sys.stderr)
         return NOT_DROPPED
-    import torch
+    import torch  # noqa: F401 - only after every privilege is dropped
     from runtime import answers, guards, probes, protocol  # noqa: F401 (answers: for probes)
     sys.path.remove(runtime_parent)
     module = sys.argv[5] if len(sys.argv) > 5 else None
@@ -89,7 +91,7 @@ def run(reply_fd, limits, submission, guards, probes, protocol, module=None):
     """Serve requests for `submission` (a path inside the sandbox), imported as `module`,
     replying on reply_fd, after lowering `limits`: the same for a fresh worker (main) and a
     forked one (grader/sandbox/template.py), whose Python has imported torch and the runtime."""
-    import torch
+    import torch  # not at the top: main imports it after dropping privileges
     try:
         module = module_name(module)
     except ValueError as exc:
@@ -211,9 +213,6 @@ def _release(files, limit):
 
 
 def _load(path, name, names, probes):
-    import importlib.util
-    import time
-
     started = time.perf_counter()
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
