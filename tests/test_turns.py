@@ -27,12 +27,20 @@ def _none_without_uid():
         return False
 
 
-def _sleeper(log, name):
+def _sleeper(log, name, leave_behind=False):
     """A zero stub that logs when its code starts and ends, sleeping SLEEP s in between (at
-    level none a worker may write where the test tells it)."""
+    level none a worker may write where the test tells it); `leave_behind`: it also forks a
+    process that logs a tick every 50 ms until it is killed."""
+    ticking = (f"import os as _os\n"
+               f"if _os.fork() == 0:\n"
+               f"    while True:\n"
+               f"        with open({str(log)!r}, 'a') as _h:\n"
+               f"            _h.write('tick {name} %r\\n' % _t.time())\n"
+               f"        _t.sleep(0.05)\n") if leave_behind else ""
     return zero_stub(f"import time as _t\n"
                      f"with open({str(log)!r}, 'a') as _h:\n"
                      f"    _h.write('start {name} %r\\n' % _t.time())\n"
+                     + ticking +
                      f"_t.sleep({SLEEP})\n"
                      f"with open({str(log)!r}, 'a') as _h:\n"
                      f"    _h.write('end {name} %r\\n' % _t.time())\n")
@@ -45,7 +53,7 @@ def test_one_job_runs_one_submissions_code_at_a_time_and_times_leave_the_wait_ou
     paths = []
     for name in ("a", "b", "c"):
         path = tmp_path / f"{name}.py"
-        path.write_text(_sleeper(log, name), encoding="utf-8")
+        path.write_text(_sleeper(log, name, leave_behind=name == "a"), encoding="utf-8")
         paths.append(str(path))
     options = SuiteOptions(isolation="none", assignment=assignments.load(None))
     started = time.monotonic()
@@ -56,8 +64,11 @@ def test_one_job_runs_one_submissions_code_at_a_time_and_times_leave_the_wait_ou
     spans = {}
     for line in log.read_text().splitlines():
         what, name, when = line.split()
-        spans.setdefault(name, {})[what] = float(when)
+        spans.setdefault(name, {})[what] = float(when)  # a tick: the last one stays
     assert sorted(spans) == ["a", "b", "c"]
+    # what a's code left running was stopped before b's code began: the slot a trusted
+    # process hands back early (turns.done) comes only once its worker's processes are gone
+    assert spans["a"]["start"] < spans["a"]["tick"] < spans["b"]["start"], spans
     # in the order they were given, one at a time
     assert sorted(spans, key=lambda name: spans[name]["start"]) == ["a", "b", "c"], spans
     ordered = sorted(spans.values(), key=lambda span: span["start"])

@@ -301,6 +301,7 @@ class _Batch:
         self.book, self.jobs, self.catalog, self.table = book, jobs, catalog, table
         self.disclosure, self.assignment = disclosure, assignment
         self.results = [None] * len(jobs)
+        self.warming = False  # matplotlib imported in the background (pictures.warm_up)
 
     def finish(self, index, future):
         """One submission is done: write its files and its gradebook row, print its line."""
@@ -312,6 +313,9 @@ class _Batch:
         else:  # DIR/<folder>/submitted-code.py (intake reached); never raises
             kept.keep(out_dir, result.folder, result.staged_code)
         self.results[index] = result
+        if not self.warming:  # the report's charts and the heatmaps need it; imported once
+            self.warming = True  # the first submission is done (off the batch's busy start)
+            pictures.warm_up()
         name = job.submission.name
         if result.unchanged and name in self.book.rows:
             row = self.book.rows[name]
@@ -350,7 +354,6 @@ def _grade_batch(paths, book, options, jobs, stream, zygote, force, disclosure, 
                  wanted_parts=None):
     out_dir = book.out_dir
     catalog = trusted.catalog(options, zygote)
-    pictures.warm_up()  # off the critical path: the report's charts and the heatmaps need it
     parts = _declared_parts(options.assignment, catalog)
     all_parts, whole_suite = parts, fingerprint.suite_fingerprint(options)
     gpu_parts = options.assignment.gpu_parts

@@ -16,7 +16,7 @@ import tempfile
 import threading
 
 from .. import assignment as assignments
-from .. import paths
+from .. import forkserver
 from ..i18n import N_, _
 from ..sandbox import cleanup, isolation, template
 from ..sandbox.limits import Limits
@@ -114,21 +114,17 @@ def vouch_isolation(chosen):
 
 
 def _environment():
-    kit = paths.KIT_ROOT
-    path = os.pathsep.join(p for p in (kit, os.environ.get("PYTHONPATH")) if p)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": path,
-           "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-           "PYTHONDONTWRITEBYTECODE": "1",
-           # the hidden suite needs no other installed pytest plugin (hypothesis's, say,
-           # imports hypothesis in every trusted process)
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    if _BATCH["checked"]:
-        env[isolation.CHECKED_ENV] = _BATCH["checked"]
+    """A fresh trusted process's environment: the fork server's (forkserver.environment()),
+    the level grade_batch checked, and the batch's worker template."""
+    env = dict(forkserver.environment(), **_carried())
     if _BATCH["template_fd"] is not None:
         env[template.ENV_FD] = str(_BATCH["template_fd"])
-    elif os.environ.get(template.ENV_MODE):
-        env[template.ENV_MODE] = os.environ[template.ENV_MODE]
     return env
+
+
+def _carried():
+    """What each trusted process gets beyond the fork server's environment."""
+    return {isolation.CHECKED_ENV: _BATCH["checked"]} if _BATCH["checked"] else {}
 
 
 def _inherited_fds():
@@ -148,6 +144,12 @@ def start_worker_template():
     _BATCH.update(template=started, template_fd=started.fileno(), dead=[], restarts=0,
                   stopped=None)
     return started
+
+
+def _restarted():
+    """The template's restarts so far, a dead one started again first."""
+    current_template_fd()
+    return _BATCH["restarts"]
 
 
 def current_template_fd():
@@ -199,10 +201,11 @@ def stop_zygote(zygote):
 def start_zygote(options=None, jobs=1):
     """A fork server with torch and pytest imported (see zygote.py), or None; with `options`
     (a SuiteOptions), the suite prepared in it once for the batch (grader/suite/warm.py),
-    beside the batch's catalog, and what follow-through imports once `jobs` submissions run."""
+    beside the batch's catalog, and what follow-through imports once `jobs + 1` submissions
+    are forked."""
     from .zygote import Zygote
     try:
-        zygote = Zygote(_environment(), _inherited_fds())
+        zygote = Zygote(forkserver.environment(), _carried())
     except OSError:
         return None
     if options is not None:
@@ -360,6 +363,8 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
     report, console, events = [], [], []
     paced = _BATCH.get("pace") if take_turn else None
     mine, theirs = turns.channel() if paced is not None else (None, None)
+    slot = None  # the turn given (turns.Slot)
+    released = {}  # the template's restarts when the slot went back
     readers = [threading.Thread(target=_drain, args=(report_r, report), daemon=True),
                threading.Thread(target=_drain, args=(console_r, console), daemon=True),
                threading.Thread(target=_drain, args=(events_r, events), daemon=True)]
@@ -410,8 +415,9 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
                 restarts = _BATCH["restarts"]
                 if paced.closed:  # Ctrl-C: no turn; the child hears EOF and ends
                     mine.close()
-                else:
-                    turns.go(mine, template_fd)
+                else:  # the slot comes back when it says done, or at the latest below
+                    slot = turns.go(mine, template_fd, paced,
+                                    before=lambda: released.update(restarts=_restarted()))
             if zygote is not None:
                 try:
                     status = zygote.wait(pid, timeout)
@@ -436,14 +442,16 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
         finally:
             with _RUNNING_LOCK:
                 _RUNNING.pop(running, None)
-            # a template that died meanwhile is started again now, for the next; said
-            # before the slot goes to the next submission, whose code may kill it again
-            current_template_fd()
-            if _BATCH["restarts"] > restarts:
+            # a template that died meanwhile is started again now, for the next; counted
+            # when the slot goes to the next submission, whose code may kill it again
+            if slot is not None:
+                slot.release()  # released already when the process said done
+            after = released.get("restarts", _restarted())
+            if after > restarts:
                 notes["worker_template"] = (f"the batch's worker template stopped "
                                             f"({_BATCH['stopped']}) while this submission "
                                             "was graded; it was started again")
-            if paced is not None:
+            if slot is None and paced is not None:
                 mine.close()  # closed already, unless something failed before its turn
                 paced.done()
         for reader in readers:

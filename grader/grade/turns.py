@@ -14,10 +14,17 @@ out of the time a result reports.
     with pace.place(number): ...             # grade_one, in its thread
     mine, theirs = channel()                 # run_pytest: the child inherits `theirs`
     waited = pace.take_slot()                # parent: blocks until a slot is free
-    go(mine, template_fd)                    # parent: its turn, with the current template
-    pace.done()                              # parent: once that trusted process has ended
+    slot = go(mine, template_fd, pace)       # parent: its turn, with the current template
+    slot.release()                           # parent: once that trusted process has ended
+                                             # (the slot is free already if it said done)
     waited = wait_for_turn()                 # child (grader/grade/plugin.py), before the
                                              # suite starts the worker; None: no turn came
+    done()                                   # child, once its worker has stopped: the
+                                             # slot is free while it writes its report
+
+The slot comes back at the first of: the child saying done (its submission's worker and
+every process it started are stopped: the suite's session end, grader/suite/plugin.py),
+the child's end of the channel closing (it ended, however), or the grader's release.
 """
 import contextlib
 import os
@@ -103,16 +110,53 @@ def channel():
     return mine, theirs
 
 
-def go(mine, template_fd=None):
+class Slot:
+    """A turn given: its slot goes back to the Pace once, at the first of release() and
+    the trusted process saying done (or its end of the channel closing)."""
+
+    def __init__(self, mine, pace, before=None):
+        self.mine, self.pace, self.before = mine, pace, before
+        self.lock = threading.Lock()
+        self.released = False
+        threading.Thread(target=self._listen, name="turn-done", daemon=True).start()
+
+    def _listen(self):
+        try:
+            self.mine.recv(16)  # b"done", or b"" when the process ended
+        except OSError:
+            pass
+        self.release()
+
+    def release(self):
+        with self.lock:
+            if self.released:
+                return
+            self.released = True
+        try:
+            self.mine.shutdown(socket.SHUT_RDWR)  # wakes _listen, if it still waits
+        except OSError:
+            pass
+        try:
+            if self.before is not None:
+                self.before()
+        finally:
+            self.pace.done()
+
+
+def go(mine, template_fd=None, pace=None, before=None):
     """Give the trusted process at the other end of `mine` its turn, with the batch's
-    current template (None: its workers start fresh), and close `mine`. A process that
-    ended before its turn is told nothing: its exit status says how it ended."""
+    current template (None: its workers start fresh). With `pace`, the Slot whose release
+    gives the slot back (it listens on `mine` for the process's done), calling `before`
+    first; without, `mine` is closed. A process that ended before its turn is told nothing: its exit status says how
+    it ended."""
     try:
         socket.send_fds(mine, [b"go"], [template_fd] if template_fd is not None else [])
     except OSError:
         pass
-    finally:
+    if pace is None:
         mine.close()
+        return None
+    return Slot(mine, pace, before)
 
 
 def wait_for_turn():
@@ -125,15 +169,37 @@ def wait_for_turn():
     if not value.isdigit():
         return 0.0
     started = time.monotonic()
+    theirs = None
     try:
-        with socket.socket(fileno=int(value)) as theirs:
-            said, fds, _, _ = socket.recv_fds(theirs, 16, 1)
+        theirs = socket.socket(fileno=int(value))
+        said, fds, _, _ = socket.recv_fds(theirs, 16, 1)
     except OSError:
         said, fds = b"", []
     if said != b"go":
         for fd in fds:
             os.close(fd)
+        if theirs is not None:
+            theirs.close()
         return None
+    _TURN["channel"] = theirs  # done() says the slot is free on it
     if fds:
         template.adopt(fds[0])
     return time.monotonic() - started
+
+
+_TURN = {"channel": None}
+
+
+def done():
+    """In a trusted process whose submission's worker (and every process it started) has
+    stopped: its slot is free (the grader gives the next turn while this process writes its
+    report and ends). Said once; nothing when it had no turn channel."""
+    theirs, _TURN["channel"] = _TURN["channel"], None
+    if theirs is None:
+        return
+    try:
+        theirs.send(b"done")
+    except OSError:
+        pass
+    finally:
+        theirs.close()

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 
+from .. import forkserver
 from . import turns
 
 PRELOAD = ("torch", "pytest", "_pytest.python", "grader.harness", "grader.grade.plugin",
@@ -35,8 +36,13 @@ class Zygote:
     `stopped` says how the last one ended. A child of a server that died runs on: its exit
     status is lost (wait() raises ZygoteGone), its report is not."""
 
-    def __init__(self, env, inherited_fds=()):
-        self.env, self.inherited_fds = env, tuple(inherited_fds)
+    def __init__(self, env, carried=None):
+        """env: the server's environment (forkserver.environment()); carried: what each
+        trusted process gets in its environment beyond it (forkserver.CARRIED: the level
+        grade_batch checked), sent with each spawn. The server forkserver.start() started
+        for `env` is taken, else one is started here."""
+        self.env = env
+        self.carried = {k: v for k, v in (carried or {}).items() if k in forkserver.CARRIED}
         self.lock = threading.Lock()
         self.changed = threading.Condition()
         self.statuses = {}
@@ -45,16 +51,10 @@ class Zygote:
         self._later, self._asked = [], []  # prepare()'s requests; those not sent yet
         self.children = {}   # pid -> the generation of the server that forked it
         self.generation, self.restarts, self.stopped = 0, 0, None
-        self._start()
+        self._start(forkserver.take(env))
 
-    def _start(self):
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
-                                    env=self.env, pass_fds=(child.fileno(), *self.inherited_fds),
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        finally:
-            child.close()
+    def _start(self, early=None):
+        parent, proc = early or forkserver.launch(self.env)
         with self.changed:
             self.sock, self.proc = parent, proc
             self.generation += 1
@@ -117,12 +117,14 @@ class Zygote:
         what every trusted process needs, computed before it forks any of them, and what
         follow-through marking imports (torch's symbolic shapes, for autograd with given
         gradients), then. The first is asked after the next spawn (the batch's catalog:
-        prepared while it is collected), the second once the batch's first `jobs` submissions
-        are forked (so none of them waits for it); a server started again is asked again. A
-        server that cannot prepare leaves each trusted process to compute what it needs."""
+        prepared while it is collected), the second once the batch's first `jobs + 1`
+        submissions are forked: a batch stages `jobs + 1` at once (grade_batch), in whatever
+        order they are ready, and the first in line must not wait for it (it did: 0.35 s at
+        --jobs 1). A server started again is asked again. A server that cannot prepare
+        leaves each trusted process to compute what it needs."""
         self._later = [json.dumps({"prepare": {"hidden_tests": hidden_tests,
                                                "solution": solution}}).encode() + b"\n",
-                       *[None] * max(0, jobs - 1),
+                       *[None] * max(1, jobs),
                        json.dumps({"warm": True}).encode() + b"\n"]
         self._asked = list(self._later)
 
@@ -141,7 +143,8 @@ class Zygote:
         """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
         (named in its environment: see _child)."""
         fds = dict(fds or {})
-        request = json.dumps({"args": args, "cwd": cwd, "fds": list(fds)}).encode() + b"\n"
+        request = json.dumps({"args": args, "cwd": cwd, "fds": list(fds),
+                              "env": self.carried}).encode() + b"\n"
         with self.lock:
             self._restart_if_gone()
             try:
@@ -201,8 +204,11 @@ FD_ENVIRONMENT = {"template": "ATTNKIT_WORKER_TEMPLATE_FD", "events": "ATTNKIT_E
                   "turn": turns.TURN_ENV}
 
 
-def _child(args, report_fd, console_fd, cwd, memo_fd, named=None):
+def _child(args, report_fd, console_fd, cwd, memo_fd, named=None, carried=None):
     os.setsid()
+    for name, value in (carried or {}).items():  # the level grade_batch checked
+        if name in forkserver.CARRIED and isinstance(value, str):
+            os.environ[name] = value
     for name, fd in (named or {}).items():  # the batch's current template, the events pipe
         if name in FD_ENVIRONMENT:
             os.environ[FD_ENVIRONMENT[name]] = str(fd)
@@ -285,9 +291,10 @@ def _warm():
 def _freeze():
     """What this server holds now is left out of every garbage collection of the processes it
     forks (gc.freeze): a collection there would otherwise touch each object and copy every
-    page of it (torch's and pytest's modules, the prepared suite) into the child."""
+    page of it (torch's and pytest's modules, the prepared suite) into the child. No
+    collection first: after the imports it found nothing to free and cost 0.09 s, before the
+    batch's first fork (its catalog) and again before the catalog's end was said."""
     import gc
-    gc.collect()
     gc.freeze()
 
 
@@ -365,7 +372,7 @@ def serve(sock_fd):
                     os.close(fd)
                 names = [n for n in request.get("fds", []) if isinstance(n, str)]
                 _child(request["args"], fds[0], fds[1], request["cwd"], memo_w,
-                       dict(zip(names, fds[2:])))
+                       dict(zip(names, fds[2:])), request.get("env"))
             os.close(memo_w)
             memos[memo_r] = bytearray()
             for fd in fds:

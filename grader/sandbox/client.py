@@ -59,6 +59,11 @@ def _event(mark):
             pass
 
 
+def none_running():
+    """No worker (nor sandbox placeholder) this process started is left unstopped."""
+    return not _LIVE_WORKERS
+
+
 class WorkerFailure(Exception):
     """The submission's process failed in a way that costs the call that was running."""
 

@@ -1,0 +1,125 @@
+"""The fork server started before the command line loads (grader/forkserver.py), the slot a
+trusted process hands back once its worker has stopped (grader/grade/turns.py Slot), and
+the order of what the fork server prepares (grade/zygote.py)."""
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+from conftest import KIT
+from grader import forkserver
+from grader.grade import turns, zygote
+from grader.sandbox import isolation, template
+
+
+def test_only_a_command_that_grades_starts_the_fork_server_early():
+    assert forkserver.wanted(["grade", "a.py", "--out", "o"])
+    assert forkserver.wanted(["nbgrader", "--course", "c", "attention"])
+    assert forkserver.wanted(["validate"])
+    for argv in ([], ["gradebook", "--out", "o"], ["export", "canvas"], ["grade", "--help"],
+                 ["validate", "-h"], ["--help"], ["similarity", "o"]):
+        assert not forkserver.wanted(argv), argv
+    assert forkserver.start(["gradebook", "--out", "o"]) is None
+    assert forkserver.take(forkserver.environment()) is None  # nothing was started
+
+
+def test_what_a_spawn_carries_is_named_where_the_sandbox_reads_it():
+    assert forkserver.CARRIED == (isolation.CHECKED_ENV,)
+    assert forkserver.WORKER_START == template.ENV_MODE
+
+
+@pytest.mark.slow
+def test_the_batch_takes_the_server_started_early_and_lets_a_mismatched_one_go():
+    early = forkserver.start(["grade", "a.py"])
+    assert early is not None
+    _env, _sock, proc = early
+    server = zygote.Zygote(forkserver.environment(), {isolation.CHECKED_ENV: "none:"})
+    try:
+        assert server.proc is proc  # taken, not a second server
+        assert server.carried == {isolation.CHECKED_ENV: "none:"}
+        # a trusted process forked from it gets the level with its spawn: it prints its env
+        read, write = os.pipe()
+        pid = server.spawn(["--version"], write, write, KIT)
+        os.close(write)
+        status = server.wait(pid, 120)
+        output = os.read(read, 1 << 16).decode(errors="replace")
+        os.close(read)
+        assert status is not None, output
+        assert "pytest" in output  # `pytest --version`: the child ran pytest.main
+    finally:
+        server.close()
+    # started for another environment: let go, and it ends having run nothing
+    other = forkserver.start(["grade", "b.py"])
+    _env, _sock, proc = other
+    assert forkserver.take(dict(forkserver.environment(), OMP_NUM_THREADS="2")) is None
+    assert proc.wait(timeout=120) == 0
+
+
+def _pace_and_channel():
+    pace = turns.Pace(1)
+    assert pace.take_slot() < 1.0
+    mine, theirs = turns.channel()
+    return pace, mine, theirs
+
+
+def _next_in_line(pace):
+    """An Event set once another take_slot of `pace` returns (the slot came free)."""
+    got = threading.Event()
+    threading.Thread(target=lambda: (pace.take_slot(), got.set()), daemon=True).start()
+    return got
+
+
+def test_a_slot_comes_back_when_the_process_says_done_once_and_before_the_grader_releases():
+    pace, mine, theirs = _pace_and_channel()
+    before = []
+    slot = turns.Slot(mine, pace, before=lambda: before.append(1))
+    waiting = _next_in_line(pace)
+    assert not waiting.wait(0.3)  # its code may run: the slot is held
+    theirs.send(b"done")
+    assert waiting.wait(5)  # given back on the process's word, the grader's release not yet
+    slot.release()
+    slot.release()
+    assert before == [1]
+    assert pace.running == 1  # the second take_slot's; given back once only
+    theirs.close()
+
+
+def test_a_slot_comes_back_when_the_process_ends_without_a_word():
+    pace, mine, theirs = _pace_and_channel()
+    turns.Slot(mine, pace)
+    waiting = _next_in_line(pace)
+    assert not waiting.wait(0.3)
+    theirs.close()  # the process ended (killed, say): its end of the channel closed
+    assert waiting.wait(5)
+
+
+def test_done_in_a_trusted_process_says_it_on_its_turn_channel(monkeypatch):
+    mine, theirs = turns.channel()
+    monkeypatch.setenv(turns.TURN_ENV, str(theirs.detach()))
+    socket.send_fds(mine, [b"go"], [])
+    assert turns.wait_for_turn() < 1.0
+    turns.done()
+    turns.done()  # said once
+    assert mine.recv(16) == b"done"
+    assert mine.recv(16) == b""  # and the channel closed
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_the_server_warms_up_only_after_the_first_jobs_plus_one_submissions_are_forked(jobs):
+    """A batch stages jobs + 1 submissions at once, in whatever order they are ready; the
+    first in line must not wait for the warm-up's imports (0.35 s), so none of them does."""
+    asked = []
+    server = zygote.Zygote.__new__(zygote.Zygote)
+    server.sock = type("Sock", (), {"sendall": lambda self, data: asked.append(data)})()
+    server.prepare("hidden", "solution.py", jobs)
+    for spawned in range(1, jobs + 3):  # the catalog, then the submissions
+        server._ask_later()
+        said = [json.loads(a) for a in asked]
+        if spawned == 1:
+            assert said == [{"prepare": {"hidden_tests": "hidden", "solution": "solution.py"}}]
+        elif spawned <= jobs + 1:
+            assert len(said) == 1, (spawned, said)
+        else:
+            assert said[-1] == {"warm": True}, (spawned, said)
