@@ -53,6 +53,7 @@ from . import intake, paths, shards
 from .grade import SuiteOptions, grade_batch, trusted
 from .merge import plan, write
 from .report import gradebook
+from .report.book import Gradebook
 from .sandbox import isolation, template
 from .similarity import code, command
 from .validate import validate
@@ -313,7 +314,7 @@ def _shard_path(copies, workdir, options, count, line, bare):
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
         merged, groups = plan(folders, merged_dir)
-        write(merged, groups, merged_dir)
+        write(merged, groups, Gradebook.open(merged_dir), options.assignment)
     merge_wall = time.perf_counter() - started
 
     def rows(folder):
