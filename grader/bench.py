@@ -200,9 +200,10 @@ def main(argv=None):
 
     level = isolation.choose(args.isolation)
     options = SuiteOptions(isolation=args.isolation, assignment=declared)
-    bare = bare_torch_import()
+    bare = bare_torch_import(args.bare_repeats or 5)
     print(f"isolation level:   {level.level}{' (throwaway uid)' if level.uid is not None else ''}")
-    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of 5); load average "
+    print(f"bare `python -c 'import torch'`: {bare:.2f} s (median of "
+          f"{args.bare_repeats or 5}); load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     line = functools.partial(_line, bare)
     workdir = tempfile.mkdtemp(prefix="attnkit-bench-")
@@ -234,6 +235,10 @@ def _parser():
     parser.add_argument("--similarity-class", type=int, default=200, help="0 skips it")
     parser.add_argument("--only-similarity", action="store_true")
     parser.add_argument("--shards", type=int, default=3, help="0 skips the shard/merge path")
+    parser.add_argument("--bare-repeats", type=int, default=None, metavar="N",
+                        help="time the bare import N times for the headline and before and "
+                             "after each batch (default 5 and 3; 1 for a quick check of the "
+                             "benchmark itself, as tests/test_bench.py runs it)")
     parser.add_argument("--phases", action="store_true",
                         help="only time the phases of one trusted process (pytest's own "
                              "cost against the tests')")
@@ -261,13 +266,15 @@ def _time_copies(args, declared, options, workdir, line, bare):
     os.makedirs(os.path.join(workdir, "copies"))
     copies = _copies(os.path.join(workdir, "copies"), args.copies, [declared.solution])
     figures = measure(f"batch of {len(copies)} at --jobs 1", copies,
-                      os.path.join(workdir, "out1"), options, 1)
+                      os.path.join(workdir, "out1"), options, 1,
+                      bare_repeats=args.bare_repeats or 3)
     results = figures.results
     assert all(r.score == r.max_score for r in results), "the solution did not get full marks"
     line("one submission, intake to results (median)", statistics.median(r.seconds for r in results))
     _show(figures)
     _show(measure(f"batch of {len(copies)} at --jobs 2", copies,
-                  os.path.join(workdir, "out2"), options, 2))
+                  os.path.join(workdir, "out2"), options, 2,
+                  bare_repeats=args.bare_repeats or 3))
     if args.shards:
         _shard_path(copies, workdir, options, args.shards, line, bare)
     if args.fresh:
