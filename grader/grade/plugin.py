@@ -72,14 +72,16 @@ class Recorder:
         self.started = time.monotonic()
         self.waited = 0.0  # for its turn (turns.py): not part of the time it reports
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionstart(self, session):
-        """Before the hidden suite starts the submission's worker: wait for this
-        submission's turn (turns.py); none came, the grader stopped: the session ends here."""
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session):
+        """Once the suite is collected and before the hidden suite starts the submission's
+        worker (suite/plugin.py, the same hook): wait for this submission's turn
+        (turns.py); none came, the grader stopped: the session ends here."""
         waited = turns.wait_for_turn()
         if waited is None:
             pytest.exit("the grader stopped before this submission's turn", returncode=3)
         self.waited = waited
+        yield
 
     def _record(self, item):
         if item.nodeid not in self.tests:

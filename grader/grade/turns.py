@@ -1,8 +1,9 @@
 """A submission's turn: prepared ahead, its code run only when a slot is free.
 
 `grader grade --jobs N` grades N submissions at once. It starts one more trusted process
-than that: the next submission's, which forks, configures pytest and sets its sandbox going
-(bwrap builds it) while the others run, then waits for its turn before its worker starts,
+than that: the next submission's, which forks, configures pytest, sets its sandbox going
+(bwrap builds it) and collects the suite while the others run, then waits for its turn
+before its worker starts (grade/plugin.py, at the start of pytest's test loop),
 so none of the submission's code runs before a slot is free; turns come in the order the
 submissions were given. The turn comes with the
 batch's worker template as it is then (a submission at level `none` may have killed the one

@@ -71,7 +71,12 @@ def _session(config):
     return config.attnkit_suite
 
 
-def pytest_sessionstart(session):
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """Once the suite is collected (and, in a batch, this submission's turn has come: the
+    grade plugin waits for it first), the submission's worker starts: collecting the
+    suite needs none of the submission's code, so a trusted process prepared ahead
+    collects before its turn, and its turn starts with the worker."""
     config = session.config
     path = config.getoption("--submission")
     if config.option.collectonly:
