@@ -1,7 +1,9 @@
 """Shared helpers for the kit's own tests, and the order the suite runs its files in."""
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -12,6 +14,25 @@ if KIT not in sys.path:
 SOLUTION = os.path.join(KIT, "solutions", "attention.py")
 SKELETON = os.path.join(KIT, "assignments", "attention", "attention.py")
 SUBMISSIONS = os.path.join(KIT, "tests", "submissions")
+
+_STAGES = []  # the folders stage_folder() made in this session (xdist: in this worker)
+
+
+def stage_folder(prefix="attnkit-test-stage-"):
+    """A folder a sandboxed worker can reach (0o711, under /tmp: tmp_path's parents are
+    private to the user running the tests), removed when the test session ends."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(folder, 0o711)
+    _STAGES.append(folder)
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_stage_folders():
+    """The tests leave no folder of stage_folder() behind (they did: hundreds an hour)."""
+    yield
+    while _STAGES:
+        shutil.rmtree(_STAGES.pop(), ignore_errors=True)
 
 
 # how long each test file took (tools/test_durations.py records it from a run's junit XML)

@@ -12,11 +12,10 @@ import os
 import stat
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
-from conftest import isolation_levels
+from conftest import isolation_levels, stage_folder
 from grader import assignment as assignments
 from grader.sandbox import stage
 from grader.sandbox.client import Worker, WorkerFailure
@@ -113,7 +112,7 @@ def _run(level, kit, submission):
     """Start a worker for `submission` as the kit's `second`; (staged files {relative path:
     (bytes, mode)} as the trusted side put them in the worker's folder, load reply, facts)."""
     second = assignments.load("second", kit_root=kit)
-    stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage_dir = stage_folder()
     os.chmod(stage_dir, 0o711)
     worker = Worker(submission, level, LIMITS, stage_dir, assignment=second)
     try:
@@ -346,7 +345,7 @@ def test_a_submission_without_its_earlier_file_is_told_which_file_it_needs(tmp_p
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "second.py").write_text(SECOND_SOLUTION)       # imports first, not handed in
-    stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage_dir = stage_folder()
     os.chmod(stage_dir, 0o711)
     student = Submission(str(folder / "second.py"), LEVELS[0], LIMITS, stage_dir,
                          assignment=assignments.load("second", kit_root=kit))
@@ -689,7 +688,7 @@ def test_a_broken_earlier_file_is_named_as_the_one_that_is_not_valid_python(tmp_
                                                              else ""))
         (folder / "first.py").write_text(STUDENT_FIRST + ("def oops(:\n" if broken == "first"
                                                            else ""))
-        stage_dir = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+        stage_dir = stage_folder()
         os.chmod(stage_dir, 0o711)
         student = Submission(str(folder / "second.py"), LEVELS[0], LIMITS, stage_dir,
                              assignment=assignments.load("second", kit_root=kit))

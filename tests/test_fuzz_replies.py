@@ -14,7 +14,6 @@ import os
 import pickle
 import resource
 import struct
-import tempfile
 import threading
 import time
 import tracemalloc
@@ -26,7 +25,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import KIT, SOLUTION
+from conftest import KIT, SOLUTION, stage_folder
 from grader.harness import Reference, StudentFailure, Submission
 from grader.sandbox import isolation, replies
 from grader.sandbox.client import Worker, WorkerFailure
@@ -98,7 +97,7 @@ class PipeWorker(Worker):
 
 
 LIMITS = Limits(call_seconds=5, import_seconds=5, startup_seconds=5)
-STAGE = tempfile.mkdtemp(prefix="attnkit-fuzz-")
+STAGE = stage_folder("attnkit-fuzz-")
 REFERENCE = Reference(SOLUTION)
 
 

@@ -6,12 +6,11 @@ Real workers, real kernel limits."""
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
-from conftest import isolation_levels
+from conftest import isolation_levels, stage_folder
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
@@ -103,7 +102,7 @@ def _worker(tmp_path, source, level, limits, use_cgroups=True):
     folder = tmp_path / "submission"
     folder.mkdir(exist_ok=True)
     (folder / "attention.py").write_text(source)
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     os.chmod(stage, 0o711)
     worker = Worker(str(folder / "attention.py"), level, limits, stage, use_cgroups=use_cgroups)
     worker.start()

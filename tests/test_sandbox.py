@@ -7,11 +7,10 @@ import resource
 import shutil
 import socket
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import KIT, isolation_levels
+from conftest import KIT, isolation_levels, stage_folder
 from grader.sandbox import isolation
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
@@ -53,7 +52,7 @@ def facts(request, tmp_path):
     key = random.randrange(1 << 20, 1 << 30)
     (folder / "attention.py").write_text(SPY.replace("KIT", repr(KIT)).replace(
         "PORT", str(server.getsockname()[1])).replace("SHMKEY", str(key)))
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     os.chmod(stage, 0o711)
     limits = Limits(processes=16, file_size_mb=8, cpu_seconds=50, memory_mb=1500)
     worker = Worker(str(folder / "attention.py"), request.param, limits, stage)
@@ -212,7 +211,7 @@ def _litter(tmp_path, count, limits=Limits(memory_mb=1500)):
     folder = tmp_path / "litter"
     folder.mkdir()
     (folder / "attention.py").write_text(LITTER.replace("COUNT", str(count)))
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     os.chmod(stage, 0o711)
     worker = Worker(str(folder / "attention.py"), level, limits, stage)
     worker.start()

@@ -3,11 +3,10 @@ imported torch once, each in a sandbox of its own, nothing carried from one to t
 import os
 import shutil
 import signal
-import tempfile
 
 import pytest
 
-from conftest import KIT, isolation_levels
+from conftest import KIT, isolation_levels, stage_folder
 from grader.sandbox import template
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
@@ -30,7 +29,7 @@ def _worker(tmp_path, level, name):
     folder = tmp_path / name
     folder.mkdir()
     (folder / "attention.py").write_text(MARK)
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     os.chmod(stage, 0o711)
     return Worker(str(folder / "attention.py"), level, Limits(memory_mb=1500), stage)
 
@@ -107,7 +106,7 @@ def _holds(tmp_path, level, name, fresh, monkeypatch):
     folder = tmp_path / name
     folder.mkdir()
     (folder / "attention.py").write_text(HOLDS)
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     os.chmod(stage, 0o711)
     if fresh:
         monkeypatch.setenv(template.ENV_MODE, "fresh")
@@ -345,7 +344,7 @@ def test_a_sandbox_begun_before_pytest_is_the_one_its_submission_finishes(tmp_pa
     folder = tmp_path / "work"
     folder.mkdir()
     shutil.copy(os.path.join(KIT, "solutions", "attention.py"), folder / "attention.py")
-    stage = tempfile.mkdtemp(prefix="attnkit-test-stage-")
+    stage = stage_folder()
     limits = Limits(memory_mb=1500)
     args = [declared.folder, "--isolation", level.level, "--limits",
             __import__("json").dumps(limits.__dict__), "--no-gpu", "--submission",
