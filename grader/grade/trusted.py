@@ -203,6 +203,8 @@ def start_zygote(options=None, jobs=1):
     (a SuiteOptions), the suite prepared in it once for the batch (grader/suite/warm.py),
     beside the batch's catalog, and what follow-through imports once `jobs + 1` submissions
     are forked."""
+    # here, not at the top: the fork server (python -m grader.grade.zygote) imports this
+    # module before it runs zygote.py as __main__, which would then be loaded twice
     from .zygote import Zygote
     try:
         zygote = Zygote(forkserver.environment(), _carried())
@@ -345,6 +347,210 @@ def in_line(place):
     return paced.place(place)
 
 
+class _Pipes:
+    """A trusted process's report, console and events pipes (the events: sandbox/client.py
+    EVENTS_FD), each read to its end by a thread of ours; the child gets the write ends."""
+
+    def __init__(self):
+        self.report_r, self.report_w = os.pipe()
+        self.console_r, self.console_w = os.pipe()
+        self.events_r, self.events_w = os.pipe()
+        self.report, self.console, self.events = [], [], []
+        self.readers = [threading.Thread(target=_drain, args=(fd, into), daemon=True)
+                        for fd, into in ((self.report_r, self.report),
+                                         (self.console_r, self.console),
+                                         (self.events_r, self.events))]
+
+    def start_reading(self):
+        for reader in self.readers:
+            reader.start()
+
+    def close_write_ends(self):
+        """Ours, once the child holds them: each pipe ends when the child's ends close."""
+        os.close(self.report_w)
+        os.close(self.console_w)
+        os.close(self.events_w)
+
+    def report_ended(self, timeout):
+        """Has the report pipe come to its end within `timeout` s (the child ended)?"""
+        self.readers[0].join(timeout)
+        return not self.readers[0].is_alive()
+
+    def join(self):
+        for reader in self.readers:
+            reader.join(30)
+
+    def console_text(self):
+        return (self.console[0] if self.console else b"").decode("utf-8", "replace")
+
+    def said(self):
+        """What the events pipe said: the workers started and stopped (_still_running)."""
+        return self.events[0] if self.events else b""
+
+    def report_bytes(self):
+        return self.report[0] if self.report else b""
+
+
+class _PacedTurn:
+    """A trusted process's turn (pace(), turns.py) when it takes one: the channel it hears
+    `go` on, the slot it is given (turns.Slot), the template's restarts when the slot went
+    back, and how long it waited. Without `paced`: no turn, nothing to give back."""
+
+    def __init__(self, paced):
+        self.paced = paced
+        self.mine, self.theirs = turns.channel() if paced is not None else (None, None)
+        self.slot = None  # the turn given (turns.Slot)
+        self.released = {}  # the template's restarts when the slot went back
+        self.waited = 0.0
+
+    def close_their_end(self):
+        """The child holds its end of the channel now."""
+        if self.theirs is not None:
+            self.theirs.close()
+
+    def take(self, restarts):
+        """Wait for a slot, then let the child go with the batch's live template; the
+        template's restarts as of then (`restarts` when it takes no turn)."""
+        if self.paced is None:
+            return restarts
+        # prepared; its code runs from its turn on
+        self.waited = self.paced.take_slot()
+        template_fd = current_template_fd()  # the live one: it may have died meanwhile
+        restarts = _BATCH["restarts"]
+        if self.paced.closed:  # Ctrl-C: no turn; the child hears EOF and ends
+            self.mine.close()
+        else:  # the slot comes back when it says done, or at the latest in give_back()
+            self.slot = turns.go(self.mine, template_fd, self.paced,
+                                 before=lambda: self.released.update(restarts=_restarted()))
+        return restarts
+
+    def give_back(self, restarts, notes):
+        """Once the child's status is known: the slot goes back (if it has not yet), and a
+        template that died meanwhile, started again now for the next, goes into `notes`
+        when it died after `restarts`; counted when the slot went to the next submission,
+        whose code may kill it again."""
+        if self.slot is not None:
+            self.slot.release()  # released already when the process said done
+        after = self.released.get("restarts", _restarted())
+        if after > restarts:
+            notes["worker_template"] = (f"the batch's worker template stopped "
+                                        f"({_BATCH['stopped']}) while this submission "
+                                        "was graded; it was started again")
+        if self.slot is None and self.paced is not None:
+            self.mine.close()  # closed already, unless something failed before its turn
+            self.paced.done()
+
+
+_LOST = object()  # the status of a child whose fork server died before it
+
+
+def _start_child(zygote, args, pipes, cwd, template_fd, theirs):
+    """The trusted process running pytest in `cwd`: forked from `zygote`, or started fresh
+    where there is none or it is gone. (its pid, the zygote that forked it or None, its
+    Popen where it was started fresh)."""
+    # here, not at the top: see start_zygote
+    from .zygote import ZygoteGone
+    if zygote is not None:
+        fds = {"events": pipes.events_w}
+        if template_fd is not None:
+            fds["template"] = template_fd
+        if theirs is not None:
+            fds["turn"] = theirs.fileno()
+        try:
+            return zygote.spawn(args + ["--attnkit-report-fd", "{report_fd}"],
+                                pipes.report_w, pipes.console_w, cwd, fds), zygote, None
+        except ZygoteGone:
+            pass
+    env = dict(_environment(), **{EVENTS_ENV: str(pipes.events_w)})
+    if template_fd is not None:
+        env[template.ENV_FD] = str(template_fd)
+    if theirs is not None:
+        env[turns.TURN_ENV] = str(theirs.fileno())
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args,
+                             "--attnkit-report-fd", str(pipes.report_w)],
+                            cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=pipes.console_w, stderr=pipes.console_w,
+                            pass_fds=(pipes.report_w, pipes.events_w, *_inherited_fds(),
+                                      *([theirs.fileno()] if theirs else [])),
+                            start_new_session=True)
+    return proc.pid, None, proc
+
+
+def _wait_status(pid, zygote, proc, timeout, pipes):
+    """(the child's exit status, its CPU seconds as the fork server saw them or None). The
+    status is None when it ran past `timeout` (it is killed then), _LOST when its fork
+    server died first and its report still came."""
+    # here, not at the top: see start_zygote
+    from .zygote import ZygoteGone
+    if zygote is not None:
+        try:
+            status = zygote.wait(pid, timeout)
+            if status is None:
+                zygote.kill(pid)
+                zygote.wait(pid, 10)
+            return status, zygote.cpu.pop(pid, None)
+        except ZygoteGone:
+            # the child runs on without its parent: its report still comes
+            if pipes.report_ended(timeout):
+                return _LOST, None
+            zygote.kill(pid)
+            return None, None
+    try:
+        return proc.wait(timeout=timeout), None
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        return None, None
+
+
+def _stop_left_running(said):
+    """Stop and clean up each worker the events pipe says still runs (its trusted process
+    died before it could stop it); were there any?"""
+    running_ids = _still_running(said)
+    for ids in running_ids:
+        cleanup.kill(ids)
+        cleanup.remove(ids)
+    return bool(running_ids)
+
+
+def _no_report(options, status, worker_running, console):
+    """The exception for a trusted process that ended with `status` and wrote no report:
+    stopped by a signal (or with its fork server) where a worker shares the grader's uid,
+    StoppedWhileRunning or StoppedWhileIdle as its worker ran or not; else SuiteFailed."""
+    how = _describe_status(None if status is _LOST else status)
+    if (status is _LOST or status < 0) and _worker_shares_grader_uid(options):
+        if worker_running:
+            return StoppedWhileRunning(f"the trusted process was stopped ({how}) while the "
+                                       "submission's worker ran as the grader's uid")
+        return StoppedWhileIdle(f"the trusted process was stopped ({how}) while its "
+                                "submission's worker was not running")
+    return SuiteFailed(f"the hidden suite exited with status {how} and wrote no "
+                       f"report:\n{console[-4000:]}")
+
+
+def _read_report(options, pipes, status, timeout, notes, costs):
+    """(report dict, console text) of a child that ended with `status`, once the workers it
+    left running are stopped; `costs` joins the report's. Raises when it wrote none."""
+    console = pipes.console_text()
+    worker_running = _stop_left_running(pipes.said())
+    if status is _LOST:
+        notes["fork_server"] = ("the grader's fork server stopped while this submission was "
+                                "graded; it was started again")
+    if status is None:
+        raise SuiteFailed(f"the hidden suite did not finish within {timeout:g} s")
+    data = pipes.report_bytes()
+    if not data:
+        raise _no_report(options, status, worker_running, console)
+    try:
+        report = json.loads(data)
+    except json.JSONDecodeError as error:
+        raise SuiteFailed(f"the hidden suite's report is not JSON ({error})") from None
+    if isinstance(report, dict):  # what it cost (grader/bench.py reads it)
+        known = report.get("costs") if isinstance(report.get("costs"), dict) else {}
+        report["costs"] = dict(known, **costs)
+    return report, console
+
+
 def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=False):
     """Run pytest with our plugin, forked from `zygote` or as a fresh process; take_turn:
     it waits for its turn (pace()) before the submission's worker starts, and `timeout`
@@ -353,140 +559,29 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
     Returns (report dict, console text); raises SuiteFailed when no report came (and
     StoppedWhileRunning when the evidence says its submission's worker stopped it).
     notes: a dict that gets what happened to the grader's own processes meanwhile."""
-    from .zygote import ZygoteGone
     notes = {} if notes is None else notes
     template_fd = current_template_fd()  # a template that died is started again first
     restarts = _BATCH["restarts"]
-    report_r, report_w = os.pipe()
-    console_r, console_w = os.pipe()
-    events_r, events_w = os.pipe()
-    report, console, events = [], [], []
-    paced = _BATCH.get("pace") if take_turn else None
-    mine, theirs = turns.channel() if paced is not None else (None, None)
-    slot = None  # the turn given (turns.Slot)
-    released = {}  # the template's restarts when the slot went back
-    readers = [threading.Thread(target=_drain, args=(report_r, report), daemon=True),
-               threading.Thread(target=_drain, args=(console_r, console), daemon=True),
-               threading.Thread(target=_drain, args=(events_r, events), daemon=True)]
-    for reader in readers:
-        reader.start()
+    pipes = _Pipes()
+    turn = _PacedTurn(_BATCH.get("pace") if take_turn else None)
+    pipes.start_reading()
     args = [*options.pytest_args(), *extra_args]
-    fds = {"events": events_w}
-    if template_fd is not None:
-        fds["template"] = template_fd
-    if theirs is not None:
-        fds["turn"] = theirs.fileno()
-    lost = object()  # the status of a child whose fork server died before it
-    child_cpu = None  # its CPU seconds, as the fork server saw them when it ended
     with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
-        pid = None
-        if zygote is not None:
-            try:
-                pid = zygote.spawn(args + ["--attnkit-report-fd", "{report_fd}"],
-                                   report_w, console_w, cwd, fds)
-            except ZygoteGone:
-                zygote = None
-        if pid is None:
-            env = dict(_environment(), **{EVENTS_ENV: str(events_w)})
-            if template_fd is not None:
-                env[template.ENV_FD] = str(template_fd)
-            if theirs is not None:
-                env[turns.TURN_ENV] = str(theirs.fileno())
-            proc = subprocess.Popen([sys.executable, "-m", "pytest", *args,
-                                     "--attnkit-report-fd", str(report_w)],
-                                    cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=console_w, stderr=console_w,
-                                    pass_fds=(report_w, events_w, *_inherited_fds(),
-                                              *([theirs.fileno()] if theirs else [])),
-                                    start_new_session=True)
-        os.close(report_w)
-        os.close(console_w)
-        os.close(events_w)
-        if theirs is not None:
-            theirs.close()
-        running = pid if zygote is not None else proc.pid
+        pid, zygote, proc = _start_child(zygote, args, pipes, cwd, template_fd, turn.theirs)
+        pipes.close_write_ends()
+        turn.close_their_end()
         with _RUNNING_LOCK:
-            _RUNNING[running] = (lambda sig, p=running: os.kill(p, sig))
-        waited = 0.0
+            _RUNNING[pid] = (lambda sig, p=pid: os.kill(p, sig))
         try:
-            if paced is not None:  # prepared; its code runs from its turn on
-                waited = paced.take_slot()
-                template_fd = current_template_fd()  # the live one: it may have died meanwhile
-                restarts = _BATCH["restarts"]
-                if paced.closed:  # Ctrl-C: no turn; the child hears EOF and ends
-                    mine.close()
-                else:  # the slot comes back when it says done, or at the latest below
-                    slot = turns.go(mine, template_fd, paced,
-                                    before=lambda: released.update(restarts=_restarted()))
-            if zygote is not None:
-                try:
-                    status = zygote.wait(pid, timeout)
-                    if status is None:
-                        zygote.kill(pid)
-                        zygote.wait(pid, 10)
-                    child_cpu = zygote.cpu.pop(pid, None)
-                except ZygoteGone:
-                    # the child runs on without its parent: its report still comes
-                    readers[0].join(timeout)
-                    status = lost
-                    if readers[0].is_alive():
-                        zygote.kill(pid)
-                        status = None
-            else:
-                try:
-                    status = proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, 9)
-                    proc.wait()
-                    status = None
+            restarts = turn.take(restarts)
+            status, child_cpu = _wait_status(pid, zygote, proc, timeout, pipes)
         finally:
             with _RUNNING_LOCK:
-                _RUNNING.pop(running, None)
-            # a template that died meanwhile is started again now, for the next; counted
-            # when the slot goes to the next submission, whose code may kill it again
-            if slot is not None:
-                slot.release()  # released already when the process said done
-            after = released.get("restarts", _restarted())
-            if after > restarts:
-                notes["worker_template"] = (f"the batch's worker template stopped "
-                                            f"({_BATCH['stopped']}) while this submission "
-                                            "was graded; it was started again")
-            if slot is None and paced is not None:
-                mine.close()  # closed already, unless something failed before its turn
-                paced.done()
-        for reader in readers:
-            reader.join(30)
-    console = (console[0] if console else b"").decode("utf-8", "replace")
-    said = events[0] if events else b""
-    running_ids = _still_running(said)
-    worker_running = bool(running_ids)
-    for ids in running_ids:  # its trusted process died before it could stop this worker
-        cleanup.kill(ids)
-        cleanup.remove(ids)
-    if status is lost:
-        notes["fork_server"] = ("the grader's fork server stopped while this submission was "
-                                "graded; it was started again")
-    if status is None:
-        raise SuiteFailed(f"the hidden suite did not finish within {timeout:g} s")
-    data = report[0] if report else b""
-    if not data:
-        how = _describe_status(None if status is lost else status)
-        if (status is lost or status < 0) and _worker_shares_grader_uid(options):
-            if worker_running:
-                raise StoppedWhileRunning(f"the trusted process was stopped ({how}) while the "
-                                          "submission's worker ran as the grader's uid")
-            raise StoppedWhileIdle(f"the trusted process was stopped ({how}) while its "
-                                   "submission's worker was not running")
-        raise SuiteFailed(f"the hidden suite exited with status {how} and wrote no "
-                          f"report:\n{console[-4000:]}")
-    try:
-        report = json.loads(data)
-    except json.JSONDecodeError as error:
-        raise SuiteFailed(f"the hidden suite's report is not JSON ({error})") from None
-    if isinstance(report, dict):  # what it cost (grader/bench.py reads it)
-        costs = report.get("costs") if isinstance(report.get("costs"), dict) else {}
-        report["costs"] = dict(costs, trusted_cpu=child_cpu, turn_wait=waited)
-    return report, console
+                _RUNNING.pop(pid, None)
+            turn.give_back(restarts, notes)
+        pipes.join()
+    return _read_report(options, pipes, status, timeout, notes,
+                        {"trusted_cpu": child_cpu, "turn_wait": turn.waited})
 
 
 def catalog(options, zygote=None):

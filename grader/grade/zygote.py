@@ -11,15 +11,23 @@ child starts the submission's worker exactly as a fresh process would (grader/sa
     pid = server.spawn(args, report_fd, console_fd, cwd)
     status = server.wait(pid, timeout)
 """
+import argparse
+import gc
+import importlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 
+from .. import assignment as assignments
 from .. import forkserver
+from ..sandbox import isolation
+from ..sandbox.limits import Limits
+from ..sandbox.template import wait_cpu
 from . import turns
 
 PRELOAD = ("torch", "pytest", "_pytest.python", "grader.harness", "grader.grade.plugin",
@@ -185,7 +193,6 @@ class Zygote:
     def close(self):
         """Let the fork server go; returns the CPU seconds it and the trusted processes it
         forked used (each child's alone is in self.cpu), or None."""
-        from ..sandbox.template import wait_cpu
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
             self.sock.close()
@@ -219,7 +226,7 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None, carried=None):
     os.dup2(devnull, 0)
     os.chdir(cwd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    import pytest
+    import pytest  # in the child only: serve() preloaded it; the grader's side never imports it
     args = [a.replace("{report_fd}", str(report_fd)) for a in args]
     _begin_sandbox(args)
     try:
@@ -227,14 +234,14 @@ def _child(args, report_fd, console_fd, cwd, memo_fd, named=None, carried=None):
     except BaseException:
         code = 3
     try:
-        from ..harness.implementations import discard_early
+        from ..harness.implementations import discard_early  # in the child only: torch
         discard_early()
     except BaseException:
         pass
     sys.stdout.flush()
     sys.stderr.flush()
     try:  # what it computed that every submission needs, for the children forked after it
-        from ..harness import memo
+        from ..harness import memo  # in the child only: torch, preloaded by serve()
         with os.fdopen(memo_fd, "wb") as out:
             out.write(memo.export())
     except BaseException:
@@ -252,7 +259,6 @@ def _begin_sandbox(args):
     """Before pytest starts: the submission's first sandbox set going (harness start_early),
     so that bwrap builds it while pytest configures itself and collects; the suite's
     Submission then finishes it. Anything unexpected: nothing begun, it starts as before."""
-    import argparse
     try:
         parser = argparse.ArgumentParser(add_help=False)
         for name in ("--submission", "--stage-dir", "--isolation", "--limits"):
@@ -262,13 +268,10 @@ def _begin_sandbox(args):
         known, _rest = parser.parse_known_args(args)
         if not known.submission or not known.stage_dir or known.collect_only:
             return
-        import torch
+        import torch  # in the child only: heavy, preloaded by serve()
         if torch.cuda.is_available() and not known.no_gpu:
             return  # GPU workers start fresh, in the suite's session
-        from .. import assignment as assignments
-        from ..harness.implementations import start_early
-        from ..sandbox import isolation
-        from ..sandbox.limits import Limits
+        from ..harness.implementations import start_early  # in the child only: torch
         declared = assignments.load_folder(args[0])
         os.chmod(known.stage_dir, 0o711)
         start_early(known.submission, isolation.choose(known.isolation or "auto"),
@@ -279,7 +282,6 @@ def _begin_sandbox(args):
 
 
 def _warm():
-    import importlib
     try:
         for name in WARM:
             importlib.import_module(name)
@@ -294,7 +296,6 @@ def _freeze():
     page of it (torch's and pytest's modules, the prepared suite) into the child. No
     collection first: after the imports it found nothing to free and cost 0.09 s, before the
     batch's first fork (its catalog) and again before the catalog's end was said."""
-    import gc
     gc.freeze()
 
 
@@ -302,18 +303,17 @@ def _prepare(what):
     """The suite prepared here once (grader/suite/warm.py); a failure is no failure of the
     batch: each trusted process then computes what it needs itself."""
     try:
-        from ..suite import warm
+        from ..suite import warm  # heavy (torch, the harness): in the server, after its preload
         return {"prepared": warm.prepare(what["hidden_tests"], what["solution"])}
     except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
         return {"prepared": None, "error": f"{type(error).__name__}: {error}"[:500]}
 
 
 def serve(sock_fd):
-    import importlib
     for name in PRELOAD:
         importlib.import_module(name)
     _freeze()
-    from ..harness import memo
+    from ..harness import memo  # heavy: torch, imported by the preload above first
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
     children = set()
     memos = {}  # read end of a child's memo pipe -> what it sent so far
@@ -321,7 +321,6 @@ def serve(sock_fd):
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    import select
     while True:
         ready, _, _ = select.select([sock, wake_r, *memos], [], [])
         if wake_r in ready:

@@ -19,7 +19,9 @@ procfs.py (what /proc says about its processes), ipc.py (System V IPC and /dev/s
 at level `none`), cleanup.py (files it left in the shared folders), template.py (forking it).
 """
 import ctypes
+import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -99,7 +101,6 @@ class _CappedReader(threading.Thread):
         os.set_blocking(self.fd, False)
 
     def run(self):
-        import select
         while not self.done:
             try:
                 select.select([self.fd], [], [])
@@ -280,7 +281,6 @@ class Worker:
 
     def _start_fresh(self, worker_py, rlimits, submission, env, prefix):
         """A new Python under the sandbox: it imports torch itself (about two seconds)."""
-        import json
         read_fd, write_fd = os.pipe()
         argv = [sys.executable, "-I", worker_py, str(write_fd), json.dumps(rlimits), submission,
                 json.dumps(self.isolation.ids()), self.imports.module]
@@ -722,7 +722,6 @@ WORKER_STARTS = {"forked": "forked from a template that imported torch once per 
 
 def _first_line(stream, timeout):
     """The first line `stream` (a pipe) gives within `timeout` s, stripped; '' if none."""
-    import select
     deadline = time.monotonic() + timeout
     data = b""
     fd = stream.fileno()

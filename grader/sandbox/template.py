@@ -24,9 +24,12 @@ A template runs `python -I` with a clean environment and never starts CUDA; GPU 
 start fresh all the same (forked ones have not been checked on a GPU yet). This file is run as a script by the template's Python, so its
 top level imports the standard library only.
 """
+import atexit
 import ctypes
 import json
 import os
+import resource
+import select
 import signal
 import socket
 import subprocess
@@ -80,7 +83,6 @@ class ForkedProcess:
         return self.returncode
 
     def _read(self, timeout):
-        import select
         try:
             ready, _, _ = select.select([self._status], [], [], timeout)
         except (OSError, ValueError):
@@ -166,7 +168,6 @@ class Template:
             raise TemplateGone(f"the worker template is not running ({exc})") from None
         finally:
             keeper_end.close()
-        import select
         ready, _, _ = select.select([status], [], [], timeout)
         message = status.recv(MAX_MESSAGE) if ready else b""
         try:
@@ -243,7 +244,6 @@ def current():
             except OSError:
                 _LOCAL["failed"] = True
                 return None
-            import atexit
             atexit.register(_LOCAL["template"].close)
         return _LOCAL["template"]
 
@@ -386,8 +386,6 @@ def _wait_and_report(status, worker):
     """Wait for the worker (woken by its pidfd, not by polling); report its exit status and
     the CPU seconds it and this keeper used; stay until the trusted side lets go (so what the
     worker orphaned at level `none` stays our descendant until it is killed)."""
-    import resource
-    import select
     try:
         exits = [os.pidfd_open(worker)]
     except (AttributeError, OSError):  # no pidfd (Linux before 5.3): look every 50 ms
@@ -420,6 +418,7 @@ def serve(sock_fd):
     _prctl(PR_SET_DUMPABLE, 0)  # no process of the same uid may ptrace the template
     sys.path.insert(0, RUNTIME_PARENT)
     import torch  # noqa: F401  (the point of the template)
+    # here, not at the top: runtime/ is importable only while its folder is on the path (-I)
     from runtime import guards, privileges, probes, protocol, worker
     sys.path.remove(RUNTIME_PARENT)
     modules = (worker, guards, probes, protocol, privileges)
