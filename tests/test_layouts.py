@@ -1342,7 +1342,7 @@ METADATA_FORMS = [
 @pytest.mark.parametrize("text, value", [
     ("", ""), ("  ", ""), ("~", ""), ("null", ""), ("Null", "Null"),
     ("'a''b'", "a'b"), ("'", ""), ("''", ""), ("'abc", "abc"), ("'a' # c", "a"),
-    ('"abc', "abc"), ('"', ""), ('"a\\0b\\rc\\/d\\\\e\\nf"', "abc/d\\e\nf"),
+    ('"abc', "abc"), ('"', ""), ('""', ""), ('"a\\0b\\rc\\/d\\\\e\\nf"', "abc/d\\e\nf"),
     ('"\\U0001F600\\u00e9\\x41\\t"', "\U0001F600\u00e9A\t"),
     ('"\\U00110000x"', "x"),                      # no such character: dropped
     ("!ruby/string 123", "123"), ("!tag", ""), ("!a !b 'c'", "c"),
