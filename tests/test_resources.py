@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import isolation_levels, stage_folder
-from grader.sandbox import cgroups, isolation
+from grader.sandbox import cgroups, isolation, procfs
 from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
 
@@ -170,6 +170,26 @@ def test_forked_children_sharing_copy_on_write_pages_are_not_killed(tmp_path, us
     summed_mb = (int(parent_kb) + int(children) * int(child_kb)) // 1024
     assert summed_mb > limits.memory_mb, f"summed RSS {summed_mb} MB: the test would prove nothing"
     assert codes == "[0, 0, 0]"
+
+
+def test_the_watchdog_counts_a_process_that_exited_meanwhile_as_nothing():
+    """The watchdog reads each process's RSS, then its PSS. A child that exits between the
+    two (a zombie, or reaped) counts 0, not the RSS read before: that RSS holds every page it
+    shared with its parent, and three such children exiting at once once took a worker of
+    400 MB past a limit of 1,400 MB."""
+    child = subprocess.Popen([sys.executable, "-c", "x = bytearray(50 << 20)"])
+    child_pid = child.pid
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # a zombie once it has exited: not reaped yet
+        with open(f"/proc/{child_pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    assert procfs.pss_kb(child_pid, 400 * 1024) == 0
+    child.wait()
+    assert procfs.pss_kb(child_pid, 400 * 1024) == 0  # reaped: gone
+    mine = procfs.pss_kb(os.getpid(), 10 ** 9)
+    assert 1024 < mine < 10 ** 9  # a live process: its own PSS, not the figure given
 
 
 @NEEDS_PIDS_CGROUP

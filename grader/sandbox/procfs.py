@@ -14,12 +14,17 @@ import os
 
 def pss_kb(pid, rss_kb):
     """Proportional set size: shared (copy-on-write) pages counted once over the processes
-    that share them; the resident size where smaps_rollup cannot be read."""
+    that share them. 0 for a process that has exited since `rss_kb` was read (gone, or a
+    zombie: no memory left to count; its RSS read before would count pages it shared with
+    the others in full); `rss_kb` where smaps_rollup cannot be read (not ours to read)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
                 if line.startswith("Pss:"):
                     return int(line.split()[1])
+        return 0  # read, and no memory mapped: it has exited
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
     except (OSError, ValueError, IndexError):
         pass
     return rss_kb
