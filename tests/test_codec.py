@@ -9,7 +9,10 @@ frame claiming gigabytes allocates nothing), tensors come back as descriptions (
 only replies.validate_tensor makes into tensors; and no value names code to run.
 """
 import math
+import os
 import struct
+import threading
+import time
 import tracemalloc
 
 import pytest
@@ -269,3 +272,38 @@ def test_any_header_of_the_codec_s_own_words_stays_inside_it(root, table, sizes)
         protocol.decode(frame)
     except protocol.ProtocolError:
         pass
+
+
+# -- writing with a deadline (the trusted side's) ----------------------------------------------
+def test_a_frame_no_one_reads_is_given_up_at_its_deadline_not_waited_on_for_ever():
+    """A worker that stops reading its requests (busy, or its code took the channel) must
+    not hold the trusted side: a frame larger than the pipe times out at its deadline."""
+    read_end, write_end = os.pipe()
+    try:
+        frame = {"op": "probe", "blob": b"\0" * (4 << 20)}  # far more than a pipe holds
+        started = time.monotonic()
+        with pytest.raises(protocol.FrameTimeout, match="timed out"):
+            protocol.write_frame(write_end, frame, deadline=started + 0.5)
+        assert 0.45 <= time.monotonic() - started < 5
+        # what a reader then finds is the start of the frame: the header says its full size
+        head = os.read(read_end, protocol.HEADER.size)
+        assert protocol.HEADER.unpack(head)[0] == len(protocol.encode_payload(frame))
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_frame_read_as_it_is_written_arrives_whole_within_its_deadline():
+    read_end, write_end = os.pipe()
+    frame = {"op": "probe", "x": torch.arange(300_000, dtype=torch.int64)}
+    got = []
+    reader = threading.Thread(target=lambda: got.append(protocol.read_frame(read_end)))
+    reader.start()
+    try:
+        protocol.write_frame(write_end, frame, deadline=time.monotonic() + 60)
+        reader.join(60)
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+    assert got and got[0]["op"] == "probe"
+    assert torch.equal(torch.as_tensor(got[0]["x"]), frame["x"])

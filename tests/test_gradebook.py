@@ -17,6 +17,7 @@ from grader import course
 from grader.grade.outcome import SubmissionResult
 from grader.grade.outcome import TestOutcome as Outcome
 from grader.outcomes import Provenance
+from grader.grade import trusted
 from grader.report import gradebook
 from grader.report.gradebook import text_cell
 from grader.report.rebuild import rebuild
@@ -100,6 +101,61 @@ def test_ctrl_c_writes_the_gradebook_for_what_was_graded_and_a_rerun_finishes(tm
     final = grades(out)
     assert set(final) == {"alice", "bob", "carl", "dana", "erik"}
     assert final["dana"]["total"] == final["erik"]["total"] == "100"
+
+
+SLOW_CALLS = '''
+import functools as _functools
+import time as _time
+
+
+def _slow(function):
+    @_functools.wraps(function)
+    def slowly(*args, **kwargs):
+        _time.sleep(2)
+        return function(*args, **kwargs)
+    return slowly
+
+
+sequence_mask = _slow(sequence_mask)
+masked_softmax = _slow(masked_softmax)
+for _cls in (AdditiveAttention, DotProductAttention, MultiHeadAttention):
+    _cls.forward = _slow(_cls.forward)
+'''
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_middle_of_a_submission_stops_it_at_once_asking_its_worker_nothing_more(
+        tmp_path):
+    """Ctrl-C lands in the middle of an exchange with bob's worker (each of his calls takes
+    2 s, so his tests take minutes). The interrupted trusted process asks that worker
+    nothing more (not the parts it did not reach, nor a carried-forward rerun: each would
+    wait on replies of calls no one reads, and a reply could be taken for another's), and
+    the grader exits well before the grace after which it would kill it (10 s)."""
+    subs, out = tmp_path / "subs", tmp_path / "grades"
+    subs.mkdir()
+    shutil.copy(SOLUTION, subs / "alice.py")
+    (subs / "bob.py").write_text(open(SOLUTION, encoding="utf-8").read() + SLOW_CALLS,
+                                 encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(subs / "alice.py"),
+                             str(subs / "bob.py"), "--out", str(out), *FAST], cwd=KIT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in proc.stdout:  # alice graded: bob's turn has come
+        if line.startswith("[  1/2"):
+            break
+    time.sleep(6)  # bob's worker has loaded and is answering his batch of calls, 2 s each
+    pressed = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        rest, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # its fork server and trusted processes then hear EOF and end
+    took = time.monotonic() - pressed
+    assert proc.returncode == 130, stderr
+    assert "interrupted: 1 of 2 submissions graded" in stderr, stderr
+    assert took < trusted.INTERRUPT_GRACE_SECONDS - 1, took
+    assert set(grades(out)) == {"alice"}
 
 
 # ---- at its edges (issue 19, from tests/test_mutants_gradebook.py) --------------------------

@@ -7,12 +7,13 @@ import resource
 import shutil
 import socket
 import subprocess
+import time
 
 import pytest
 
 from conftest import KIT, isolation_levels, stage_folder
 from grader.sandbox import isolation
-from grader.sandbox.client import Worker
+from grader.sandbox.client import Worker, WorkerFailure
 from grader.sandbox.limits import Limits
 
 SPY = r'''
@@ -298,3 +299,31 @@ def test_each_level_is_one_object_its_tools_its_view_its_command_and_its_descrip
     assert not isolation.Isolation("none", 7, 7).kind.joins_cgroups(isolation.Isolation("none", 7, 7))
     assert isolation.Isolation("none").kind.joins_cgroups(isolation.Isolation("none"))
     assert isolation.Isolation("unshare", 7, 7).kind.joins_cgroups(isolation.Isolation("unshare", 7, 7))
+
+
+# -- a worker that does not read what it is sent -----------------------------------------------
+def test_a_request_a_busy_worker_does_not_read_fails_as_a_timeout_not_a_hang(tmp_path):
+    """Its top level sleeps; while it does, nothing reads the request channel. A request
+    larger than the pipe then fails within its own limit, as a call that took too long."""
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    (folder / "attention.py").write_text("import time\ntime.sleep(60)\n")
+    stage = stage_folder()
+    os.chmod(stage, 0o711)
+    worker = Worker(str(folder / "attention.py"), isolation.choose("auto"),
+                    Limits(memory_mb=1500), stage)
+    worker.start()
+    try:
+        worker.send({"op": "load", "names": []}, timeout=30)  # small: the pipe takes it
+        started = time.monotonic()
+        with pytest.raises(WorkerFailure) as failure:
+            worker.send({"op": "probe", "blob": b"\0" * (4 << 20)}, timeout=1,
+                        doing="sending the next request")
+        waited = time.monotonic() - started
+    finally:
+        worker.stop()
+    assert failure.value.kind == "timeout"
+    assert str(failure.value) == ("sending the next request did not finish within 1 s (an "
+                                  "endless loop, or far too slow)")
+    assert 0.9 <= waited < 20
+    assert worker.failure is failure.value and worker.proc.poll() is not None

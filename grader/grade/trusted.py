@@ -216,20 +216,32 @@ def start_zygote(options=None, jobs=1):
     return zygote
 
 
-_RUNNING = {}  # pid -> how to interrupt it, for the trusted processes now running
+_RUNNING = {}  # pid -> how to signal it, for the trusted processes now running
 _RUNNING_LOCK = threading.Lock()
+# Ctrl-C: how long a trusted process has to stop its worker and exit before it is killed
+INTERRUPT_GRACE_SECONDS = 10
 
 
-def interrupt_all():
+def interrupt_all(grace=INTERRUPT_GRACE_SECONDS):
     """Ctrl-C: ask every running trusted process to stop (SIGINT: pytest ends the session,
-    which stops the submission's worker and its cgroups, and reports)."""
+    which stops the submission's worker and its cgroups, and reports); those still running
+    `grace` seconds later are killed with their process group (their workers are then
+    stopped as any dead trusted process's are: _stop_left_running)."""
     if _BATCH["pace"] is not None:
         _BATCH["pace"].close()  # a prepared process waiting for its turn gets none
+    _signal_running(signal.SIGINT)
+    timer = threading.Timer(grace, _signal_running, (signal.SIGKILL,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _signal_running(sig):
     with _RUNNING_LOCK:
         targets = list(_RUNNING.items())
-    for pid, interrupt in targets:
+    for pid, signal_it in targets:
         try:
-            interrupt(signal.SIGINT)
+            signal_it(sig)
         except (ProcessLookupError, PermissionError, OSError):
             pass
 
@@ -571,7 +583,9 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
         pipes.close_write_ends()
         turn.close_their_end()
         with _RUNNING_LOCK:
-            _RUNNING[pid] = (lambda sig, p=pid: os.kill(p, sig))
+            # SIGINT to pytest alone; SIGKILL to its whole group (it leads one of its own)
+            _RUNNING[pid] = (lambda sig, p=pid: (os.killpg if sig == signal.SIGKILL
+                                                 else os.kill)(p, sig))
         try:
             restarts = turn.take(restarts)
             status, child_cpu = _wait_status(pid, zygote, proc, timeout, pipes)

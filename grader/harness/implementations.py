@@ -496,8 +496,10 @@ class Submission:
         if self.worker is not None:
             self.printed.append(self.worker.output())
 
-    def stop(self):
-        busy = bool(self._queue)  # still answering probes asked ahead that no test read
+    def stop(self, interrupted=False):
+        """Stop its worker; `interrupted`: an interrupt came mid-exchange, so the worker may
+        be busy whatever the queue says, and is not asked to exit."""
+        busy = interrupted or bool(self._queue)  # still answering probes asked ahead
         self._drop_ahead()
         if self.worker is not None:
             self.worker.stop(goodbye=not busy)
@@ -505,10 +507,11 @@ class Submission:
             self.worker = None
 
     def abandon_worker(self):
-        """Called when a test was stopped mid-call: that worker's state is unknown."""
+        """Called when a test was stopped mid-call: that worker's state is unknown, so it
+        is not asked to exit (it may be writing replies no one reads)."""
         self._drop_ahead()
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.stop(goodbye=False)
             self._collect_output()
             self.worker = None
 

@@ -386,30 +386,37 @@ class Worker:
         (harness/answering.py). Until the reply comes, each frame that is an ask (checked
         against replies.ASK) is answered on the request channel; all of it within `timeout`.
         Without `answer`, an ask is no reply: the call fails as a refused reply."""
-        self.send(message)
+        deadline = time.monotonic() + timeout
+        self.send(message, timeout, doing)
         kind = replies.kind_of(message)
         if answer is None:
-            return self._receive(timeout, doing, kind, reference_numel)
-        deadline = time.monotonic() + timeout
+            return self._receive(max(deadline - time.monotonic(), 0.001), doing, kind,
+                                 reference_numel, said=timeout)
         while True:
             left = deadline - time.monotonic()
             frame = self._receive(max(left, 0.001), doing, kind, reference_numel, asks=True,
                                   said=timeout)
             if "ask" not in frame:
                 return frame
-            self.send(answer(frame))
+            self.send(answer(frame), max(deadline - time.monotonic(), 0.001), doing, timeout)
 
-    def send(self, message):
+    def send(self, message, timeout=None, doing=None, said=None):
         """Send a request; its replies are read with receive() (a `probes` request: one
-        reply per probe, each within its own time limit)."""
+        reply per probe, each within its own time limit). A worker that does not read it
+        all within `timeout` (default: the per-call limit) fails as a call that took too
+        long: the trusted side never waits on a worker with no bound."""
         if self.proc is None or self.failure is not None:
             raise WorkerFailure(_("the worker is not running"), "crash")
         self.wait_ready()
         if not self._awaiting:  # the last frame came from the worker: a new exchange
             self.exchanges += 1
             self._awaiting = True
+        timeout = self.limits.call_seconds if timeout is None else timeout
         try:
-            protocol.write_frame(self.proc.stdin.fileno(), message)
+            protocol.write_frame(self.proc.stdin.fileno(), message,
+                                 deadline=time.monotonic() + timeout)
+        except protocol.FrameTimeout:
+            raise self._too_slow(doing, said or timeout) from None
         except OSError:
             raise self._failed(self._death_reason(_("while receiving a request")), "crash") from None
 
@@ -430,15 +437,7 @@ class Worker:
             if time.monotonic() > deadline:
                 raise replies.ReplyTooSlow("reading its reply took the rest of the time limit")
         except (protocol.FrameTimeout, replies.ReplyTooSlow):
-            if self._disk_over:
-                raise self._failed(self._disk_reason(), "disk") from None
-            if self._over_memory:
-                raise self._failed(self._memory_reason(), "memory") from None
-            what = doing or _("the call")
-            raise self._failed(_("{doing} did not finish within {seconds} s (an endless loop, or "
-                                 "far too slow)").format(doing=what,
-                                                         seconds=f"{said or timeout:g}"),
-                               "timeout") from None
+            raise self._too_slow(doing, said or timeout) from None
         except protocol.ProtocolError as exc:
             if self._disk_over:
                 raise self._failed(self._disk_reason(), "disk") from None
@@ -465,6 +464,17 @@ class Worker:
         if size > most_bytes or entries > most_files:
             self._disk_over = (size, entries)
         return self._disk_over is not None
+
+    def _too_slow(self, doing, seconds):
+        """The failure of a call not done within `seconds`: past a limit of the disk or of
+        memory where that is what stopped it, else a timeout."""
+        if self._disk_over:
+            return self._failed(self._disk_reason(), "disk")
+        if self._over_memory:
+            return self._failed(self._memory_reason(), "memory")
+        return self._failed(_("{doing} did not finish within {seconds} s (an endless loop, or "
+                              "far too slow)").format(doing=doing or _("the call"),
+                                                      seconds=f"{seconds:g}"), "timeout")
 
     def _failed(self, reason, kind):
         self.failure = WorkerFailure(reason, kind)
@@ -583,9 +593,10 @@ class Worker:
                 pass
         if goodbye and self.proc.poll() is None and self.failure is None:
             try:
-                protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"})
+                protocol.write_frame(self.proc.stdin.fileno(), {"op": "bye"},
+                                     deadline=time.monotonic() + 1)
                 self.proc.wait(timeout=1)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, protocol.ProtocolError, subprocess.TimeoutExpired):
                 pass
         self._kill_tree()
         try:

@@ -98,10 +98,14 @@ def pytest_runtestloop(session):
     _session(config).graph = CallGraph.of_file(os.path.abspath(path))
 
 
-def pytest_sessionfinish(session):
+def pytest_sessionfinish(session, exitstatus):
     config = session.config
     student = getattr(config, "attnkit_student", None)
-    if student is not None:
+    if student is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
+        # Ctrl-C (the grader's interrupt_all): it came in the middle of whatever ran, an
+        # exchange with the worker among them, so the worker is stopped, not asked anything
+        student.stop(interrupted=True)
+    elif student is not None:
         suite = _session(config)
         recorder = config.pluginmanager.get_plugin("attnkit-recorder")
         tests = list(getattr(recorder, "tests", {}).values())

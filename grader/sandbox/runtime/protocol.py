@@ -357,11 +357,23 @@ class _Reader:
 
 
 # -- the channel ------------------------------------------------------------------------------
-def write_frame(fd, obj):
+def write_frame(fd, obj, deadline=None):
+    """Write one frame. `deadline` (time.monotonic()): the trusted side's, for a peer that
+    may stop reading; `fd` is then made non-blocking and FrameTimeout is raised when the
+    frame is not all written by then (the worker writes with no deadline)."""
     payload = encode_payload(obj)
     view = memoryview(HEADER.pack(len(payload)) + payload)
+    if deadline is not None:
+        os.set_blocking(fd, False)
     while view:
-        written = os.write(fd, view)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise FrameTimeout("timed out")
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            continue
         view = view[written:]
 
 
