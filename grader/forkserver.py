@@ -9,17 +9,23 @@ that is refused, asked for --help, or grades nothing lets it go: it ends when th
 closes its socket, having run nothing.
 
     early = forkserver.start(sys.argv[1:])   # None: this command grades nothing
-    sock, proc = forkserver.take(env)        # the one started for `env`, or None
+    sock, proc, template_sock = forkserver.take(env)  # the one started for `env`, or None
+
+The server and the batch's worker template share one torch import: launch() starts one
+`python -I sandbox/template.py`, which imports torch and forks (template.py
+serve_beside_server); the child is the template, the parent becomes the server.
 
 What a trusted process needs that is known only later (the isolation level grade_batch
 checked, CARRIED) reaches it with each spawn, not through the server's environment.
 """
+import json
 import os
 import socket
 import subprocess
 import sys
 
 from . import paths
+from .sandbox import template
 
 GRADING_COMMANDS = ("grade", "nbgrader", "validate")
 # set per trusted process from the spawn request (zygote.py), the rest of the environment is
@@ -46,19 +52,53 @@ def environment():
     return env
 
 
-def launch(env, pass_fds=()):
-    """A fork server process for `env`: (our end of its socket, its Popen)."""
+def launch(env, with_template=False):
+    """A fork server process for `env`: (our end of its socket, its Popen, our end of the
+    socket of the worker template forked beside it or None).
+
+    with_template: one process imports torch for both (sandbox/template.py
+    serve_beside_server): started as the template is (`python -I`, its clean environment),
+    it forks the template and becomes the server, with `env`, this process's folder and
+    output. Without: `python -m grader.grade.zygote` (workers that start fresh, or a server
+    started again after the first died)."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours, theirs = (socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if with_template
+                    else (None, None))
+    out, err = (os.dup(1), os.dup(2)) if with_template else (None, None)
+    config_r, config_w = os.pipe() if with_template else (None, None)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote", str(child.fileno())],
-                                env=env, pass_fds=(child.fileno(), *pass_fds),
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        if with_template:
+            # through a pipe, not the command line: a worker forked from the template reads
+            # its own command line, and the server's folder and paths are none of its business
+            config = {"sock": child.fileno(), "out": out, "err": err, "env": env,
+                      "cwd": os.getcwd(), "path": env.get("PYTHONPATH", "").split(os.pathsep)}
+            with os.fdopen(config_w, "w", encoding="utf-8") as sink:
+                config_w = None
+                sink.write(json.dumps(config))
+            proc = subprocess.Popen(
+                [sys.executable, "-I", template.__file__, str(theirs.fileno()),
+                 template.SERVER_FLAG, str(config_r)],
+                env=dict(template.CLEAN_ENV), cwd="/",
+                pass_fds=(child.fileno(), theirs.fileno(), out, err, config_r),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        else:
+            proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote",
+                                     str(child.fileno())], env=env, pass_fds=(child.fileno(),),
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
     except BaseException:
-        parent.close()
+        for end in (parent, ours):
+            if end is not None:
+                end.close()
         raise
     finally:
-        child.close()
-    return parent, proc
+        for end in (child, theirs):
+            if end is not None:
+                end.close()
+        for fd in (out, err, config_r, config_w):
+            if fd is not None:
+                os.close(fd)
+    return parent, proc, ours
 
 
 def wanted(argv):
@@ -73,7 +113,7 @@ def start(argv):
         return None
     env = environment()
     try:
-        _EARLY["server"] = (env, *launch(env))
+        _EARLY["server"] = (env, *launch(env, with_template=template.enabled()))
     except OSError:
         return None
     return _EARLY["server"]
@@ -81,12 +121,15 @@ def start(argv):
 
 def take(env):
     """The server start() started, when it was started with `env` (else it is let go): our
-    end of its socket and its Popen, or None. Taken once."""
+    end of its socket, its Popen and our end of its template's socket (or None), or None.
+    Taken once."""
     early, _EARLY["server"] = _EARLY["server"], None
     if early is None:
         return None
-    started_with, sock, proc = early
+    started_with, sock, proc, template_sock = early
     if started_with == env:
-        return sock, proc
-    sock.close()  # it hears EOF and ends
+        return sock, proc, template_sock
+    for end in (sock, template_sock):  # each hears EOF and ends
+        if end is not None:
+            end.close()
     return None

@@ -958,8 +958,21 @@ def _pids():
     return sorted(found)
 def _servers(mark):  # processes running `mark` whose parent does not: a server, not its forks
     return [p for p in _pids() if mark in _cmdline(p) and mark not in _cmdline(_parent(p))]
-def _forks(mark):
-    return [p for p in _pids() if mark in _cmdline(p) and mark in _cmdline(_parent(p))]
+SERVER_MARKS = (b"grader.grade.zygote", b"--server")  # a fork server, started either way
+def _fork_servers():  # sandbox/template.py --server: the template beside it keeps its mark
+    def serving(pid):
+        return any(mark in _cmdline(pid) for mark in SERVER_MARKS)
+    return [p for p in _pids() if serving(p) and not serving(_parent(p))]
+def _my_template():  # the template this worker was forked from: its keeper's parent
+    template = _parent(os.getppid())
+    return template if b"sandbox/template.py" in _cmdline(template) else None
+def _templates():  # its own, else those started alone (never a server beside one)
+    mine = _my_template()
+    return [mine] if mine else [p for p in _servers(b"sandbox/template.py")
+                                if b"--server" not in _cmdline(p)]
+def _trusted_forks():  # the fork servers' children but the template beside one
+    servers = set(_fork_servers())
+    return [p for p in _pids() if _parent(p) in servers and p != _my_template()]
 def _kill(pids):
     for pid in pids:
         try:
@@ -967,8 +980,8 @@ def _kill(pids):
         except OSError:
             pass
 """
-KILL_TEMPLATE = GRADER_PROCESSES + "_kill(_servers(b'sandbox/template.py'))\n"
-KILL_FORK_SERVER = GRADER_PROCESSES + "_kill(_servers(b'grader.grade.zygote'))\n"
+KILL_TEMPLATE = GRADER_PROCESSES + "_kill(_templates())\n"
+KILL_FORK_SERVER = GRADER_PROCESSES + "_kill(_fork_servers())\n"
 # Its own trusted process, found wherever it is: the one holding the flock on this worker's
 # throwaway gid (grader/sandbox/isolation.py lease_uid; /proc/locks names the holder's pid).
 # The tree below `grader grade` is not enough: when a classmate kills the fork server first
@@ -1001,7 +1014,7 @@ def _own_grader():
 # every trusted process: its own (above), forks of the fork server, and those started fresh
 # when it is gone (grade/trusted.py run_pytest; their command line carries the report's fd)
 KILL_TRUSTED_NOW = (
-    "_kill(_own_grader() + _forks(b'grader.grade.zygote') + _servers(b'grader.grade.zygote')"
+    "_kill(_own_grader() + _trusted_forks() + _fork_servers()"
     " + [p for p in _pids() if b'--attnkit-report-fd' in _cmdline(p)] + [os.getppid()])\n")
 KILL_TRUSTED = GRADER_PROCESSES + OWN_GRADER + KILL_TRUSTED_NOW
 # what the litter entry names its files (test_hostile.py and test_template.py look): this

@@ -4,11 +4,13 @@ the order of what the fork server prepares (grade/zygote.py)."""
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, stage_folder
 from grader import forkserver
 from grader.grade import turns, zygote
 from grader.sandbox import isolation, template
@@ -34,10 +36,11 @@ def test_what_a_spawn_carries_is_named_where_the_sandbox_reads_it():
 def test_the_batch_takes_the_server_started_early_and_lets_a_mismatched_one_go():
     early = forkserver.start(["grade", "a.py"])
     assert early is not None
-    _env, _sock, proc = early
+    _env, _sock, proc, template_sock = early
     server = zygote.Zygote(forkserver.environment(), {isolation.CHECKED_ENV: "none:"})
     try:
         assert server.proc is proc  # taken, not a second server
+        assert server.template is not None and server.template.sock is template_sock
         assert server.carried == {isolation.CHECKED_ENV: "none:"}
         # a trusted process forked from it gets the level with its spawn: it prints its env
         read, write = os.pipe()
@@ -52,7 +55,7 @@ def test_the_batch_takes_the_server_started_early_and_lets_a_mismatched_one_go()
         server.close()
     # started for another environment: let go, and it ends having run nothing
     other = forkserver.start(["grade", "b.py"])
-    _env, _sock, proc = other
+    _env, _sock, proc, _template_sock = other
     assert forkserver.take(dict(forkserver.environment(), OMP_NUM_THREADS="2")) is None
     assert proc.wait(timeout=120) == 0
 
@@ -123,3 +126,68 @@ def test_the_server_warms_up_only_after_the_first_jobs_plus_one_submissions_are_
             assert len(said) == 1, (spawned, said)
         else:
             assert said[-1] == {"warm": True}, (spawned, said)
+
+
+# -- one torch import for the fork server and the worker template ---------------------------
+BESIDE = r'''
+import json, os, sys
+from grader import forkserver
+from grader.grade import zygote
+from grader.sandbox import isolation, template
+from grader.sandbox.client import Worker
+from grader.sandbox.limits import Limits
+
+path, stage = sys.argv[1], sys.argv[2]
+server = zygote.Zygote(forkserver.environment())
+served = server.template
+os.set_inheritable(served.fileno(), True)
+template.adopt(served.fileno())
+worker = Worker(path, isolation.choose("auto"), Limits(memory_mb=1500), stage)
+worker.start()
+reply = worker.request({"op": "load", "names": []}, timeout=120)
+worker.stop()
+pid = served.proc.pid
+with open(f"/proc/{pid}/stat") as fh:
+    fields = fh.read().rsplit(")", 1)[1].split()
+with open(f"/proc/{pid}/environ", "rb") as fh:
+    environ = dict(e.decode().split("=", 1) for e in fh.read().split(b"\0") if e)
+served.close()
+server.close()
+print("FACTS " + json.dumps({
+    "ok": reply.get("ok"), "started": worker.started, "printed": worker.output()[0],
+    "server": server.proc.pid, "template": pid, "template_parent": int(fields[1]),
+    "template_session": int(fields[3]), "template_env": environ,
+    "template_status": served.proc.returncode, "template_cpu": served.proc.cpu}))
+'''
+KIT_MODULES = r'''
+import sys
+print("MODULES", sorted(n for n in sys.modules
+                        if n.split(".")[0] in ("grader", "pytest", "_pytest", "pluggy", "runtime",
+                                               "zygote", "conftest", "attention_suite")))
+'''
+
+
+@pytest.mark.slow
+def test_the_worker_template_is_forked_beside_the_fork_server_and_holds_nothing_of_the_kit(
+        tmp_path):
+    """One process imports torch, in the template's clean environment, then forks: the
+    child is the worker template (its own session, its environment untouched), the parent
+    the fork server, which reaps it and says how it ended. A worker forked from it finds no
+    module of the kit or of pytest in sys.modules (runpy it finds: torch imports it)."""
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "attention.py").write_text(KIT_MODULES)
+    stage = stage_folder()
+    os.chmod(stage, 0o711)
+    done = subprocess.run([sys.executable, "-c", BESIDE, str(folder / "attention.py"), stage],
+                          cwd=KIT, env=dict(os.environ, PYTHONPATH=KIT), capture_output=True,
+                          text=True, timeout=300)
+    line = next((l for l in done.stdout.splitlines() if l.startswith("FACTS ")), None)
+    assert line, (done.stdout[-2000:], done.stderr[-3000:])
+    facts = json.loads(line[6:])
+    assert facts["ok"] is True and facts["started"] == "forked", facts
+    assert "MODULES []" in facts["printed"], facts["printed"]
+    assert facts["template_parent"] == facts["server"] != facts["template"]
+    assert facts["template_session"] == facts["template"]  # a session of its own
+    assert facts["template_env"] == template.CLEAN_ENV
+    assert facts["template_status"] == 0 and facts["template_cpu"] > 0

@@ -118,7 +118,10 @@ def _stray_processes(token, workdir):
 
 class PeakMemory(threading.Thread):
     """Samples the peak resident memory (VmHWM) of the grader's main process and of its
-    trusted processes (forks of the zygote, which keep its command line) while a batch runs."""
+    trusted processes (forks of the fork server, which keep its command line) while a batch
+    runs. The template beside the server and its keepers keep it too (about torch's size);
+    the workers forked from them, which have dropped their privileges (NoNewPrivs), are
+    the submissions' and are left out."""
 
     def __init__(self, main_pid):
         super().__init__(daemon=True)
@@ -129,12 +132,12 @@ class PeakMemory(threading.Thread):
     def _hwm_mb(pid):
         try:
             with open(f"/proc/{pid}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
         except OSError:
-            pass
-        return 0.0
+            return 0.0
+        if fields.get("NoNewPrivs", "0").strip() == "1":  # a worker: the submission's
+            return 0.0
+        return int(fields.get("VmHWM", "0 kB").split()[0]) / 1024
 
     def run(self):
         while self.running:
@@ -147,7 +150,8 @@ class PeakMemory(threading.Thread):
                         cmdline = handle.read()
                 except OSError:
                     continue
-                if b"grader.grade.zygote" in cmdline and _ancestor(int(entry), self.main_pid):
+                if (b"grader.grade.zygote" in cmdline or b"--server" in cmdline) \
+                        and _ancestor(int(entry), self.main_pid):
                     self.trusted_mb = max(self.trusted_mb, self._hwm_mb(entry))
             time.sleep(0.2)
 

@@ -89,7 +89,7 @@ import time as _time
 if not os.path.exists(MARKER):
     _deadline = _time.monotonic() + 60
     while _time.monotonic() < _deadline:
-        if [p for p in _forks(b'grader.grade.zygote') if p not in _own_grader()]:
+        if [p for p in _trusted_forks() if p not in _own_grader()]:
             break
         _time.sleep(0.05)
     with open(MARKER, "w") as _h:

@@ -281,16 +281,16 @@ def grade_batch(paths, out_dir, options=None, jobs=1, stream=None, force=False,
     chosen = isolation.choose(options.isolation)
     options = dataclasses.replace(options, isolation=chosen.level)
     trusted.vouch_isolation(chosen)  # the trusted processes take it as checked
-    workers = trusted.start_worker_template()  # torch imported once for every worker
     zygote = trusted.start_zygote(options, max(1, jobs))  # torch, pytest, the suite: once
+    workers = trusted.start_worker_template(zygote)  # torch imported once for every worker
     trusted.pace(max(1, jobs))  # `jobs` submissions' code at once, one more prepared ahead
     try:
         return _grade_batch(paths, book, options, jobs, stream, zygote, force,
                             {"feedback": feedback, "visibility": visibility}, shard, parts)
     finally:
         trusted.pace(None)
+        trusted.stop_worker_template(workers)  # first: see stop_zygote
         trusted.stop_zygote(zygote)
-        trusted.stop_worker_template(workers)
 
 
 class _Batch:

@@ -131,13 +131,16 @@ def _inherited_fds():
     return () if _BATCH["template_fd"] is None else (_BATCH["template_fd"],)
 
 
-def start_worker_template():
+def start_worker_template(zygote=None):
     """The batch's worker template (sandbox/template.py): every trusted process of the
-    batch forks its workers from it. None where workers start fresh (ATTNKIT_WORKER_START=fresh)."""
+    batch forks its workers from it. The one forked beside `zygote` (one torch import for
+    both: forkserver.launch), else one started here. None where workers start fresh
+    (ATTNKIT_WORKER_START=fresh)."""
     if not template.enabled():
         return None
+    started = zygote.template if zygote is not None else None
     try:
-        started = template.Template.start()
+        started = started or template.Template.start()
     except OSError:
         return None
     os.set_inheritable(started.fileno(), True)
@@ -194,8 +197,14 @@ def stop_worker_template(started):
 
 
 def stop_zygote(zygote):
+    """Let the fork server go (after the template: one forked beside it is its child, and
+    the server says how it ended); its CPU seconds, less its template's, are the trusted
+    side's."""
     if zygote is not None:
-        SERVERS_CPU["zygote"] = zygote.close() or 0.0
+        spent = zygote.close() or 0.0
+        if zygote.template is not None:  # reaped by the server: counted in its figure too
+            spent -= zygote.template.proc.cpu or 0.0
+        SERVERS_CPU["zygote"] = max(0.0, spent)
 
 
 def start_zygote(options=None, jobs=1):

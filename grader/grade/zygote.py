@@ -25,7 +25,7 @@ import threading
 
 from .. import assignment as assignments
 from .. import forkserver
-from ..sandbox import isolation
+from ..sandbox import isolation, template
 from ..sandbox.limits import Limits
 from ..sandbox.template import wait_cpu
 from . import turns
@@ -59,10 +59,17 @@ class Zygote:
         self._later, self._asked = [], []  # prepare()'s requests; those not sent yet
         self.children = {}   # pid -> the generation of the server that forked it
         self.generation, self.restarts, self.stopped = 0, 0, None
-        self._start(forkserver.take(env))
+        # the worker template forked beside the first server (forkserver.launch), for
+        # trusted.start_worker_template to take; None where workers start fresh
+        self.template = None
+        self.template_said = {}  # what the server said of it: "template", "template_exited"...
+        early = forkserver.take(env)
+        self._start(early or forkserver.launch(env, with_template=template.enabled()))
 
-    def _start(self, early=None):
-        parent, proc = early or forkserver.launch(self.env)
+    def _start(self, started=None):
+        parent, proc, template_sock = started or forkserver.launch(self.env)
+        if template_sock is not None:
+            self.template = template.Template(template_sock, ServedTemplate(self))
         with self.changed:
             self.sock, self.proc = parent, proc
             self.generation += 1
@@ -93,6 +100,9 @@ class Zygote:
                     if "exited" in message:
                         self.statuses[message["exited"]] = message["status"]
                         self.cpu[message["exited"]] = message.get("cpu")
+                    elif "template" in message or "template_exited" in message:
+                        if generation == 1:  # only the first server forked a template
+                            self.template_said.update(message)
                     elif "prepared" in message or "warmed" in message:
                         self.prepared.update(message)
                     else:
@@ -192,7 +202,13 @@ class Zygote:
 
     def close(self):
         """Let the fork server go; returns the CPU seconds it and the trusted processes it
-        forked used (each child's alone is in self.cpu), or None."""
+        forked used (each child's alone is in self.cpu), or None. A template forked beside
+        it that no batch took is let go first."""
+        if self.template is not None:
+            try:
+                self.template.sock.close()
+            except OSError:
+                pass
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes our reader and tells the server
             self.sock.close()
@@ -204,6 +220,67 @@ class Zygote:
                 self.proc.kill()
                 cpu = wait_cpu(self.proc, None)
         return cpu
+
+
+class ServedTemplate:
+    """The worker template forked beside the fork server (forkserver.launch): the part of a
+    Popen that its Template handle and trusted.current_template_fd use. It is the server's
+    child, not ours: the server says its pid and, having reaped it, how it ended and the CPU
+    it used; a template gone unsaid (its server died first) counts as killed."""
+
+    def __init__(self, zygote):
+        self.zygote = zygote
+        self.returncode = None
+        self.cpu = None
+
+    @property
+    def pid(self):
+        return self.zygote.template_said.get("template")
+
+    def poll(self):
+        if self.returncode is None:
+            self._learn(0)
+        return self.returncode
+
+    def wait_cpu(self, timeout):
+        """Wait up to `timeout` s (None: for ever) for its end; the CPU seconds it used (with
+        the keepers it waited for), or None while it runs or when its end went unsaid."""
+        self._learn(timeout)
+        return self.cpu
+
+    def kill(self):
+        if self.pid is not None and self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _learn(self, timeout):
+        said = self.zygote.template_said
+        with self.zygote.changed:
+            self.zygote.changed.wait_for(lambda: "template_exited" in said
+                                         or not _still_there(self.pid), timeout)
+            if "template_exited" in said:
+                self.returncode, self.cpu = said["status"], said.get("cpu")
+                return
+        if self.pid is not None and not _still_there(self.pid):
+            with self.zygote.changed:  # its server reaps it at once, when it still runs
+                self.zygote.changed.wait_for(lambda: "template_exited" in said, 2)
+                if "template_exited" in said:
+                    self.returncode, self.cpu = said["status"], said.get("cpu")
+                else:
+                    self.returncode = -signal.SIGKILL
+
+
+def _still_there(pid):
+    """Is `pid` a process that has not exited (a zombie has)? True while it is not known."""
+    if pid is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 # -- the server side ------------------------------------------------------------------
@@ -309,18 +386,43 @@ def _prepare(what):
         return {"prepared": None, "error": f"{type(error).__name__}: {error}"[:500]}
 
 
-def serve(sock_fd):
-    for name in PRELOAD:
-        importlib.import_module(name)
-    _freeze()
-    from ..harness import memo  # heavy: torch, imported by the preload above first
+def _reap(children, template_pid, sock):
+    """Reap the children that ended (`children`: their pids, the template's among them) and
+    say how each ended; False when the grader has let go."""
+    while children:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        children.discard(pid)
+        said = "template_exited" if pid == template_pid else "exited"
+        try:
+            sock.sendall(json.dumps({said: pid, "status": os.waitstatus_to_exitcode(status),
+                                     "cpu": usage.ru_utime + usage.ru_stime}).encode() + b"\n")
+        except OSError:
+            return False
+    return True
+
+
+def serve(sock_fd, template_pid=None):
+    """Serve the grader on `sock_fd` until it lets go. `template_pid`: the worker template
+    forked beside this server (its child; its pid said already: template.py
+    serve_beside_server): reaped here, its end said to the grader."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
-    children = set()
-    memos = {}  # read end of a child's memo pipe -> what it sent so far
+    # before the preload: a template that ends meanwhile wakes the loop below
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    _freeze()
+    from ..harness import memo  # heavy: torch, imported by the preload above first
+    children = set() if template_pid is None else {template_pid}
+    memos = {}  # read end of a child's memo pipe -> what it sent so far
+    os.write(wake_w, b"\0")  # one look for a child that ended before the handler was set
     while True:
         ready, _, _ = select.select([sock, wake_r, *memos], [], [])
         if wake_r in ready:
@@ -332,16 +434,9 @@ def serve(sock_fd):
             elif not chunk:  # the child is done: keep what it computed
                 memo.absorb(bytes(memos.pop(fd)))
                 os.close(fd)
-        while children:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            children.discard(pid)
-            sock.sendall(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status),
-                                     "cpu": usage.ru_utime + usage.ru_stime}).encode() + b"\n")
+        if not _reap(children, template_pid, sock):
+            return  # the grader has let go
+
         if sock in ready:
             try:
                 message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2 + len(FD_ENVIRONMENT))
@@ -381,7 +476,9 @@ def serve(sock_fd):
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    # argv: the socket, and the pid of the template forked beside this server, if one was
+    # (sandbox/template.py serve_beside_server)
+    serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)
     # the batch is over: leave without the interpreter's teardown of torch and pytest (about
     # 0.15 s of the batch's wall time); nothing of this process is kept for after
     sys.stdout.flush()

@@ -14,6 +14,8 @@ the same drop a fresh worker makes), applies its limits and runs the runtime's r
 loop (runtime/worker.py).
 
     template = Template.start()             # python -I template.py FD, once per batch
+    # or forked beside the batch's fork server, one torch import for both
+    # (serve_beside_server; grader/forkserver.py launch)
     process = template.spawn(plan, fds)     # a ForkedProcess: pid, poll(), wait(), stdin...
 
     template   (outside any sandbox; never runs submission code)
@@ -197,7 +199,10 @@ class Template:
 def wait_cpu(proc, timeout):
     """Wait for `proc` (a subprocess.Popen child) up to `timeout` s (None: for ever), as
     proc.wait() does; the CPU seconds it used (with the children it waited for), or None
-    when it is still running or was reaped elsewhere."""
+    when it is still running or was reaped elsewhere. A template its fork server forked
+    (zygote.ServedTemplate) says its own."""
+    if hasattr(proc, "wait_cpu"):
+        return proc.wait_cpu(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
     while proc.returncode is None:
         try:
@@ -451,6 +456,53 @@ def serve(sock_fd):
         pass
 
 
+SERVER_FLAG = "--server"
+
+
+def serve_beside_server(template_fd, config_fd):
+    """`python -I template.py FD --server CONFIG_FD`: one torch import for both the batch's
+    worker template and its fork server (grader/forkserver.py launch). torch is imported
+    here, in the template's clean environment, before anything of the kit is; then this
+    process forks. The child is the template (serve(): its own session, never dumpable);
+    this process becomes the fork server (grader/grade/zygote.py), which reaps the child and
+    says how it ended. CONFIG_FD, a pipe, gives (JSON) the server's socket "sock", its output
+    "out" and "err", and its "env", "cwd" and "path" (the kit and PYTHONPATH's folders, first
+    on sys.path). Only this file of the kit is ever loaded in the template."""
+    with os.fdopen(config_fd, "rb") as source:
+        server = json.loads(source.read(MAX_MESSAGE))
+    import torch  # noqa: F401  (the point: imported once, before the fork)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            for name in ("sock", "out", "err"):
+                os.close(server[name])
+            serve(template_fd)
+        finally:
+            os._exit(0)
+    os.close(template_fd)
+    said = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=server["sock"])
+    try:  # the template's pid at once, for the grader's handle on it (zygote.ServedTemplate)
+        said.sendall(json.dumps({"template": pid}).encode() + b"\n")
+    except OSError:
+        os._exit(0)  # let go already (started for another environment): nothing to serve
+    said.detach()
+    for fd, name in ((1, "out"), (2, "err")):
+        os.dup2(server[name], fd)
+        os.close(server[name])
+    os.environ.clear()
+    os.environ.update(server["env"])
+    os.chdir(server["cwd"])
+    sys.path[:0] = [p for p in server["path"] if isinstance(p, str) and p]
+    sys.dont_write_bytecode = bool(server["env"].get("PYTHONDONTWRITEBYTECODE"))
+    sys.argv = ["grader.grade.zygote", str(server["sock"]), str(pid)]
+    import runpy  # here: the fork server's side only
+    runpy.run_module("grader.grade.zygote", run_name="__main__", alter_sys=True)
+    os._exit(0)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[2] == SERVER_FLAG:
+        serve_beside_server(int(sys.argv[1]), int(sys.argv[3]))
     serve(int(sys.argv[1]))
     os._exit(0)  # every keeper reaped: leave without tearing torch down (about 0.4 s of wall)
