@@ -160,7 +160,10 @@ print("FACTS " + json.dumps({
     "template_status": served.proc.returncode, "template_cpu": served.proc.cpu}))
 '''
 KIT_MODULES = r'''
-import sys
+import os, sys
+with open("/proc/self/cmdline", "rb") as _fh:
+    print("CMDLINE", _fh.read().replace(b"\0", b" ").decode(errors="replace"))
+print("ENVIRON", sorted(os.environ.items()))
 print("MODULES", sorted(n for n in sys.modules
                         if n.split(".")[0] in ("grader", "pytest", "_pytest", "pluggy", "runtime",
                                                "zygote", "conftest", "attention_suite")))
@@ -179,14 +182,17 @@ def test_the_worker_template_is_forked_beside_the_fork_server_and_holds_nothing_
     (folder / "attention.py").write_text(KIT_MODULES)
     stage = stage_folder()
     os.chmod(stage, 0o711)
+    here = tmp_path / "instructor-course-folder"  # the grader's folder: none of the worker's business
+    here.mkdir()
     done = subprocess.run([sys.executable, "-c", BESIDE, str(folder / "attention.py"), stage],
-                          cwd=KIT, env=dict(os.environ, PYTHONPATH=KIT), capture_output=True,
+                          cwd=here, env=dict(os.environ, PYTHONPATH=KIT), capture_output=True,
                           text=True, timeout=300)
     line = next((l for l in done.stdout.splitlines() if l.startswith("FACTS ")), None)
     assert line, (done.stdout[-2000:], done.stderr[-3000:])
     facts = json.loads(line[6:])
     assert facts["ok"] is True and facts["started"] == "forked", facts
     assert "MODULES []" in facts["printed"], facts["printed"]
+    assert "CMDLINE" in facts["printed"] and "instructor-course-folder" not in facts["printed"]
     assert facts["template_parent"] == facts["server"] != facts["template"]
     assert facts["template_session"] == facts["template"]  # a session of its own
     assert facts["template_env"] == template.CLEAN_ENV

@@ -459,50 +459,52 @@ def serve(sock_fd):
 SERVER_FLAG = "--server"
 
 
-def serve_beside_server(template_fd, config_fd):
-    """`python -I template.py FD --server CONFIG_FD`: one torch import for both the batch's
-    worker template and its fork server (grader/forkserver.py launch). torch is imported
-    here, in the template's clean environment, before anything of the kit is; then this
-    process forks. The child is the template (serve(): its own session, never dumpable);
-    this process becomes the fork server (grader/grade/zygote.py), which reaps the child and
-    says how it ended. CONFIG_FD, a pipe, gives (JSON) the server's socket "sock", its output
-    "out" and "err", and its "env", "cwd" and "path" (the kit and PYTHONPATH's folders, first
-    on sys.path). Only this file of the kit is ever loaded in the template."""
-    with os.fdopen(config_fd, "rb") as source:
-        server = json.loads(source.read(MAX_MESSAGE))
+def serve_beside_server(template_fd, sock_fd, out_fd, err_fd, config_fd):
+    """`python -I template.py FD --server SOCK OUT ERR CONFIG`: one torch import for both the
+    batch's worker template and its fork server (grader/forkserver.py launch). torch is
+    imported here, in the template's clean environment, before anything of the kit is; then
+    this process forks. The child is the template (serve(): its own session, never
+    dumpable); it closes the server's descriptors unread. This process becomes the fork
+    server (grader/grade/zygote.py) on socket SOCK, which reaps the child and says how it
+    ended: its output goes to OUT and ERR, and CONFIG, a pipe read only after the fork, gives
+    (JSON) its "env", "cwd" and "path" (the kit's and PYTHONPATH's folders, first on
+    sys.path). Only this file of the kit is ever loaded in the template, and nothing of the
+    server's configuration ever reaches its memory."""
     import torch  # noqa: F401  (the point: imported once, before the fork)
     pid = os.fork()
     if pid == 0:
         try:
             os.setsid()
-            for name in ("sock", "out", "err"):
-                os.close(server[name])
+            for fd in (sock_fd, out_fd, err_fd, config_fd):
+                os.close(fd)
             serve(template_fd)
         finally:
             os._exit(0)
     os.close(template_fd)
-    said = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=server["sock"])
+    said = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
     try:  # the template's pid at once, for the grader's handle on it (zygote.ServedTemplate)
         said.sendall(json.dumps({"template": pid}).encode() + b"\n")
     except OSError:
         os._exit(0)  # let go already (started for another environment): nothing to serve
     said.detach()
-    for fd, name in ((1, "out"), (2, "err")):
-        os.dup2(server[name], fd)
-        os.close(server[name])
+    with os.fdopen(config_fd, "rb") as source:
+        server = json.loads(source.read())
+    for fd, given in ((1, out_fd), (2, err_fd)):
+        os.dup2(given, fd)
+        os.close(given)
     os.environ.clear()
     os.environ.update(server["env"])
     os.chdir(server["cwd"])
     sys.path[:0] = [p for p in server["path"] if isinstance(p, str) and p]
     sys.dont_write_bytecode = bool(server["env"].get("PYTHONDONTWRITEBYTECODE"))
-    sys.argv = ["grader.grade.zygote", str(server["sock"]), str(pid)]
+    sys.argv = ["grader.grade.zygote", str(sock_fd), str(pid)]
     import runpy  # here: the fork server's side only
     runpy.run_module("grader.grade.zygote", run_name="__main__", alter_sys=True)
     os._exit(0)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[2] == SERVER_FLAG:
-        serve_beside_server(int(sys.argv[1]), int(sys.argv[3]))
+    if len(sys.argv) == 7 and sys.argv[2] == SERVER_FLAG:
+        serve_beside_server(*(int(a) for a in sys.argv[1:2] + sys.argv[3:]))
     serve(int(sys.argv[1]))
     os._exit(0)  # every keeper reaped: leave without tearing torch down (about 0.4 s of wall)
