@@ -70,11 +70,6 @@ def launch(env, with_template=False):
         if with_template:
             # through a pipe, not the command line: a worker forked from the template reads
             # its own command line, and the server's folder and paths are none of its business
-            config = {"env": env, "cwd": os.getcwd(),
-                      "path": env.get("PYTHONPATH", "").split(os.pathsep)}
-            with os.fdopen(config_w, "w", encoding="utf-8") as sink:
-                config_w = None
-                sink.write(json.dumps(config))
             proc = subprocess.Popen(
                 [sys.executable, "-I", template.__file__, str(theirs.fileno()),
                  template.SERVER_FLAG, *map(str, (child.fileno(), out, err, config_r))],
@@ -82,6 +77,11 @@ def launch(env, with_template=False):
                 pass_fds=(child.fileno(), theirs.fileno(), out, err, config_r),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
+            config = {"env": env, "cwd": os.getcwd(),
+                      "path": env.get("PYTHONPATH", "").split(os.pathsep)}
+            with os.fdopen(config_w, "w", encoding="utf-8") as sink:  # after: any size
+                config_w = None
+                sink.write(json.dumps(config))
         else:
             proc = subprocess.Popen([sys.executable, "-m", "grader.grade.zygote",
                                      str(child.fileno())], env=env, pass_fds=(child.fileno(),),

@@ -1,16 +1,20 @@
 """The fork server started before the command line loads (grader/forkserver.py), the slot a
 trusted process hands back once its worker has stopped (grader/grade/turns.py Slot), and
 the order of what the fork server prepares (grade/zygote.py)."""
+import csv
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
-from conftest import KIT, stage_folder
+from conftest import KIT, SOLUTION, stage_folder
 from grader import forkserver
 from grader.grade import turns, zygote
 from grader.sandbox import isolation, template
@@ -197,3 +201,81 @@ def test_the_worker_template_is_forked_beside_the_fork_server_and_holds_nothing_
     assert facts["template_session"] == facts["template"]  # a session of its own
     assert facts["template_env"] == template.CLEAN_ENV
     assert facts["template_status"] == 0 and facts["template_cpu"] > 0
+
+
+@pytest.mark.slow
+def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_ends(tmp_path):
+    """The one process that imports torch for both is killed as soon as it starts, before it
+    can fork the template or say its pid: the batch starts a server and a template of its
+    own, grades both submissions, and ends (it once waited for ever on a template whose pid
+    it never learnt)."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(SOLUTION, subs / f"{name}.py")
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(subs / "a.py"),
+                             str(subs / "b.py"), "--out", str(tmp_path / "out"), "--jobs", "1"],
+                            cwd=KIT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed, deadline = None, time.monotonic() + 120
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and _parent(int(entry)) == proc.pid \
+                    and b"--server" in _cmdline(int(entry)):
+                os.kill(int(entry), signal.SIGKILL)
+                killed = int(entry)
+                break
+        time.sleep(0.005)
+    try:
+        output, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed is not None, output[-3000:]
+    assert proc.returncode == 0, output[-3000:]
+    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert {name: (row["status"], row["total"]) for name, row in rows.items()} == {
+        "a": ("graded", "100"), "b": ("graded", "100")}
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def test_a_template_whose_server_is_gone_is_known_ended_without_waiting_for_its_word():
+    """ServedTemplate with its (first) server gone: a pid never said counts as ended at once;
+    a said pid that has exited too, counted as killed with its CPU unknown, and no wait
+    (it once took 7 s, the end of every batch whose server a submission had killed)."""
+    server = zygote.Zygote.__new__(zygote.Zygote)
+    server.changed = threading.Condition()
+    server.template_said, server.generation, server.alive = {}, 1, False
+    never_said = zygote.ServedTemplate(server)
+    started = time.monotonic()
+    assert never_said.poll() == -signal.SIGKILL and never_said.wait_cpu(5) is None
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    server.template_said["template"] = exited.pid  # reaped by us: gone
+    gone = zygote.ServedTemplate(server)
+    gone.said_pid()
+    assert gone.wait_cpu(None) is None and gone.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 1.5
+    # a live one: still running after its time, and killed through its pidfd
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    server.template_said = {"template": live.pid}
+    running = zygote.ServedTemplate(server)
+    running.said_pid()
+    assert running.poll() is None and running.wait_cpu(0.2) is None
+    running.kill()
+    assert live.wait(10) == -signal.SIGKILL

@@ -138,7 +138,7 @@ def start_worker_template(zygote=None):
     (ATTNKIT_WORKER_START=fresh)."""
     if not template.enabled():
         return None
-    started = zygote.template if zygote is not None else None
+    started = zygote.served_template() if zygote is not None else None
     try:
         started = started or template.Template.start()
     except OSError:
@@ -202,7 +202,9 @@ def stop_zygote(zygote):
     side's."""
     if zygote is not None:
         spent = zygote.close() or 0.0
-        if zygote.template is not None:  # reaped by the server: counted in its figure too
+        if zygote.template is not None and zygote.restarts == 0:
+            # reaped by this server: counted in its figure too (a server started again
+            # reaped none, and the first one's figure is not known)
             spent -= zygote.template.proc.cpu or 0.0
         SERVERS_CPU["zygote"] = max(0.0, spent)
 

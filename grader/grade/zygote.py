@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 from .. import assignment as assignments
 from .. import forkserver
@@ -103,11 +104,34 @@ class Zygote:
                     elif "template" in message or "template_exited" in message:
                         if generation == 1:  # only the first server forked a template
                             self.template_said.update(message)
+                            served = self.template
+                            if "template" in message and served is not None:
+                                served.proc.said_pid()
                     elif "prepared" in message or "warmed" in message:
                         self.prepared.update(message)
                     else:
                         self.replies.append(message)
                     self.changed.notify_all()
+
+    def served_template(self, timeout=120.0):
+        """The worker template forked beside the first server, once that server has said its
+        pid (within `timeout` s: after its torch import); None when none was forked, or when
+        its pid was not said (the server died first, say): it is then let go, and the batch
+        starts a template of its own."""
+        served = self.template
+        if served is None:
+            return None
+        with self.changed:
+            self.changed.wait_for(lambda: "template" in self.template_said
+                                  or self.generation != 1 or not self.alive, timeout)
+            if "template" in self.template_said:
+                return served
+        self.template = None
+        try:
+            served.sock.close()  # it ends on EOF, if it ever serves
+        except OSError:
+            pass
+        return None
 
     def _restart_if_gone(self):
         """Called with self.lock held: a server that died is reaped and started again."""
@@ -225,17 +249,30 @@ class Zygote:
 class ServedTemplate:
     """The worker template forked beside the fork server (forkserver.launch): the part of a
     Popen that its Template handle and trusted.current_template_fd use. It is the server's
-    child, not ours: the server says its pid and, having reaped it, how it ended and the CPU
-    it used; a template gone unsaid (its server died first) counts as killed."""
+    child, not ours: the server says its pid (a pidfd is opened on it at once, so that no
+    other process can be taken for it later) and, having reaped it, how it ended and the CPU
+    it used. A template whose end its server cannot say (the server died first, or never
+    said its pid) counts as killed, its CPU unknown. Nothing here waits without a bound."""
+
+    LONGEST_WAIT = 10.0  # wait_cpu(None)'s bound: the template ends at once when let go
 
     def __init__(self, zygote):
         self.zygote = zygote
         self.returncode = None
         self.cpu = None
+        self.pidfd = None
 
     @property
     def pid(self):
         return self.zygote.template_said.get("template")
+
+    def said_pid(self):
+        """Called by the server's reader when it says the pid: the pidfd, where the kernel
+        has them (else /proc is read, by pid)."""
+        try:
+            self.pidfd = os.pidfd_open(self.pid)
+        except (OSError, AttributeError, TypeError):
+            self.pidfd = None
 
     def poll(self):
         if self.returncode is None:
@@ -243,39 +280,57 @@ class ServedTemplate:
         return self.returncode
 
     def wait_cpu(self, timeout):
-        """Wait up to `timeout` s (None: for ever) for its end; the CPU seconds it used (with
-        the keepers it waited for), or None while it runs or when its end went unsaid."""
-        self._learn(timeout)
+        """Wait up to `timeout` s (None: LONGEST_WAIT) for its end; the CPU seconds it used
+        (with the keepers it waited for), or None while it runs or when its end went unsaid."""
+        self._learn(self.LONGEST_WAIT if timeout is None else timeout)
         return self.cpu
 
     def kill(self):
-        if self.pid is not None and self.returncode is None:
-            try:
+        if self.returncode is not None or self.pid is None:
+            return
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            elif _still_there(self.pid):
                 os.kill(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+    def _server_gone(self):
+        """Is the server that forked it (the first) gone, so that none will say its end?"""
+        with self.zygote.changed:
+            return self.zygote.generation != 1 or not self.zygote.alive
+
+    def _exited(self):
+        """Has it exited, by what the kernel says (or, its pid never said, its server died)?"""
+        if self.pid is None:
+            return self._server_gone()
+        if self.pidfd is not None:
+            return bool(select.select([self.pidfd], [], [], 0)[0])
+        return not _still_there(self.pid)
 
     def _learn(self, timeout):
+        """Its end, if it has come within `timeout` s: returncode and cpu set."""
+        deadline = time.monotonic() + timeout
         said = self.zygote.template_said
-        with self.zygote.changed:
-            self.zygote.changed.wait_for(lambda: "template_exited" in said
-                                         or not _still_there(self.pid), timeout)
-            if "template_exited" in said:
-                self.returncode, self.cpu = said["status"], said.get("cpu")
+        while "template_exited" not in said and not self._exited():
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return
-        if self.pid is not None and not _still_there(self.pid):
-            with self.zygote.changed:  # its server reaps it at once, when it still runs
-                self.zygote.changed.wait_for(lambda: "template_exited" in said, 2)
-                if "template_exited" in said:
-                    self.returncode, self.cpu = said["status"], said.get("cpu")
-                else:
-                    self.returncode = -signal.SIGKILL
+            with self.zygote.changed:
+                self.zygote.changed.wait(min(left, 0.05))
+        if "template_exited" not in said and not self._server_gone():
+            with self.zygote.changed:  # it has exited: its server reaps it and says so at once
+                self.zygote.changed.wait_for(
+                    lambda: "template_exited" in said or not self.zygote.alive, 2)
+        self.returncode, self.cpu = said.get("status", -signal.SIGKILL), said.get("cpu")
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 def _still_there(pid):
-    """Is `pid` a process that has not exited (a zombie has)? True while it is not known."""
-    if pid is None:
-        return True
+    """Is `pid` a process that has not exited (a zombie has)? (Where there is no pidfd.)"""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"

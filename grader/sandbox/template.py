@@ -33,6 +33,7 @@ import os
 import resource
 import select
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -496,6 +497,12 @@ def serve_beside_server(template_fd, sock_fd, out_fd, err_fd, config_fd):
     os.environ.update(server["env"])
     os.chdir(server["cwd"])
     sys.path[:0] = [p for p in server["path"] if isinstance(p, str) and p]
+    # what `-I` left out that `python -m` would have given the server: the user's site
+    # packages, outside a virtual environment (one has none) unless PYTHONNOUSERSITE says so
+    if sys.prefix == sys.base_prefix and not server["env"].get("PYTHONNOUSERSITE"):
+        user_site = site.getusersitepackages()
+        if os.path.isdir(user_site):
+            site.addsitedir(user_site)
     sys.dont_write_bytecode = bool(server["env"].get("PYTHONDONTWRITEBYTECODE"))
     sys.argv = ["grader.grade.zygote", str(sock_fd), str(pid)]
     import runpy  # here: the fork server's side only
