@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import KIT, SOLUTION, stage_folder
+from hostile_zoo import GRADER_PROCESSES
 from grader import forkserver
 from grader.grade import turns, zygote
 from grader.sandbox import isolation, template
@@ -203,6 +204,12 @@ def test_the_worker_template_is_forked_beside_the_fork_server_and_holds_nothing_
     assert facts["template_status"] == 0 and facts["template_cpu"] > 0
 
 
+# the hostile zoo's own readers of /proc (a command line, a parent pid), run here
+_PROCESSES = {}
+exec(GRADER_PROCESSES, _PROCESSES)  # noqa: S102 - the test suite's own helper source
+_cmdline, _parent = _PROCESSES["_cmdline"], _PROCESSES["_parent"]
+
+
 @pytest.mark.slow
 def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_ends(tmp_path):
     """The one process that imports torch for both is killed as soon as it starts, before it
@@ -237,21 +244,6 @@ def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_e
     assert {name: (row["status"], row["total"]) for name, row in rows.items()} == {
         "a": ("graded", "100"), "b": ("graded", "100")}
 
-
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
-
-
-def _parent(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def test_a_template_whose_server_is_gone_is_known_ended_without_waiting_for_its_word():
