@@ -44,7 +44,6 @@ from ..report.book import Gradebook
 from ..report.feedback import feedback_text
 from ..report import gradebook
 from ..report import html as pages
-from ..report import pictures
 from ..report.gradescope import results_text
 from ..textsafety import safe_text
 from . import fingerprint, outcome, trusted
@@ -301,7 +300,6 @@ class _Batch:
         self.book, self.jobs, self.catalog, self.table = book, jobs, catalog, table
         self.disclosure, self.assignment = disclosure, assignment
         self.results = [None] * len(jobs)
-        self.warming = False  # matplotlib imported in the background (pictures.warm_up)
 
     def finish(self, index, future):
         """One submission is done: write its files and its gradebook row, print its line."""
@@ -313,9 +311,6 @@ class _Batch:
         else:  # DIR/<folder>/submitted-code.py (intake reached); never raises
             kept.keep(out_dir, result.folder, result.staged_code)
         self.results[index] = result
-        if not self.warming:  # the report's charts and the heatmaps need it; imported once
-            self.warming = True  # the first submission is done (off the batch's busy start)
-            pictures.warm_up()
         name = job.submission.name
         if result.unchanged and name in self.book.rows:
             row = self.book.rows[name]

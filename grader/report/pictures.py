@@ -1,4 +1,5 @@
-"""Pictures for the HTML pages: heatmaps of attention weights and a few bar charts.
+"""Pictures for the feedback pages: heatmaps of attention weights (the class page's charts
+are drawn without a plotting library: charts.py).
 
 Drawn with matplotlib through its Agg canvas (never pyplot, never a display), in the style
 of d2l's `show_heatmaps` ("Keys" across, "Queries" down, a colour bar; but the colour-blind-safe
@@ -18,7 +19,6 @@ import functools
 import io
 import math
 import os
-import threading
 
 from ..i18n import ENGLISH, N_, _, language
 from ..textsafety import safe_text
@@ -26,7 +26,6 @@ from ..textsafety import safe_text
 MAX_CELLS = 32          # rows and columns of one heatmap
 DPI = 100
 MAX_INCHES = (9.0, 7.0)  # width, height of any figure
-MAX_BARS = 80           # bars in one chart
 LABEL_CHARS = 60        # one tick label
 
 
@@ -37,7 +36,6 @@ CJK_LANGUAGES = ("zh", "ja", "ko")   # written in characters a Latin font lacks
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei",
              "WenQuanYi Zen Hei", "Microsoft YaHei", "SimHei", "PingFang SC", "Heiti SC",
              "AR PL UMing CN", "Droid Sans Fallback")
-SUBMISSIONS = N_("submissions")
 CMAP = "cividis"  # blue to yellow: ordered in lightness, readable with any colour vision
 
 
@@ -89,20 +87,6 @@ def picture_words():
         return None, _
     font = cjk_font()
     return (font, _) if font else (None, (lambda text: text))
-
-
-def warm_up():
-    """Import matplotlib in a background thread, so that the first picture of a batch does
-    not wait for it (about 0.65 s of CPU): `grader grade` calls this once the batch's fork
-    server is up, and the import runs on the core the submission being graded leaves free.
-    A drawing that comes before it is done waits for the same import (Python's import lock);
-    a matplotlib that does not import is said where a picture is drawn."""
-    def load():
-        try:
-            _matplotlib()
-        except Exception:  # noqa: BLE001 - said by available()/_chart when a picture is drawn
-            pass
-    threading.Thread(target=load, name="pictures-warm-up", daemon=True).start()
 
 
 def available():
@@ -217,74 +201,4 @@ def _draw_heatmap_pair(expected, got, titles):
                             fontsize=8 if cols <= 5 else 7,
                             color="black" if v > middle else "white")
     figure.colorbar(image, ax=list(axes), shrink=0.9)
-    return _png(figure, FigureCanvasAgg)
-
-
-def bar_chart(labels, values, title, xlabel="", horizontal=False, maximum=None, counts=False):
-    """Bars (vertical, or horizontal for long labels) as a PNG data URI; at most MAX_BARS.
-    counts: the values are counts, so the value axis has whole-number ticks only."""
-    _, Figure, FigureCanvasAgg = _matplotlib()
-    font, say = picture_words()
-    title, xlabel = say(title), say(xlabel) if xlabel else xlabel
-    labels = [label(t) for t in list(labels)[:MAX_BARS]]
-    values = [_number(v) for v in list(values)[:MAX_BARS]]
-    if not labels:
-        raise ValueError("nothing to draw")
-    if horizontal:
-        height = min(MAX_INCHES[1] * 2, max(2.0, 0.22 * len(labels) + 1.0))
-        longest = max(len(t) for t in labels)
-        figure = Figure(figsize=(min(MAX_INCHES[0], 4.0 + 0.065 * longest), height), dpi=DPI)
-        ax = figure.subplots()
-        positions = range(len(labels))
-        ax.barh(positions, values, color="#c0392b")
-        ax.set_yticks(list(positions))
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlabel(label(xlabel))
-        if maximum is not None:
-            ax.set_xlim(0, maximum)
-        if counts:
-            ax.xaxis.get_major_locator().set_params(integer=True)
-    else:
-        figure = Figure(figsize=(min(MAX_INCHES[0], max(4.0, 0.8 * len(labels) + 1.5)), 3.6),
-                        dpi=DPI)
-        ax = figure.subplots()
-        positions = range(len(labels))
-        ax.bar(positions, values, color="#c0392b")
-        ax.set_xticks(list(positions))
-        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(label(xlabel))
-        if maximum is not None:
-            ax.set_ylim(0, maximum)
-        if counts:
-            ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_title(label(title), fontsize=10)
-    _use_font(ax, font)
-    figure.tight_layout()
-    return _png(figure, FigureCanvasAgg)
-
-
-def _use_font(ax, font):
-    """The title and axis labels (the grader's words, maybe Chinese) in `font`."""
-    if font:
-        for text in (ax.title, ax.xaxis.label, ax.yaxis.label):
-            text.set_fontfamily(font)
-
-
-def histogram(values, title, xlabel, top):
-    """A histogram of scores from 0 to `top` in ten bins, as a PNG data URI."""
-    _, Figure, FigureCanvasAgg = _matplotlib()
-    font, say = picture_words()
-    title, xlabel = say(title), say(xlabel)
-    values = [_number(v) for v in values]
-    top = _number(top) or max(values + [1.0])
-    figure = Figure(figsize=(6.0, 3.4), dpi=DPI)
-    ax = figure.subplots()
-    ax.hist(values, bins=10, range=(0, top), color="#c0392b", edgecolor="white")
-    ax.set_xlabel(label(xlabel))
-    ax.set_ylabel(say(SUBMISSIONS))
-    ax.set_title(label(title), fontsize=10)
-    _use_font(ax, font)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    figure.tight_layout()
     return _png(figure, FigureCanvasAgg)
