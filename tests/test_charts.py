@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from grader import i18n
-from grader.report import charts
+from grader.report import charts, svg
 
 from conftest import KIT
 
@@ -39,7 +39,7 @@ def inert_svg(data):
     return root
 
 
-def _svg(uri):
+def svg_of(uri):
     assert uri.startswith("data:image/svg+xml;base64,"), uri[:40]
     return inert_svg(base64.b64decode(uri.split(",", 1)[1]))
 
@@ -75,7 +75,7 @@ def english():
 
 def test_a_histogram_counts_each_score_in_its_tenth(english):
     # 10 -> [10, 20), 20 twice -> [20, 30), 95 and 100 -> [90, 100], -5 and 130 left out
-    root = _svg(charts.histogram([10, 20, 20, 95, 100, -5, 130], "Total scores", "total score",
+    root = svg_of(charts.histogram([10, 20, 20, 95, 100, -5, 130], "Total scores", "total score",
                                  100))
     bars = sorted(_bars(root))
     assert len(bars) == 10
@@ -88,7 +88,7 @@ def test_a_histogram_counts_each_score_in_its_tenth(english):
 
 
 def test_bars_are_as_long_as_their_values_and_stop_at_the_maximum(english):
-    root = _svg(charts.bar_chart(["p1", "p2", "p3", "p4"], [50, 25, float("nan"), 180],
+    root = svg_of(charts.bar_chart(["p1", "p2", "p3", "p4"], [50, 25, float("nan"), 180],
                                  "Mean score by part", "percent", maximum=100))
     bars = _bars(root)
     heights = [b[3] for b in sorted(bars)]
@@ -104,9 +104,9 @@ def test_count_charts_have_whole_number_ticks(english):
                                    horizontal=True, counts=True),
                   charts.bar_chart(["a", "b"], [3, 1], "t", "submissions", counts=True),
                   charts.histogram([10, 20, 20, 95], "t", "total", 100)):
-        numbers = _numbers(_svg(chart))
+        numbers = _numbers(svg_of(chart))
         assert len(numbers) >= 2 and all(float(v).is_integer() for v in numbers), numbers
-    horizontal = _svg(charts.bar_chart(["a", "b", "c"], [1, 2, 1], "t", "n",
+    horizontal = svg_of(charts.bar_chart(["a", "b", "c"], [1, 2, 1], "t", "n",
                                        horizontal=True, counts=True))
     assert _numbers(horizontal) == [0, 1, 2]
     widths = [b[2] for b in _bars(horizontal)]  # top to bottom: a, b, c
@@ -114,22 +114,22 @@ def test_count_charts_have_whole_number_ticks(english):
 
 
 def test_ticks_are_round_and_reach_the_top():
-    assert charts.ticks(100) == [0, 20, 40, 60, 80, 100]
-    assert charts.ticks(3, counts=True) == [0, 1, 2, 3]
-    assert charts.ticks(37.5) == [0, 10, 20, 30, 40]
-    assert charts.ticks(0.3) == [0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
-    assert charts.ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert svg.ticks(100) == [0, 20, 40, 60, 80, 100]
+    assert svg.ticks(3, counts=True) == [0, 1, 2, 3]
+    assert svg.ticks(37.5) == [0, 10, 20, 30, 40]
+    assert svg.ticks(0.3) == [0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
+    assert svg.ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
 
 
 def test_words_are_escaped_bounded_and_at_most_eighty_bars(english):
     hostile = "<script>alert(1)</script>\x07\u202e" + "x" * 500
-    root = _svg(charts.bar_chart([hostile] + [f"m{i}" for i in range(199)], [1] * 200,
+    root = svg_of(charts.bar_chart([hostile] + [f"m{i}" for i in range(199)], [1] * 200,
                                  hostile, hostile, horizontal=True, counts=True))
     assert len(_bars(root)) == charts.MAX_BARS == 80
     words = _texts(root)
     assert "m78" in words and "m79" not in words
     for text in words:
-        assert len(text) <= charts.LABEL_CHARS and "\x07" not in text
+        assert len(text) <= svg.LABEL_CHARS and "\x07" not in text
     assert any(text.startswith("<script>alert(1)</script>") for text in words)  # as text
     with pytest.raises(ValueError):
         charts.bar_chart([], [], "t")
@@ -139,7 +139,7 @@ def test_a_chinese_page_has_its_charts_in_chinese():
     before = i18n.language()
     i18n.set_language("zh")
     try:
-        root = _svg(charts.histogram([50], "Total scores", "total score", 100))
+        root = svg_of(charts.histogram([50], "Total scores", "total score", 100))
     finally:
         i18n.set_language(before)
     # grader/locale/zh_CN/LC_MESSAGES/grader.po
@@ -159,3 +159,14 @@ def test_the_class_page_is_drawn_without_a_plotting_library(tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == [3, False]
+
+
+def test_cividis_is_matplotlibs_at_its_points_and_between_them():
+    from grader.report import pictures
+    # matplotlib's cividis(0), (0.5), (1): its own table's ends and middle
+    assert [pictures.colour(x) for x in (0, 0.5, 1)] == ["#00224e", "#7d7c78", "#fee838"]
+    # a third of the way from point 1 (#00285b) to point 2 (#002e6a): 0x28 + 6 / 3 = 0x2a,
+    # 0x5b + 15 / 3 = 0x60 (worked out by hand)
+    assert pictures.colour((1 + 1 / 3) / 32) == "#002a60"
+    assert pictures.colour(-3) == "#00224e" and pictures.colour(float("nan")) == "#00224e"
+    assert pictures.colour(7) == "#fee838"

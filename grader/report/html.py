@@ -1,8 +1,9 @@
 """HTML pages: DIR/<folder>/feedback.html for a student, DIR/report.html for the instructor.
 
-Both are one self-contained file: inline CSS, pictures as data: URIs (heatmaps: pictures.py;
-the class page's charts: charts.py), no script, no font, nothing fetched (a
-Content-Security-Policy says so to the browser too), and readable on a phone (viewport meta, a single fluid column, images at most the page's
+Both are one self-contained file: inline CSS, pictures as SVG data: URIs the kit draws
+itself (heatmaps: pictures.py; the class page's charts: charts.py), no script, no font,
+nothing fetched (a Content-Security-Policy says so to the browser too), and readable on a
+phone (viewport meta, a single fluid column, images at most the page's
 width). Every string that comes from a submission or a test's message is made safe
 (textsafety.safe_text) and then HTML-escaped; everything else is the grader's own text.
 
@@ -14,9 +15,8 @@ summary only (no pictures: they would show the expected values of hidden cases);
 the scores only. report.html is titled with the assignment's title (`title`, in the page's
 language from the assignment's catalog). Both take the loaded Assignment (`assignment`; None: the default one).
 
-A page stays under PAGE_BYTES: pictures are dropped first. Making a heatmap can fail
-(matplotlib missing, odd data), and a chart (odd data): the page is then written without
-it, with a note, and never costs the row.
+A page stays under PAGE_BYTES: pictures are dropped first. Making a picture can fail (odd
+data): the page is then written without it, with a note, and never costs the row.
 """
 import base64
 import hashlib
@@ -33,7 +33,7 @@ from ..catalog.mistakes import Catalog
 from ..i18n import N_, _, case_title
 from ..textsafety import finite_number as _number, safe_text
 from .. import files
-from . import charts as svg, pictures
+from . import charts as class_charts, pictures
 from .carried import carried_lines
 from .gradebook import safe_record
 
@@ -290,11 +290,6 @@ def _pictures(result, notes, assignment):
     drawn = []
     cases = _picture_cases(result, assignment)
     if not cases:
-        return drawn
-    if not pictures.available():
-        notes.append(_("The pictures of attention weights could not be drawn on the grading "
-                       "machine (matplotlib is not installed); feedback.txt has the same cases "
-                       "in words."))
         return drawn
     failed = 0
     for module, test in cases:
@@ -739,7 +734,7 @@ def report_html(items, out_dir=None, charts=True, review=None, assignment=None):
                                        if getattr(p, "short", None)})
     body.append("<h2>" + _("Score distribution") + "</h2>")
     if totals and charts:
-        body.append(_img(_chart(lambda: svg.histogram(
+        body.append(_img(_chart(lambda: class_charts.histogram(
             totals, N_("Total scores"), N_("total score"), top), notes),
             _("Histogram of total scores")))
     body += _means_section(_part_means(scored), charts, notes)
@@ -781,7 +776,7 @@ def _means_section(means, charts, notes):
     body = ["<h2>" + _("Mean score by part") + "</h2>"]
     if means:
         if charts:
-            body.append(_img(_chart(lambda: svg.bar_chart(
+            body.append(_img(_chart(lambda: class_charts.bar_chart(
                 [p for p, *rest in means], [100 * m / t if t else 0 for p, m, t in means],
                 N_("Mean score by part (percent of the part's points)"),
                 N_("percent of the points"),
@@ -815,12 +810,12 @@ def _diagnoses_section(frequent, known, charts, notes):
     body = ["<h2>" + _("Most frequent diagnoses") + "</h2>"]
     if frequent:
         if charts:
-            body.append(_img(_chart(lambda: svg.bar_chart(
+            body.append(_img(_chart(lambda: class_charts.bar_chart(
                 [m for m, _ in frequent], [n for _, n in frequent],
-                N_("Submissions with each diagnosed mistake"), svg.SUBMISSIONS,
+                N_("Submissions with each diagnosed mistake"), class_charts.SUBMISSIONS,
                 horizontal=True, counts=True), notes),
                 _("Horizontal bars: how many submissions have each diagnosed mistake")))
-        heads = (_("mistake"), _(svg.SUBMISSIONS))
+        heads = (_("mistake"), _(class_charts.SUBMISSIONS))
         body.append(f"<table><tr><th>{heads[0]}</th><th class=\"num\">{heads[1]}</th></tr>"
                     + "".join(f"<tr><td>{_mistake_link(m, known)}</td><td class=\"num\">{n}"
                               "</td></tr>" for m, n in frequent) + "</table>")
