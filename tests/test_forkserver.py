@@ -211,20 +211,20 @@ _cmdline, _parent = _PROCESSES["_cmdline"], _PROCESSES["_parent"]
 
 
 @pytest.mark.slow
-def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_ends(tmp_path):
-    """The one process that imports torch for both is killed as soon as it starts, before it
-    can fork the template or say its pid: the batch starts a server and a template of its
-    own, grades both submissions, and ends (it once waited for ever on a template whose pid
-    it never learnt)."""
-    subs = tmp_path / "subs"
+def _grade_two(tmp_path, name, kill_server):
+    """`grader grade` of the solution and examples/chen.py (-inf masking: a diagnosis, a
+    heatmap, carried forward) at --jobs 1 into tmp_path/name; kill_server: its `--server`
+    process killed as soon as it starts. (whether one was killed, the output, the gradebook)"""
+    subs = tmp_path / f"{name}-subs"
     subs.mkdir()
-    for name in ("a", "b"):
-        shutil.copy(SOLUTION, subs / f"{name}.py")
+    shutil.copy(SOLUTION, subs / "a.py")
+    shutil.copy(os.path.join(KIT, "examples", "chen.py"), subs / "b.py")
+    out = tmp_path / name
     proc = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(subs / "a.py"),
-                             str(subs / "b.py"), "--out", str(tmp_path / "out"), "--jobs", "1"],
+                             str(subs / "b.py"), "--out", str(out), "--jobs", "1"],
                             cwd=KIT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed, deadline = None, time.monotonic() + 120
-    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+    while kill_server and killed is None and proc.poll() is None and time.monotonic() < deadline:
         for entry in os.listdir("/proc"):
             if entry.isdigit() and _parent(int(entry)) == proc.pid \
                     and b"--server" in _cmdline(int(entry)):
@@ -237,13 +237,37 @@ def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_e
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert killed is not None, output[-3000:]
     assert proc.returncode == 0, output[-3000:]
-    with open(tmp_path / "out" / "grades.csv", encoding="utf-8-sig") as handle:
-        rows = {row["submission"]: row for row in csv.DictReader(handle)}
-    assert {name: (row["status"], row["total"]) for name, row in rows.items()} == {
-        "a": ("graded", "100"), "b": ("graded", "100")}
+    return killed is not None, output, out
 
+
+def _what_a_student_reads(out, name):
+    """results.json without what differs from run to run (its times, how many reference
+    results were computed or reused), and feedback.txt."""
+    with open(out / name / "results.json", encoding="utf-8") as handle:
+        results = json.load(handle)
+    results.pop("execution_time")
+    results["extra_data"].pop("case_results")
+    return results, (out / name / "feedback.txt").read_text(encoding="utf-8")
+
+
+def test_a_batch_whose_server_dies_before_saying_its_template_still_grades_and_ends(tmp_path):
+    """The one process that imports torch for both is killed as soon as it starts, before it
+    can fork the template or say its pid: the batch starts a server and a template of its
+    own (`python -m grader.grade.zygote`, template.py alone), grades both submissions, and
+    ends (it once waited for ever on a template whose pid it never learnt). The second path
+    is as good as the first: every result and feedback word the same as a batch's that
+    started the usual way."""
+    killed, output, fallback = _grade_two(tmp_path, "fallback", kill_server=True)
+    assert killed, output[-3000:]
+    _, _, usual = _grade_two(tmp_path, "usual", kill_server=False)
+    for out in (fallback, usual):
+        with open(out / "grades.csv", encoding="utf-8-sig") as handle:
+            rows = {row["submission"]: row for row in csv.DictReader(handle)}
+        assert {n: row["status"] for n, row in rows.items()} == {"a": "graded", "b": "graded"}
+        assert rows["a"]["total"] == "100" and float(rows["b"]["total"]) < 100
+    for name in ("a", "b"):
+        assert _what_a_student_reads(fallback, name) == _what_a_student_reads(usual, name), name
 
 
 def test_a_template_whose_server_is_gone_is_known_ended_without_waiting_for_its_word():
