@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from grader import i18n
-from grader.report import charts, svg
+from grader.report import charts, pictures, svg
 
 from conftest import KIT
 
@@ -162,7 +162,6 @@ def test_the_class_page_is_drawn_without_a_plotting_library(tmp_path):
 
 
 def test_cividis_is_matplotlibs_at_its_points_and_between_them():
-    from grader.report import pictures
     # matplotlib's cividis(0), (0.5), (1): its own table's ends and middle
     assert [pictures.colour(x) for x in (0, 0.5, 1)] == ["#00224e", "#7d7c78", "#fee838"]
     # a third of the way from point 1 (#00285b) to point 2 (#002e6a): 0x28 + 6 / 3 = 0x2a,
