@@ -119,6 +119,17 @@ def test_ticks_are_round_and_reach_the_top():
     assert svg.ticks(37.5) == [0, 10, 20, 30, 40]
     assert svg.ticks(0.3) == [0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
     assert svg.ticks(0) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert svg.ticks(1, low=-0.5) == [-0.5, -0.25, 0, 0.25, 0.5, 0.75, 1]  # steps of 1.5 / 6
+    assert svg.ticks(1e308, low=-1e308) == [-1e308, 1e308]  # a span past the float's range
+
+
+def test_a_heatmap_of_extreme_values_is_still_drawn():
+    # weights a worker sent back are finite floats, but any: one scale from the lowest to
+    # the highest, whatever they are
+    for expected, got in (([[1e308, -1e308]], [[0.0, 1.0]]), ([[float("nan"), 1.0]], None),
+                          ([[5.0]], [[5.0]]), ([[-3.0, -2.0]], [[-1.0, -4.0]])):
+        root = svg_of(pictures.heatmap_pair(expected, got))
+        assert root.find(SVG + "title").text.startswith("expected")
 
 
 def test_words_are_escaped_bounded_and_at_most_eighty_bars(english):

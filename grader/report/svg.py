@@ -48,6 +48,8 @@ def ticks(top, counts=False, most=6, low=0.0):
     """Round tick values from `low` (0 or below) to at least `top`: steps of 1, 2, 2.5 or 5
     times a power of ten, at most about `most` + 1 of them; `counts`: whole numbers only."""
     span = top - low if top - low > 0 else 1.0
+    if not math.isfinite(span):  # ends near the float's limits: just the two ends
+        return [low, top]
     raw = span / most
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw - 1e-12)
