@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import KIT, SOLUTION
+from conftest import KIT, SOLUTION, student_env
 from grader import assignment
 from grader.suite.table import Table
 
@@ -111,7 +111,7 @@ def _run(command, folder):
     args = shlex.split(command)
     assert args[:3] == ["python", "-m", "pytest"], command
     return subprocess.run([sys.executable, *args[1:], "-rA"], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})
+                          text=True, timeout=300, env=student_env())
 
 
 @pytest.mark.slow

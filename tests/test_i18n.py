@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, student_env
 from grader import assignment
 
 babel = pytest.importorskip("babel", reason="Babel (the test extra) extracts the messages")
@@ -643,9 +643,9 @@ def test_the_chinese_student_folder_says_every_self_check_in_chinese(tmp_path):
               "    results[name] = [int(rc), out.getvalue()]\n"
               "    sys.path[:] = [p for p in sys.path if p != folder]\n"
               "print(json.dumps(results))\n")
-    env = {k: v for k, v in os.environ.items() if k != "ATTN_LANG"}
     done = subprocess.run([sys.executable, "-c", driver, json.dumps(runs)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=900, env={**env, "PYTHONPATH": ""})
+                          capture_output=True, text=True, timeout=900,
+                          env=student_env("ATTN_LANG"))
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.splitlines()[-1])
     for name, (rc, output) in results.items():

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, student_env
 
 babel = pytest.importorskip("babel", reason="Babel (the test extra) reads and compiles catalogs")
 from babel.messages.catalog import Catalog  # noqa: E402
@@ -101,12 +101,12 @@ def test_a_third_language_is_one_more_catalog_in_the_folder(name, tmp_path):
         write_mo(handle, catalog)
     run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
     said = subprocess.run(run + ["--lang", "fr"], cwd=folder, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=student_env())
     assert french in said.stdout + said.stderr
     english = subprocess.run(run + ["--lang", "en"], cwd=folder, capture_output=True,
-                             text=True, timeout=300)
+                             text=True, timeout=300, env=student_env())
     assert missing in english.stdout + english.stderr
     refused = subprocess.run(run + ["--lang", "de"], cwd=folder, capture_output=True,
-                             text=True, timeout=300)
+                             text=True, timeout=300, env=student_env())
     assert refused.returncode == 4
     assert "invalid choice: 'de' (choose from 'en', 'fr', 'zh')" in refused.stderr

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import KIT, SOLUTION
+from conftest import KIT, SOLUTION, student_env
 
 FOLDER = os.path.join(KIT, "assignments", "attention")
 CHECKS = os.path.join(FOLDER, "test_attention.py")
@@ -66,7 +66,7 @@ FIXING_CODE = [
 
 def _run_pytest(folder, *args, env=None):
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": "", **(env or {})})
+                          text=True, timeout=300, env=student_env(**(env or {})))
 
 
 def _copy(tmp_path, name="attention"):
@@ -169,7 +169,7 @@ def test_solution_passes_without_numpy_and_without_warnings(tmp_path):
     folder = _copy(tmp_path)
     shutil.copy(SOLUTION, folder / "attention.py")
     done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": ""})
+                          timeout=300, env=student_env())
     last = done.stdout.splitlines()[-1]
     assert done.returncode == 0, done.stdout[-3000:]
     assert "passed" in last and "warning" not in last, done.stdout[-3000:]
@@ -185,7 +185,7 @@ def test_hiding_numpy_does_reproduce_the_warning_that_pytest_ini_silences(tmp_pa
     (folder / "pytest.ini").write_text(ini.replace("ignore:Failed to initialize NumPy:UserWarning", ""),
                                        encoding="utf-8")
     done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": ""})
+                          timeout=300, env=student_env())
     assert done.returncode == 0, done.stdout[-3000:]
     assert "Failed to initialize NumPy" in done.stdout, done.stdout[-3000:]
 
@@ -231,7 +231,7 @@ def broken_runs(tmp_path_factory, solution_source):
     runs.append(["mha_repeat/env", str(base / "mha_repeat"), ["-x"], "zh"])
     runs.append(["mha_repeat/en", str(base / "mha_repeat"), ["-x", "--lang", "en"], None])
     done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(runs)], cwd=base, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+                          text=True, timeout=600, env=student_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -406,7 +406,7 @@ def device_verdicts(tmp_path_factory, solution_source):
         (folder / "attention.py").write_text(source, encoding="utf-8")
         runs.append([variant, str(folder)])
     done = subprocess.run([sys.executable, "-c", COMPARE, json.dumps(runs), KIT], cwd=base, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": ""})
+                          text=True, timeout=600, env=student_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -456,7 +456,7 @@ def test_every_catalog_mistake_fails_a_public_check(tmp_path):
     device and dropout-order checks, 9 of them did (gpu-arange-no-device, additive-dropout-stored, ...)."""
     done = subprocess.run([sys.executable, "-c", CATALOG_DRIVER, str(tmp_path), KIT, FOLDER, SOLUTION],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "PYTHONPATH": ""})
+                          env=student_env())
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout.splitlines()[-1])
     assert len(results) >= 50
@@ -578,7 +578,7 @@ def test_the_chinese_folder_is_as_small_and_passes_the_solution_without_numpy(tm
         (folder / name).write_bytes(data)
     shutil.copy(SOLUTION, folder / "attention.py")
     done = subprocess.run([sys.executable, "-c", HIDE_NUMPY], cwd=folder, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": "", "ATTN_LANG": ""})
+                          text=True, timeout=300, env=student_env(ATTN_LANG=""))
     last = done.stdout.splitlines()[-1]
     assert done.returncode == 0 and "passed" in last and "warning" not in last, done.stdout[-3000:]
     (folder / "attention.py").write_bytes(files["attention.py"])  # the Chinese skeleton

@@ -27,6 +27,8 @@ from grader.harness.results import ProbeResult
 from grader.sandbox.runtime.probes import run_probe
 from grader.suite import checks
 from grader.suite.session import Session
+
+from conftest import student_env
 from grading import run_grader
 
 KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -252,9 +254,9 @@ def test_a_mistake_stays_a_small_edit_of_the_solution(kit):
 # -- the student folder ---------------------------------------------------------------------
 def _self_checks(folder, *args):
     import subprocess
-    env = {k: v for k, v in os.environ.items() if k not in ("ATTN_LANG", "PYTHONPATH")}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", *args],
-                          cwd=folder, capture_output=True, text=True, timeout=300, env=env)
+                          cwd=folder, capture_output=True, text=True, timeout=300,
+                          env=student_env("ATTN_LANG"))
     return done.stdout + done.stderr
 
 
@@ -302,7 +304,6 @@ def test_grader_grade_gives_the_solution_100_and_the_skeleton_0(tmp_path):
     """`grader grade --assignment transformer`: real workers (the given attention.py staged
     beside each submission), real trusted processes, grades.csv read back."""
     import csv
-    import subprocess
     out = tmp_path / "grades"
     done = run_grader("grade", "--assignment", "transformer",
                       os.path.join(SOLUTIONS, "transformer.py"),
