@@ -48,7 +48,8 @@ def _bars(root):
     """[(x, y, width, height)] of the red bars, left to right then top to bottom."""
     found = [tuple(float(r.get(k)) for k in ("x", "y", "width", "height"))
              for r in root.iter(SVG + "rect") if r.get("fill") == charts.RED]
-    return sorted(found, key=lambda b: (b[1], b[0]) if b[0] == found[0][0] else (b[0], b[1]))
+    horizontal = all(b[0] == found[0][0] for b in found)  # they all start at the axis
+    return sorted(found, key=lambda b: b[1] if horizontal else b[0])
 
 
 def _texts(root):

@@ -31,6 +31,16 @@ def _value_axis_y(drawing, scale, left, bottom, top_px, words):
         drawing.text(14, (top_px + bottom) / 2, words, LABEL_PX, rotate=-90)
 
 
+def _value_axis_x(drawing, scale, left, right, bottom, end):
+    """Ticks and their numbers along the bottom, `end` at the right edge (the histogram,
+    horizontal bars); a tick past the edge is left out."""
+    for value in scale:
+        x = left + (right - left) * value / end
+        if x <= right + 0.5:
+            drawing.line(x, bottom, x, bottom + 4)
+            drawing.text(x, bottom + 16, tick_text(value), TICK_PX)
+
+
 def histogram(values, title, xlabel, top):
     """Scores from 0 to `top` in ten bins, counted (a score outside is left out)."""
     values = [number(v) for v in values]
@@ -48,11 +58,7 @@ def histogram(values, title, xlabel, top):
         h = (bottom - top_px) * n / scale[-1]
         drawing.rect(left + i * width, bottom - h, width, h, RED, stroke="white")
     _value_axis_y(drawing, scale, left, bottom, top_px, label(_(SUBMISSIONS)))
-    for value in ticks(top):
-        x = left + (right - left) * value / top
-        if x <= right + 0.5:
-            drawing.line(x, bottom, x, bottom + 4)
-            drawing.text(x, bottom + 16, tick_text(value), TICK_PX)
+    _value_axis_x(drawing, ticks(top), left, right, bottom, top)
     drawing.frame(left, top_px, right, bottom)
     drawing.text((left + right) / 2, 18, title, TITLE_PX)
     drawing.text((left + right) / 2, 328, xlabel, LABEL_PX)
@@ -108,10 +114,7 @@ def _horizontal(labels, values, title, xlabel, scale):
                      row * 0.8, RED)
         drawing.line(left - 4, y + row / 2, left, y + row / 2)
         drawing.text(left - 6, y + row / 2 + 3.5, name, TICK_PX, anchor="end")
-    for value in scale:
-        x = left + (right - left) * value / scale[-1]
-        drawing.line(x, bottom, x, bottom + 4)
-        drawing.text(x, bottom + 16, tick_text(value), TICK_PX)
+    _value_axis_x(drawing, scale, left, right, bottom, scale[-1])
     drawing.frame(left, top_px, right, bottom)
     drawing.text((left + right) / 2, 18, title, TITLE_PX)
     if xlabel:

@@ -16,7 +16,7 @@ import base64
 import html
 import math
 
-from ..textsafety import safe_text
+from ..textsafety import finite_number, safe_text
 
 FONT = "DejaVu Sans, Verdana, Arial, 'Noto Sans CJK SC', 'Microsoft YaHei', sans-serif"
 LABEL_CHARS = 60  # one label
@@ -25,11 +25,8 @@ MAX_PIXELS = 1200  # a side of any drawing
 
 def number(value):
     """`value` as a finite float (anything else: 0.0)."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-    return value if math.isfinite(value) else 0.0
+    found = finite_number(value)
+    return 0.0 if found is None else found
 
 
 def label(text, limit=LABEL_CHARS):
