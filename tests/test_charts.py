@@ -75,14 +75,15 @@ def english():
 
 
 def test_a_histogram_counts_each_score_in_its_tenth(english):
-    # 10 -> [10, 20), 20 twice -> [20, 30), 95 and 100 -> [90, 100], -5 and 130 left out
-    root = svg_of(charts.histogram([10, 20, 20, 95, 100, -5, 130], "Total scores", "total score",
-                                 100))
+    # 5 -> [0, 10), 10 and 16 -> [10, 20), 20 twice -> [20, 30), 95 and 100 -> [90, 100],
+    # -5 and 130 left out (16 and 5 tell a bin by flooring from one by rounding)
+    root = svg_of(charts.histogram([5, 10, 16, 20, 20, 95, 100, -5, 130], "Total scores",
+                                 "total score", 100))
     bars = sorted(_bars(root))
     assert len(bars) == 10
     tallest = max(b[3] for b in bars)
     counts = [round(2 * b[3] / tallest) for b in bars]  # the tallest bar is a count of 2
-    assert counts == [0, 1, 2, 0, 0, 0, 0, 0, 0, 2]
+    assert counts == [1, 2, 2, 0, 0, 0, 0, 0, 0, 2]
     assert len({round(b[2], 3) for b in bars}) == 1  # ten equal bins
     assert {"Total scores", "total score", "submissions"} <= set(_texts(root))
     assert [n for n in _numbers(root) if n > 2] == [20, 40, 60, 80, 100]  # the score axis
