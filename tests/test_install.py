@@ -55,8 +55,13 @@ def test_readme_test_command_is_what_ci_runs():
     # the whole suite, on both cores, each test file in one worker (its module fixtures once)
     assert len(ci) == 1 and ci[0].endswith("&& python -m pytest -n 2 --dist loadfile"), commands
     assert ci[0] in readme.split("## Documentation")[0]   # in the two commands
-    # after it, only the check that the test extra alone is enough (.ci/test-extra)
-    assert commands[commands.index(ci[0]) + 1:] == ["bash .ci/test-extra"]
+    # it is the last; the check that the test extra alone is enough (.ci/test-extra) runs
+    # before it, in the same venv while it has the test extra and nothing more
+    assert commands[-1] == ci[0]
+    first = commands.index("python -m pip install torch==2.13.0 -e '.[test]'")
+    check = next(i for i, line in enumerate(commands) if "bash .ci/test-extra check .venv" in line)
+    docs = next(i for i, line in enumerate(commands) if "-e '.[docs]'" in line)
+    assert first < check < docs < commands.index(ci[0]), commands
 
 
 def test_gradescope_setup_installs_no_nbgrader():
