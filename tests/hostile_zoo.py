@@ -33,6 +33,8 @@ class Hostile:
     reason: str = None              # text the student's feedback must contain
     levels: frozenset = EVERYWHERE  # isolation levels at which the defence holds
     level_sensitive: bool = True    # also graded at the weaker levels
+    endless: bool = False           # runs until a time limit stops it: graded in a batch of
+                                    # its own, under short time limits (test_hostile TIGHT)
 
 
 def _read(path):
@@ -528,14 +530,14 @@ ZOO = [
             file("attack_neighbours.py", zero_stub(ATTACK_NEIGHBOURS)), levels=WITH_UID),
     Hostile("loop-at-import", "loops forever at the top of the file", "the import time limit",
             file("loop_import.py", solution("while True:\n    pass\n")), expect="zero",
-            reason="did not finish within"),
+            reason="did not finish within", endless=True),
     Hostile("loop-in-one-function", "loops forever in MultiHeadAttention.forward only",
             "the per-call limit; the function is marked broken, the other parts are graded",
             file("loop_one.py", solution(replace=[(
                 "        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (B*h, Q, hidden/h)",
                 "        while True:\n            pass")])),
             expect="parts", full_parts=ALL_PARTS[:5], lost_parts=("MultiHeadAttention",),
-            reason="did not finish within"),
+            reason="did not finish within", endless=True),
     Hostile("exit-at-import", "calls sys.exit(0) at import", "SystemExit is caught and explained",
             file("exit_import.py", solution("import sys\nsys.exit(0)\n")), expect="zero",
             reason="sys.exit"),

@@ -1,8 +1,9 @@
 """Hostile and broken submissions, graded the way an instructor grades a class.
 
 The whole zoo (tests/hostile_zoo.py) plus the correct solution and the zero stub go through
-ONE `grader grade` call per isolation level, run from a copy of the kit so that a defence
-that failed could not damage this checkout. Then:
+ONE `grader grade` call per isolation level (and the entries that loop for ever through a
+second, under short time limits), run from a copy of the kit so that a defence that failed
+could not damage this checkout. Then:
 - each entry scores as its table row says (an attack: no more than the zero stub), and the
   assertion names the defence that had to hold;
 - the correct solution gets full marks and every submission has a row;
@@ -37,6 +38,12 @@ SECRET = "attnkit-secret-7d1f"  # in the grader's environment; no worker may see
 # test runs at once on two cores), where a memory attack must meet its memory limit first
 LIMITS = ["--call-seconds", "8", "--import-seconds", "10", "--submission-seconds", "150",
           "--memory-mb", "1024", "--jobs", "2"]
+# the entries that loop until a time limit stops them (Hostile.endless), in a batch of their
+# own: the generous limits are for everything else, and a loop under them burned 20 s of CPU
+# at each level; a loop never finishes, so short limits give the same verdict, loaded or not
+# (a right function's call and a file's top level take milliseconds)
+TIGHT = ["--call-seconds", "2", "--import-seconds", "3", "--submission-seconds", "60",
+         "--memory-mb", "1024", "--jobs", "2"]
 ESCAPES = ["/tmp/results.json", "/tmp/attnkit-escaped-abs.py", "/tmp/big.bin"]
 
 
@@ -215,12 +222,12 @@ class ZooRun:
         listener.start()
         self.token = f"{os.getpid()}{random.randrange(10**6):06d}"
         context = {"port": listener.port, "token": self.token}
-        paths, self.names = [], {}
+        paths, endless, self.names = [], [], {}
         for entry in entries:
             folder = inputs / entry.name
             folder.mkdir()
             path = entry.build(str(folder), context)
-            paths.append(path)
+            (endless if entry.endless else paths).append(path)
             self.names[entry.name] = os.path.splitext(os.path.basename(path))[0]
         for name, source in (("correct", SOLUTION), ("zero_stub", os.path.join(SUBMISSIONS, "zero_stub.py"))):
             shutil.copy(source, inputs / f"{name}.py")
@@ -232,20 +239,12 @@ class ZooRun:
         before, kit_before = _protected(), _hash_tree(kit)
         workdir = tmp / "grader-tmp"  # the grader's temporary folders: this run's alone
         workdir.mkdir()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader", "grade", *paths, "--out", str(tmp / "out"),
-             "--isolation", choice, *LIMITS],
-            cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET,
-                 "TMPDIR": str(workdir)})
-        peaks = PeakMemory(proc.pid)
-        peaks.start()
-        try:
-            stdout, stderr = proc.communicate(timeout=1800)
-        finally:
-            peaks.stop()
-        self.done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-        self.peak_main_mb, self.peak_trusted_mb = peaks.main_mb, peaks.trusted_mb
+        self.peak_main_mb = self.peak_trusted_mb = 0.0
+        self.outs, self.done_endless = [tmp / "out"], None
+        self.done = self._grade(kit, paths, self.outs[0], choice, LIMITS, workdir)
+        if endless:
+            self.outs.append(tmp / "out-endless")
+            self.done_endless = self._grade(kit, endless, self.outs[1], choice, TIGHT, workdir)
         listener.stop()
         self.received = listener.received
         self.protected_changed = [k for k, v in _protected().items() if before[k] != v]
@@ -257,16 +256,37 @@ class ZooRun:
                          for name in os.listdir(folder) if name.startswith(LITTER_PREFIX)]
         self.escaped += [str(p) for p in (tmp.parent / "attnkit-escaped.py", tmp / "attnkit-escaped.py")
                          if p.exists()]
-        self.out = tmp / "out"
-        with open(self.out / "grades.csv", encoding="utf-8-sig") as handle:
-            self.rows = {row["submission"]: row for row in csv.DictReader(handle)}
+        self.rows, self.out_of = {}, {}
+        for out in self.outs:
+            with open(out / "grades.csv", encoding="utf-8-sig") as handle:
+                for row in csv.DictReader(handle):
+                    self.rows[row["submission"]], self.out_of[row["submission"]] = row, out
+
+    def _grade(self, kit, paths, out, choice, limits, workdir):
+        """One `grader grade` of `paths` into `out` at level `choice`, its peak memory kept."""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader", "grade", *paths, "--out", str(out),
+             "--isolation", choice, *limits],
+            cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(kit), "ATTNKIT_SECRET": SECRET,
+                 "TMPDIR": str(workdir)})
+        peaks = PeakMemory(proc.pid)
+        peaks.start()
+        try:
+            stdout, stderr = proc.communicate(timeout=1800)
+        finally:
+            peaks.stop()
+        self.peak_main_mb = max(self.peak_main_mb, peaks.main_mb)
+        self.peak_trusted_mb = max(self.peak_trusted_mb, peaks.trusted_mb)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
     def row(self, entry_name):
         return self.rows[self.names.get(entry_name, entry_name)]
 
     def feedback(self, entry_name):
-        folder = self.row(entry_name)["folder"]  # the name, unless it had to be made safe
-        return (self.out / folder / "feedback.txt").read_text(encoding="utf-8")
+        name = self.names.get(entry_name, entry_name)
+        folder = self.rows[name]["folder"]  # the name, unless it had to be made safe
+        return (self.out_of[name] / folder / "feedback.txt").read_text(encoding="utf-8")
 
 
 _RUNS = {}
@@ -290,7 +310,8 @@ def _part(row, part):
 
 
 def test_the_batch_ran_and_every_submission_has_a_row(zoo):
-    assert zoo.done.returncode == 0, zoo.done.stdout[-3000:] + zoo.done.stderr[-3000:]
+    for done in filter(None, (zoo.done, zoo.done_endless)):
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert set(zoo.rows) == set(zoo.names.values()) | {"correct", "zero_stub"}
     assert all(row["status"] != "grader error" for row in zoo.rows.values())
 
@@ -316,7 +337,8 @@ def test_nothing_was_written_outside_the_sandboxes(zoo):
 
 
 def test_the_grader_environment_does_not_reach_any_worker(zoo):
-    leaked = [str(p) for p in zoo.out.rglob("*") if p.is_file() and SECRET in p.read_text(errors="ignore")]
+    leaked = [str(p) for out in zoo.outs for p in out.rglob("*")
+              if p.is_file() and SECRET in p.read_text(errors="ignore")]
     assert leaked == [], "defence: the worker's environment is cleared"
     printed = zoo.feedback("read-environment")
     assert "ATTNKIT" not in printed and "isolated: True" in printed
@@ -330,8 +352,8 @@ def test_nothing_reached_the_network(zoo):
 
 def test_outputs_and_grader_memory_stay_bounded(zoo):
     """One hostile batch may not inflate what the grader writes or holds (figures printed)."""
-    sizes = {p.relative_to(zoo.out).as_posix(): p.stat().st_size for p in zoo.out.rglob("*")
-             if p.is_file()}
+    sizes = {p.relative_to(out.parent).as_posix(): p.stat().st_size for out in zoo.outs
+             for p in out.rglob("*") if p.is_file()}
     largest = max(sizes.items(), key=lambda item: item[1])
     print(f"\n[{zoo.key}] peak memory: main process {zoo.peak_main_mb:.0f} MB, trusted processes "
           f"{zoo.peak_trusted_mb:.0f} MB; largest output {largest[0]} {largest[1] / 1024:.0f} KB")

@@ -18,7 +18,13 @@ import pytest
 from conftest import KIT, SOLUTION
 from grading import run_grader
 
-pytest.importorskip("nbgrader", reason="the nbgrader extra is not installed: pip install -e '.[nbgrader]'")
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_nbgrader():
+    """Skips every test here without the nbgrader extra. A fixture, not a line at the top: a
+    collection that imports nbgrader (and Jupyter with it) costs each xdist worker 2 s."""
+    pytest.importorskip("nbgrader", reason="the nbgrader extra is not installed: pip install -e '.[nbgrader]'")
+
 
 ASSIGNMENT = "attention"
 PARTS = {"sequence_mask": 11, "masked_softmax": 20, "AdditiveAttention": 15,
