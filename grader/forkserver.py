@@ -5,8 +5,9 @@ step before a batch's first submission can be graded. A command that grades (`gr
 `nbgrader`, `validate`) starts it here, before the command line's own modules are imported
 (about 0.3 s) and its pre-flight runs (the gradebook, the course file, the isolation check),
 so that both go on at once; grade_batch then takes it (trusted.start_zygote). A command
-that is refused, asked for --help, or grades nothing lets it go: it ends when this process
-closes its socket, having run nothing.
+that is refused or grades nothing stops it at exit (let_go), and a server started for
+another environment is stopped when take() finds so: neither is left to finish importing
+torch (about 1.5 s of CPU) for nothing. --help starts none.
 
     early = forkserver.start(sys.argv[1:])   # None: this command grades nothing
     sock, proc, template_sock = forkserver.take(env)  # the one started for `env`, or None
@@ -18,6 +19,7 @@ serve_beside_server); the child is the template, the parent becomes the server.
 What a trusted process needs that is known only later (the isolation level grade_batch
 checked, CARRIED) reaches it with each spawn, not through the server's environment.
 """
+import atexit
 import json
 import os
 import socket
@@ -116,7 +118,29 @@ def start(argv):
         _EARLY["server"] = (env, *launch(env, with_template=template.enabled()))
     except OSError:
         return None
+    atexit.register(let_go)
     return _EARLY["server"]
+
+
+def let_go():
+    """Stop the server start() started if no batch took it (the command stopped at a usage
+    error or a refusal). At exit; also safe to call before."""
+    early, _EARLY["server"] = _EARLY["server"], None
+    if early is not None:
+        _stop(*early[1:])
+
+
+def _stop(sock, proc, template_sock):
+    """Close our ends and kill the server: it has run nothing of a submission yet. A
+    template it forked hears EOF on its socket and ends."""
+    for end in (sock, template_sock):
+        if end is not None:
+            end.close()
+    proc.kill()  # no signal once it was reaped: Popen polls first
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def take(env):
@@ -129,7 +153,5 @@ def take(env):
     started_with, sock, proc, template_sock = early
     if started_with == env:
         return sock, proc, template_sock
-    for end in (sock, template_sock):  # each hears EOF and ends
-        if end is not None:
-            end.close()
+    _stop(sock, proc, template_sock)
     return None

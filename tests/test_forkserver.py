@@ -58,11 +58,12 @@ def test_the_batch_takes_the_server_started_early_and_lets_a_mismatched_one_go()
         assert "pytest" in output  # `pytest --version`: the child ran pytest.main
     finally:
         server.close()
-    # started for another environment: let go, and it ends having run nothing
+    # started for another environment: stopped at once (and reaped), having run nothing, not
+    # left to finish importing torch
     other = forkserver.start(["grade", "b.py"])
     _env, _sock, proc, _template_sock = other
     assert forkserver.take(dict(forkserver.environment(), OMP_NUM_THREADS="2")) is None
-    assert proc.wait(timeout=120) == 0
+    assert proc.poll() == -signal.SIGKILL
 
 
 def _pace_and_channel():
@@ -295,3 +296,38 @@ def test_a_template_whose_server_is_gone_is_known_ended_without_waiting_for_its_
     assert running.poll() is None and running.wait_cpu(0.2) is None
     running.kill()
     assert live.wait(10) == -signal.SIGKILL
+
+
+def _processes_naming(text):
+    """[pid command line] of every process whose command line names `text`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(f"{entry} {cmdline[:160]}")
+    return found
+
+
+@pytest.mark.parametrize("argv", [["grade", "{tmp}/missing.py", "--out", "{tmp}/out"],
+                                  ["grade", "{tmp}/missing.py", "--out", "{tmp}/out", "--jobs", "0"]],
+                         ids=["refused", "usage-error"])
+def test_a_command_that_grades_nothing_leaves_no_server_importing_torch(tmp_path, argv):
+    """A grading command stopped before its batch (a file that is not there, a usage error)
+    stops the fork server it started at once: none is left to finish importing torch, about
+    1.5 s of CPU, for nothing (26 such commands in this suite did)."""
+    kit = tmp_path / "kit"  # a copy: its path names this test's processes alone
+    for part in ("grader", "solutions", "tests_hidden"):
+        shutil.copytree(os.path.join(KIT, part), kit / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run([sys.executable, "-m", "grader",
+                           *[a.format(tmp=tmp_path) for a in argv]],
+                          cwd=kit, env={**os.environ, "PYTHONPATH": str(kit)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("--jobs" if "--jobs" in argv else "missing.py") in done.stderr, done.stderr
+    assert _processes_naming(str(kit)) == []
