@@ -118,6 +118,7 @@ def start(argv):
         _EARLY["server"] = (env, *launch(env, with_template=template.enabled()))
     except OSError:
         return None
+    atexit.unregister(let_go)  # registered once, however many servers a process starts
     atexit.register(let_go)
     return _EARLY["server"]
 
