@@ -28,6 +28,24 @@ def student_env(*leave_out, **extra):
     return {**env, "PYTHONPATH": "", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **extra}
 
 
+def processes_naming(*texts):
+    """["pid command line"] of each process but this one whose command line names any of
+    `texts` (a folder or marker of one test's own: other test runs on the machine never
+    match)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(text in cmdline for text in texts):
+            found.append(f"{entry} {cmdline[:160]}")
+    return found
+
+
 def stage_folder(prefix="attnkit-test-stage-"):
     """A folder a sandboxed worker can reach (0o711, under /tmp: tmp_path's parents are
     private to the user running the tests), removed when the test session ends."""

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import KIT, SOLUTION, stage_folder
+from conftest import KIT, SOLUTION, processes_naming, stage_folder
 from hostile_zoo import GRADER_PROCESSES
 from grader import forkserver
 from grader.grade import turns, zygote
@@ -298,21 +298,6 @@ def test_a_template_whose_server_is_gone_is_known_ended_without_waiting_for_its_
     assert live.wait(10) == -signal.SIGKILL
 
 
-def _processes_naming(text):
-    """[pid command line] of every process whose command line names `text`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(f"{entry} {cmdline[:160]}")
-    return found
-
-
 @pytest.mark.parametrize("argv", [["grade", "{tmp}/missing.py", "--out", "{tmp}/out"],
                                   ["grade", "{tmp}/missing.py", "--out", "{tmp}/out", "--jobs", "0"]],
                          ids=["refused", "usage-error"])
@@ -330,4 +315,4 @@ def test_a_command_that_grades_nothing_leaves_no_server_importing_torch(tmp_path
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert ("--jobs" if "--jobs" in argv else "missing.py") in done.stderr, done.stderr
-    assert _processes_naming(str(kit)) == []
+    assert processes_naming(str(kit)) == []

@@ -27,7 +27,7 @@ import time
 import pytest
 import torch
 
-from conftest import KIT, SOLUTION, SUBMISSIONS
+from conftest import KIT, SOLUTION, SUBMISSIONS, processes_naming
 from grader.sandbox import isolation
 from hostile_zoo import (GRADER_PROCESSES, KILL_FORK_SERVER, KILL_TRUSTED_NOW, LITTER_PREFIX,
                          OWN_GRADER, ZOO, zero_stub)
@@ -109,18 +109,7 @@ def _stray_processes(token, workdir):
     """Processes this run left: ones carrying its daemon marker, or started for it (their
     command line names its private temporary folder). Other graders and test runs on the
     same machine are not counted."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if f"1234.{token}" in cmdline or workdir in cmdline:
-            found.append(f"{entry} {cmdline[:120]}")
-    return found
+    return processes_naming(f"1234.{token}", workdir)
 
 
 class PeakMemory(threading.Thread):
