@@ -105,14 +105,26 @@ def isolation_levels():
     return found
 
 
+def copy_kit(dest, parts=("grader", "solutions", "tests_hidden")):
+    """A copy of the kit's `parts` (folders of the checkout) at `dest`; its path.
+
+    The compiled modules are copied with the sources and their times (shutil.copy2), so
+    they stay valid for the copy: where PYTHONDONTWRITEBYTECODE is set (as in CI), each
+    command line and fork server started in a copy compiled the kit's modules again, about
+    0.1 s of CPU each, and nothing kept them. A source a test then changes gets a new time,
+    and Python compiles that one again. pytest's own caches are left out."""
+    dest = str(dest)
+    for part in parts:
+        shutil.copytree(os.path.join(KIT, part), os.path.join(dest, part),
+                        ignore=shutil.ignore_patterns(".pytest_cache"))
+    return dest
+
+
 def student_provided_kit(dest, parts=("grader", "tests_hidden", "solutions")):
     """A copy of the kit at `dest` (a pathlib.Path) whose transformer declares its
     `builds_on` attention with provide = "student": each student's own attention module is
     graded with their transformer. Grade in it with cwd=dest (PYTHONPATH=dest)."""
-    import shutil
-    for part in parts:
-        shutil.copytree(os.path.join(KIT, part), dest / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(dest, parts)
     toml = dest / "tests_hidden" / "transformer" / "assignment.toml"
     text = toml.read_text(encoding="utf-8")
     assert text.count('provide = "given"') == 1

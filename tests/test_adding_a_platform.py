@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import KIT, SOLUTION
+from conftest import KIT, SOLUTION, copy_kit
 from grading import grades, run_grader
 
 CHEN = os.path.join(KIT, "examples", "chen.py")   # 93 points (README)
@@ -84,9 +84,7 @@ percent = 10
 
 def _kit(tmp_path):
     kit = tmp_path / "kit"
-    for part in ("grader", "tests_hidden", "solutions", "assignments"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(kit, ("grader", "tests_hidden", "solutions", "assignments"))
     (kit / "grader" / "platforms" / "blackboard.py").write_text(TOY, encoding="utf-8")
     return kit
 

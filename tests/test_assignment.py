@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 from grader import assignment
 from grading import run_grader
 
@@ -112,11 +112,8 @@ def test_a_default_that_is_not_true_or_false_and_an_empty_kit_are_refused(tmp_pa
 def test_a_kit_without_a_default_is_a_one_line_usage_error_naming_the_files(tmp_path):
     """A copy of the kit where no declaration says default = true: `grader grade` without
     --assignment stops with exit 2 and names both files, grading nothing."""
-    import shutil
     kit = tmp_path / "kit"
-    for part in ("grader", "tests_hidden", "solutions", "assignments"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_kit(kit, ("grader", "tests_hidden", "solutions", "assignments"))
     declaration = kit / "tests_hidden" / "attention" / "assignment.toml"
     declaration.write_text(declaration.read_text().replace("default = true", "default = false"))
     done = run_grader("grade", os.path.join(KIT, "examples", "alice.py"), "--out",

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import KIT, SOLUTION, processes_naming, stage_folder
+from conftest import KIT, SOLUTION, copy_kit, processes_naming, stage_folder
 from hostile_zoo import GRADER_PROCESSES
 from grader import forkserver
 from grader.grade import turns, zygote
@@ -306,9 +306,7 @@ def test_a_command_that_grades_nothing_leaves_no_server_importing_torch(tmp_path
     stops the fork server it started at once: none is left to finish importing torch, about
     1.5 s of CPU, for nothing (26 such commands in this suite did)."""
     kit = tmp_path / "kit"  # a copy: its path names this test's processes alone
-    for part in ("grader", "solutions", "tests_hidden"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(kit)
     done = subprocess.run([sys.executable, "-m", "grader",
                            *[a.format(tmp=tmp_path) for a in argv]],
                           cwd=kit, env={**os.environ, "PYTHONPATH": str(kit)},

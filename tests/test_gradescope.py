@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from conftest import KIT, SOLUTION
+from conftest import KIT, SOLUTION, copy_kit
 from grader.platforms.gradescope.autograder import build
 
 
@@ -115,9 +115,7 @@ def test_the_zip_locks_every_hidden_suite_and_solution_from_the_workers_user():
     try:
         os.chmod(base, 0o755)  # pytest's own tmp folder is closed to other users: not a test
         kit = os.path.join(base, "kit")
-        ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
-        for part in ("grader", "solutions", "tests_hidden"):
-            shutil.copytree(os.path.join(KIT, part), os.path.join(kit, part), ignore=ignore)
+        copy_kit(kit)
         for name in ("pyproject.toml", "README.md"):
             shutil.copy(os.path.join(KIT, name), kit)
         second = os.path.join(kit, "tests_hidden", "second")

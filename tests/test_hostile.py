@@ -27,7 +27,7 @@ import time
 import pytest
 import torch
 
-from conftest import KIT, SOLUTION, SUBMISSIONS, processes_naming
+from conftest import KIT, SOLUTION, SUBMISSIONS, copy_kit, processes_naming
 from grader.sandbox import isolation
 from hostile_zoo import (GRADER_PROCESSES, KILL_FORK_SERVER, KILL_TRUSTED_NOW, LITTER_PREFIX,
                          OWN_GRADER, ZOO, zero_stub)
@@ -202,9 +202,7 @@ class ZooRun:
         entries = [e for e in ZOO if key in e.levels and (choice == "auto" or e.level_sensitive)]
         self.entries = {e.name: e for e in entries}
         kit = tmp / "kit"
-        for part in ("grader", "solutions", "tests_hidden"):
-            shutil.copytree(os.path.join(KIT, part), kit / part,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+        copy_kit(kit)
         inputs = tmp / "submissions"
         inputs.mkdir()
         listener = Listener()

@@ -4,13 +4,12 @@ the kit, is a --lang the CLI accepts, and grading in it writes the French of tho
 and the English of everything else. The French is written here, not read from the code."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 
 babel = pytest.importorskip("babel", reason="Babel (the test extra) compiles the toy catalogs")
 from babel.messages.catalog import Catalog  # noqa: E402
@@ -48,9 +47,7 @@ def french_kit(tmp_path_factory):
     """A copy of the kit with a French catalog for the grader and one for attention: the
     only files a third language adds."""
     kit = tmp_path_factory.mktemp("fr") / "kit"
-    for part in ("grader", "tests_hidden", "solutions", "assignments"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_kit(kit, ("grader", "tests_hidden", "solutions", "assignments"))
     _compile(str(kit / "grader" / "locale" / "fr" / "LC_MESSAGES" / "grader.mo"),
              {SENTENCE: SENTENCE_FR})
     _compile(str(kit / "tests_hidden" / "attention" / "locale" / "fr" / "LC_MESSAGES"

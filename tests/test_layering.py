@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 
 pytest.importorskip("importlinter", reason="import-linter (the test extra) checks the layers")
 
@@ -40,8 +40,7 @@ def test_the_kit_keeps_every_contract():
 
 def _copy(tmp_path):
     kit = tmp_path / "kit"
-    shutil.copytree(os.path.join(KIT, "grader"), kit / "grader",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(kit, ("grader",))
     shutil.copy(os.path.join(KIT, "pyproject.toml"), kit / "pyproject.toml")
     return kit
 

@@ -2,14 +2,13 @@
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import nbformat
 import pytest
 
-from conftest import KIT, SKELETON, SOLUTION
+from conftest import KIT, SKELETON, SOLUTION, copy_kit
 from grader import assignment
 from grader.release import ReleaseError, SelectLanguage, Source, release
 from grading import run_grader
@@ -323,9 +322,7 @@ def _kit_copy(tmp_path):
     """A kit of its own (the grader, the attention declaration, solution and student folder),
     so a test may change what release reads without touching the checkout."""
     kit = tmp_path / "kit"
-    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
-    for part in ("grader", "solutions", "assignments/attention", "tests_hidden/attention"):
-        shutil.copytree(os.path.join(KIT, part), kit / part, ignore=ignore)
+    copy_kit(kit, ("grader", "solutions", "assignments/attention", "tests_hidden/attention"))
     return kit
 
 

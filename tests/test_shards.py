@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 from grading import run_grader
 
 EXAMPLES = ["alice.py", "bob.ipynb", "chen.py", "dana.zip", "erik", "fatima.py"]
@@ -27,10 +27,7 @@ SHARDS_OF_3 = {"chen": 1, "fatima": 1, "bob": 2, "dana": 2, "alice": 3, "erik": 
 
 def _snapshot(root, name="kit"):
     kit = os.path.join(root, name)
-    for part in ("grader", "tests_hidden", "solutions", "examples"):
-        shutil.copytree(os.path.join(KIT, part), os.path.join(kit, part),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    return kit
+    return copy_kit(kit, ("grader", "tests_hidden", "solutions", "examples"))
 
 
 def _grader(kit, *args):

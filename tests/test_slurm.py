@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 from grading import run_grader
 
 NEEDED = ("sbatch", "squeue", "scontrol", "sinfo", "slurmctld", "slurmd", "munged")
@@ -153,10 +153,7 @@ def _snapshot(root):
     """The kit as it is now: the suite fingerprint hashes the grader's code, which other
     work in this checkout may change while the jobs run."""
     kit = os.path.join(root, "kit")
-    for part in ("grader", "tests_hidden", "solutions", "examples", "deploy"):
-        shutil.copytree(os.path.join(KIT, part), os.path.join(kit, part),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    return kit
+    return copy_kit(kit, ("grader", "tests_hidden", "solutions", "examples", "deploy"))
 
 
 def _job_state(env, job):

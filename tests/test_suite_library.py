@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import KIT
+from conftest import KIT, copy_kit
 from grading import grades, run_grader
 
 DECLARATION = """\
@@ -84,8 +84,7 @@ def double(values):
 def _kit(tmp_path, cases=CASES):
     """A copy of the kit's grader with only the tiny assignment declared."""
     kit = tmp_path / "kit"
-    shutil.copytree(os.path.join(KIT, "grader"), kit / "grader",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(kit, ("grader",))
     suite = kit / "tests_hidden" / "tiny"
     suite.mkdir(parents=True)
     (suite / "assignment.toml").write_text(DECLARATION, encoding="utf-8")

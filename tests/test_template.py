@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from conftest import KIT, isolation_levels, stage_folder
+from conftest import KIT, copy_kit, isolation_levels, stage_folder
 from grader.sandbox import template
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
@@ -311,9 +311,7 @@ def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_
     """The grader's own bug (here: a hidden suite that kills its process at its second test)
     kills the control submission too: a grader error, never a zero."""
     kit = tmp_path / "kit"
-    for part in ("grader", "solutions", "tests_hidden"):
-        shutil.copytree(os.path.join(KIT, part), kit / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    copy_kit(kit)
     with open(kit / "tests_hidden" / "attention" / "conftest.py", "a", encoding="utf-8") as handle:
         handle.write("\n\n_RAN = []\n\ndef pytest_runtest_call(item):\n    _RAN.append(item)\n"
                      "    if len(_RAN) == 2:\n        import os, signal\n"
