@@ -32,7 +32,10 @@ class Hostile:
     lost_parts: tuple = ()          # ... and these lose points
     reason: str = None              # text the student's feedback must contain
     levels: frozenset = EVERYWHERE  # isolation levels at which the defence holds
-    level_sensitive: bool = True    # also graded at the weaker levels
+    # also graded at the weaker levels. False only where the attack uses nothing but what its
+    # own process says (its replies: their values, types, sizes and strings) or what intake
+    # reads, and the defence is the trusted side's reading of it: the same code at every level
+    level_sensitive: bool = True
     endless: bool = False           # runs until a time limit stops it: graded in a batch of
                                     # its own, under short time limits (test_hostile TIGHT)
 
@@ -466,13 +469,15 @@ ZOO = [
             file("patch_comparisons.py", zero_stub(PATCH_COMPARISONS))),
     Hostile("tensor-subclass", "returns a tensor subclass whose __eq__ and __torch_function__ "
             "say everything is equal", "results are stripped to plain tensors and read back with "
-            "weights_only", file("tensor_subclass.py", zero_stub(postlude=SUBCLASS))),
+            "weights_only", file("tensor_subclass.py", zero_stub(postlude=SUBCLASS)),
+            level_sensitive=False),
     Hostile("ship-subclass", "patches the worker's serializer to send a tensor subclass",
             "torch.load(weights_only=True) refuses custom classes",
-            file("ship_subclass.py", zero_stub(SHIP_SUBCLASS))),
+            file("ship_subclass.py", zero_stub(SHIP_SUBCLASS)), level_sensitive=False),
     Hostile("garbage-returns", "returns a list, None, NaN and an object that equals everything",
             "each reply is type-checked; non-tensors fail with what came back",
-            file("garbage.py", zero_stub(class_garbage, GARBAGE)), reason="is a list, not a torch.Tensor"),
+            file("garbage.py", zero_stub(class_garbage, GARBAGE)), reason="is a list, not a torch.Tensor",
+            level_sensitive=False),
     Hostile("runner-files", "ships conftest.py, pytest.ini, sitecustomize.py, usercustomize.py and "
             "packages named grader/ and torch/", "none of the submission's files but attention.py "
             "is ever imported (python -I, submission folder last on sys.path)",
@@ -706,7 +711,7 @@ ZOO = [
                                  "code": "x = 1" + "\\n" * 2000}
                         return {"type": "ValueError", "message": "\\n" * 1000, "where": [frame] * 200000}
                     _probes.describe_exception = _amplified
-                """), postlude=RAISE_EVERYWHERE))),
+                """), postlude=RAISE_EVERYWHERE)), level_sensitive=False),
     Hostile("shared-strings", "raises in every call and patches describe_exception to send one "
             "100,000-newline string as the message and as every field of 16 frames (under the "
             "pickle bound, 5 million characters expanded)", "the expanded-size budget of the "
@@ -719,7 +724,7 @@ ZOO = [
                         frame = {"file": text, "line": 1, "function": text, "code": text}
                         return {"type": text, "message": text, "where": [frame] * 16}
                     _probes.describe_exception = _amplified
-                """), postlude=RAISE_EVERYWHERE))),
+                """), postlude=RAISE_EVERYWHERE)), level_sensitive=False),
     Hostile("surrogate-message", "transpose_output raises a message of lone surrogates, terminal "
             "escapes and 20,000 newlines, passed on uncut by a patched describe_exception",
             "strings in replies are made safe (safe_text) and capped; only transpose_output's part "
@@ -738,7 +743,7 @@ ZOO = [
                     raise ValueError(_BAD)
                 """))),
             expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
-            lost_parts=("transpose",), reason="ValueError"),
+            lost_parts=("transpose",), reason="ValueError", level_sensitive=False),
     Hostile("oversize-message", "transpose_output raises a message of lone surrogates, terminal "
             "escapes and 200,000 newlines, passed on uncut by a patched describe_exception: a reply "
             "past the frame's bounds",
@@ -759,7 +764,7 @@ ZOO = [
                     raise ValueError(_BAD)
                 """))),
             expect="parts", full_parts=ALL_PARTS[:4] + ("MultiHeadAttention",),
-            lost_parts=("transpose",), reason="refuses to read"),
+            lost_parts=("transpose",), reason="refuses to read", level_sensitive=False),
     # -- issue 6, class 5: memory the watchdog cannot see (resources) ----------------------
     # No process's RSS shows these pages; the kernel's memory cgroup of the worker charges
     # them, so these entries run only where that cgroup exists.
@@ -826,7 +831,7 @@ ZOO = [
                     torch.zeros(1, dtype=queries.dtype).expand(2**31))
                 MultiHeadAttention.forward = lambda self, queries, keys, values, valid_lens: (
                     torch.zeros(queries.shape[0], queries.shape[1], 4).to_sparse_csr())
-                """))),
+                """)), level_sensitive=False),
     Hostile("odd-serializer", "computes the right values (the solution) but patches the worker's "
             "describe_value to send each tensor as a sparse, quantized, meta, complex, float8 or "
             "stride-0 giant tensor", "the trusted side refuses every tensor that is not plain, "
@@ -861,7 +866,7 @@ ZOO = [
                                 pass
                         return _plain_value(value)
                     _probes.describe_value = _describe
-                """)))),
+                """))), level_sensitive=False),
     # -- issue 6, class 7: forging the device verdict --------------------------------------
     Hostile("guard-switched-off", "makes positions without device= (wrong on a GPU) and runs "
             "sequence_mask under torch._C.DisableTorchFunction so the device check sees nothing",
