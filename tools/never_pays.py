@@ -6,8 +6,8 @@ submission whose callees are right, never raises the total.
 
 The submissions and pairs are tests/test_follow_through.py's (`never_pays_pairs`): the
 solution, the solution with one caller left unwritten, raising or wrong, and (attention)
-the examples alice.py and chen.py; that test grades a seeded sample of the pairs, this
-grades them all. Prints, per assignment: how many submission x mistake pairs, how many
+the examples alice.py and chen.py; that test grades a seeded sample of the pairs (none of
+the solution's, whose 100 cannot be raised), this grades them all. Prints, per assignment: how many submission x mistake pairs, how many
 broke the property (with each), and the batch's wall time (graded at --jobs, so a run
 with --carry-forward off beside one with on gives the rule's cost).
 """
@@ -87,7 +87,7 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=None)
     parser.add_argument("--sample", type=int, default=None,
-                        help="the solution's pairs and a seeded sample of N others (the test's)")
+                        help="a seeded sample of N pairs whose base is not the solution (the test's)")
     args = parser.parse_args(argv)
     out = args.out or tempfile.mkdtemp(prefix="never-pays-")
     names = ("attention", "transformer") if args.assignment == "all" else (args.assignment,)
