@@ -247,7 +247,7 @@ def test_shard_given_twice_is_refused(graded):
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-twice"),
                   graded[1], graded[2], graded[3], copy)
     assert done.returncode == 2
-    assert f"shard 2 of 3 (parts sequence_mask" in done.stderr
+    assert "shard 2 of 3 (parts sequence_mask" in done.stderr
     assert f"is given twice: {graded[2]} and {copy}" in done.stderr
     done = _merge(graded["kit"], os.path.join(graded["root"], "m-twice"),
                   graded[1], graded[2], graded[3], graded[2])

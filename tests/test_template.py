@@ -1,15 +1,22 @@
 """The worker template (grader/sandbox/template.py): workers forked from a Python that
 imported torch once, each in a sandbox of its own, nothing carried from one to the next."""
+import csv
+import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
-from conftest import KIT, copy_kit, isolation_levels, stage_folder
-from grader.sandbox import template
+from conftest import KIT, SOLUTION, copy_kit, isolation_levels, stage_folder
+from grader.sandbox import client, template
 from grader.sandbox.client import Worker
 from grader.sandbox.limits import Limits
+from grading import grades, run_grader
+from hostile_zoo import (KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, LITTER, LITTER_PREFIX,
+                         zero_stub)
 
 LEVELS = isolation_levels()
 
@@ -177,9 +184,6 @@ def test_a_fresh_worker_drops_exactly_what_a_forked_one_drops(tmp_path, level, m
 def test_a_worker_that_still_holds_a_capability_refuses_to_start(tmp_path):
     """The check both start paths end with reads /proc/self/status back: run in a process
     that kept its capabilities (as the grader's own root process does), it refuses."""
-    import subprocess
-    import sys
-    from grader.sandbox import client
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from runtime import privileges\n"
             "try:\n    privileges.check()\nexcept privileges.NotDropped as e:\n    print('REFUSED', e)\n"
@@ -194,15 +198,6 @@ def test_a_worker_that_still_holds_a_capability_refuses_to_start(tmp_path):
 
 
 # -- the grader's own processes, stopped by a submission at level `none` --------------------
-import csv  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-
-from conftest import SOLUTION  # noqa: E402
-from grading import grades, run_grader  # noqa: E402
-from hostile_zoo import (KILL_FORK_SERVER, KILL_TEMPLATE, KILL_TRUSTED, LITTER,  # noqa: E402
-                         LITTER_PREFIX, zero_stub)
 
 NONE_WITHOUT_UID = any(lv.level == "none" and lv.uid is None for lv in LEVELS) and os.geteuid() == 0
 needs_none = pytest.mark.skipif(not NONE_WITHOUT_UID, reason="level none without a throwaway uid, "

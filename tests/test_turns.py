@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import KIT, SOLUTION
+from conftest import KIT
 from grader import assignment as assignments
 from grader.grade import SuiteOptions, grade_batch
 from grader.sandbox import isolation
