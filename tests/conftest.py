@@ -75,8 +75,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The longest files first (tests/durations.json), so that under `-n 3 --dist loadfile`
-    the last files to start are short ones and the workers finish together (the slowest
+    """The longest files first (tests/durations.json), so that under `-n 2 --dist loadfile`
+    the last files to start are short ones and both workers finish together (the slowest
     file, the nbgrader round trip, ran last and alone before). A file's tests keep their
     order; a file not in the table runs after those in it."""
     try:

@@ -52,9 +52,8 @@ def test_readme_test_command_is_what_ci_runs():
         readme = handle.read()
     ci = [line for line in commands
           if line.startswith("python -m pip install torch==2.13.0 -e '.[test,nbgrader]'")]
-    # the whole suite, three workers on the two cores, each test file in one worker (its module
-    # fixtures once)
-    assert len(ci) == 1 and ci[0].endswith("&& python -m pytest -n 3 --dist loadfile"), commands
+    # the whole suite, on both cores, each test file in one worker (its module fixtures once)
+    assert len(ci) == 1 and ci[0].endswith("&& python -m pytest -n 2 --dist loadfile"), commands
     assert ci[0] in readme.split("## Documentation")[0]   # in the two commands
     # it is the last; the check that the test extra alone is enough (.ci/test-extra) runs
     # before it, in the same venv while it has the test extra and nothing more

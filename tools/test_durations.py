@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Record how long each test file takes, for the order the suite runs its files in.
 
-    python -m pytest -n 3 --dist loadfile --junitxml=/tmp/suite.xml
+    python -m pytest -n 2 --dist loadfile --junitxml=/tmp/suite.xml
     python tools/test_durations.py /tmp/suite.xml        # rewrites tests/durations.json
     python tools/test_durations.py /tmp/suite.xml /tmp/one-file.xml   # a file re-measured
                                                          # alone: the later report wins
 
 tests/conftest.py runs the files longest first (from tests/durations.json), so that with
-`-n 3 --dist loadfile` the last files to start are short ones and the workers finish
+`-n 2 --dist loadfile` the last files to start are short ones and both workers finish
 together; a file missing from the table runs after those in it. A file's seconds are the
 sum of its tests' (setup, call and teardown, a module fixture's batch included), as the
 junit XML of a run gives them, rounded to the second. Re-record after adding a file that
