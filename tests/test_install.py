@@ -89,3 +89,19 @@ def test_nbgrader_command_without_nbgrader_says_how_to_install_it(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install -e '.[nbgrader]'" in lines[0], done.stderr
+
+
+def test_a_run_that_only_collects_leaves_no_stage_folder_behind(tmp_path):
+    """.ci/test-extra's check collects the whole suite, and test_fuzz_replies makes its stage
+    folder (conftest.stage_folder) as it is imported: no fixture runs in such a run, and one
+    folder stayed in /tmp after each CI run. The folders go when pytest ends, collecting or not."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         os.path.join("tests", "test_fuzz_replies.py")],
+        cwd=KIT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert re.search(r"\b\d+ tests? collected", done.stdout), done.stdout[-2000:]
+    assert os.listdir(scratch) == []
