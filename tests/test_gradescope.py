@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from conftest import KIT, SOLUTION, copy_kit
+from conftest import KIT, SOLUTION, copy_kit, stage_folder
 from grader.platforms.gradescope.autograder import build
 
 
@@ -31,10 +31,15 @@ def test_autograder_zip_grades_a_submission(tmp_path):
     os.chmod(root / "run_autograder", 0o755)
     (root / "submission").mkdir()
     shutil.copy(os.path.join(KIT, "examples", "alice.py"), root / "submission" / "attention.py")
+    # its --out is a `mktemp -d` (Gradescope's container is thrown away after): here one under
+    # a stage folder, removed with it, not one left in /tmp each run
+    scratch = stage_folder()
     done = subprocess.run([str(root / "run_autograder")], cwd=root, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "AUTOGRADER_ROOT": str(root),
-                                            "AUTOGRADER_PYTHON": sys.executable})
+                                            "AUTOGRADER_PYTHON": sys.executable,
+                                            "TMPDIR": scratch})
     assert done.returncode == 0, done.stdout + done.stderr
+    assert os.listdir(scratch), "run_autograder wrote its --out elsewhere"
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 100.0
     assert results["extra_data"]["isolation"]["level"] in ("bwrap", "unshare", "none")

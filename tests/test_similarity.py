@@ -204,8 +204,9 @@ import json, os, pathlib, sys, tempfile
 sys.path.insert(0, {KIT!r}); sys.path.insert(0, {os.path.join(KIT, 'tests')!r})
 from grader.similarity import base, fingerprint, compare
 from test_similarity import _staged, SET
-tmp = pathlib.Path(tempfile.mkdtemp())
-texts = {{os.path.splitext(n)[0]: _staged(os.path.join(SET, n), tmp) for n in sorted(os.listdir(SET))}}
+with tempfile.TemporaryDirectory() as folder:
+    tmp = pathlib.Path(folder)
+    texts = {{os.path.splitext(n)[0]: _staged(os.path.join(SET, n), tmp) for n in sorted(os.listdir(SET))}}
 hashes = fingerprint.base_hashes([t for _, t in base.base_texts()])
 prints = {{k: fingerprint.Fingerprint(t, hashes) for k, t in texts.items()}}
 print(json.dumps([[p.a, p.b, p.score, p.shared] for p in compare.all_pairs(prints) if p.a == "wei"]))
