@@ -59,7 +59,7 @@ def test_readme_test_command_is_what_ci_runs():
     # before it, in the same venv while it has the test extra and nothing more
     assert commands[-1] == ci[0]
     first = commands.index("python -m pip install --no-compile torch==2.13.0 -e '.[test]'")
-    check = next(i for i, line in enumerate(commands) if "bash .ci/test-extra check .venv" in line)
+    check = next(i for i, line in enumerate(commands) if "bash .ci/test-extra check-or-fresh .venv" in line)
     docs = next(i for i, line in enumerate(commands) if "-e '.[docs]'" in line)
     assert first < check < docs < commands.index(ci[0]), commands
 
