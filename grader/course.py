@@ -49,6 +49,7 @@ import math
 import os
 import zoneinfo
 
+from . import files
 from .i18n import N_, _
 
 try:
@@ -216,17 +217,9 @@ def from_data(data, path=""):
 
 def load(path):
     """The Course in the TOML file at `path` (CourseError when it cannot be used)."""
+    text = files.read_text(path, MAX_BYTES, CourseError)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise CourseError(f"{path}: cannot read it ({error.strerror or error})") from None
-    if len(raw) > MAX_BYTES:
-        raise CourseError(f"{path}: larger than {MAX_BYTES // 1024} KB")
-    try:
-        data = tomllib.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise CourseError(f"{path}: not UTF-8 text") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise CourseError(f"{path}: not valid TOML: {error}") from None
     return from_data(data, path)

@@ -6,6 +6,9 @@ a reader sees the old file or the new one, never half of one, and a failure leav
 half-written file behind. Text goes through textsafety.safe_text first (lone surrogates,
 NUL and control characters cannot reach a file) and is cut to a number of bytes with a
 visible marker.
+
+read_text reads a file an instructor names (a course file, an overrides import, a Canvas
+template) no further than a bound, as UTF-8 text.
 """
 import json
 import math
@@ -21,6 +24,30 @@ FEEDBACK_BYTES = 256 * KB       # feedback.txt
 RESULTS_BYTES = 1024 * KB       # results.json
 LOG_BYTES = 1024 * KB           # grader-errors.log
 GRADEBOOK_CELL_CHARS = 300      # one text cell of grades.csv
+
+
+def size_text(limit):
+    """`limit` bytes as a person reads it: 16 MB, 512 KB."""
+    return f"{limit // (KB * KB)} MB" if limit % (KB * KB) == 0 else f"{limit // KB} KB"
+
+
+def read_text(path, limit, error, name=None, hint=""):
+    """The text of the file at `path` (UTF-8, a byte order mark dropped), read no further
+    than `limit` bytes. When it cannot be read, is larger or is not UTF-8: `error` (an
+    exception class) with `name` (the path by default) and what is wrong; `hint` follows
+    the not-UTF-8 one (how to save it so)."""
+    name = path if name is None else name
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as failure:
+        raise error(f"{name}: cannot read it ({failure.strerror or failure})") from None
+    if len(raw) > limit:
+        raise error(f"{name}: larger than {size_text(limit)}")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise error(f"{name}: not UTF-8 text{hint}") from None
 
 
 def cap_bytes(text, limit):

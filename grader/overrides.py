@@ -247,17 +247,7 @@ def append(out_dir, new_entries):
 def read_import(path, rows, allow_bonus=False):
     """Entries from a CSV with columns student,part,points,reason; every line is checked
     before any is recorded (OverrideError lists the first problems)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_IMPORT_BYTES + 1)
-    except OSError as error:
-        raise OverrideError(f"{path}: cannot read it ({error.strerror or error})") from None
-    if len(raw) > MAX_IMPORT_BYTES:
-        raise OverrideError(f"{path}: larger than {MAX_IMPORT_BYTES // 1024} KB")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise OverrideError(f"{path}: not UTF-8 text") from None
+    text = files.read_text(path, MAX_IMPORT_BYTES, OverrideError)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     wanted = ["student", "part", "points", "reason"]
     if [f.strip().lower() for f in reader.fieldnames or []] != wanted:

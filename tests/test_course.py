@@ -291,7 +291,7 @@ def test_a_file_of_exactly_1_mb_loads_and_one_byte_more_is_refused(tmp_path):
     path.write_bytes(head + b"x" * (1_048_576 - len(head)) + b"\n")
     with pytest.raises(CourseError) as error:
         course.load(str(path))
-    assert str(error.value) == f"{path}: larger than 1024 KB"
+    assert str(error.value) == f"{path}: larger than 1 MB"
 
 
 def test_unreadable_and_undecodable_files_say_so(tmp_path):

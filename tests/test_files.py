@@ -9,6 +9,9 @@ import pytest
 import grader.grade as grade
 from grader.grade import outcome
 from grader import files
+from grader.course import CourseError
+from grader.platforms.canvas.scores import read_template
+from grader.platforms.exports import ExportError
 
 KB = 1024
 MB = 1024 * 1024
@@ -141,3 +144,33 @@ def test_the_first_error_of_a_failed_write_is_the_one_raised(tmp_path, monkeypat
     monkeypatch.setattr(files.os, "remove", remove)
     with pytest.raises(OSError, match="disk full"):
         files.write_text(str(tmp_path / "feedback.txt"), "x")
+
+
+# -- read_text: a file an instructor names, read no further than its bound ------------------
+
+def test_size_text_says_megabytes_where_whole_and_kilobytes_otherwise():
+    assert files.size_text(16 * 1024 * 1024) == "16 MB"
+    assert files.size_text(1024 * 1024) == "1 MB"
+    assert files.size_text(512 * 1024) == "512 KB"
+
+
+def test_read_text_takes_exactly_its_bound_drops_the_bom_and_refuses_one_byte_more(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + b"a" * 1021)      # 1,024 bytes with the BOM
+    assert files.read_text(str(path), 1024, ValueError) == "a" * 1021
+    path.write_bytes(b"a" * 1025)
+    with pytest.raises(ValueError) as error:
+        files.read_text(str(path), 1024, ValueError)
+    assert str(error.value) == f"{path}: larger than 1 KB"
+
+
+def test_read_text_says_what_is_wrong_with_the_name_and_hint_it_is_given(tmp_path):
+    path = tmp_path / "gradebook.csv"
+    path.write_bytes(b"Student,ID\n\xff\n")
+    with pytest.raises(ExportError) as error:
+        read_template(str(path))
+    assert str(error.value) == f"--template {path}: not UTF-8 text (save it as CSV UTF-8)"
+    with pytest.raises(CourseError) as error:
+        files.read_text(str(tmp_path / "missing.toml"), 10, CourseError)
+    assert str(error.value) == f"{tmp_path / 'missing.toml'}: cannot read it (No such file or directory)"
+    assert type(error.value) is CourseError

@@ -759,7 +759,7 @@ def test_an_import_checks_its_size_columns_and_lines(tmp_path):
     path.write_bytes(head + last + b"r" * (1_048_576 - len(head) - len(last)) + b"\n")
     with pytest.raises(OverrideError) as error:
         overrides.read_import(str(path), EDGE_ROWS)
-    assert str(error.value) == f"{path}: larger than 1024 KB"
+    assert str(error.value) == f"{path}: larger than 1 MB"
     # a field over csv's own limit (128 KB) is the file's fault, said as such (it crashed)
     path.write_bytes(b"student,part,points,reason\n10000,mask,3," + b"r" * 200_000 + b"\n")
     with pytest.raises(OverrideError) as error:

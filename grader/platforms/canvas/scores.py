@@ -23,6 +23,7 @@ disturb.) Every text cell is neutralised for spreadsheets (gradebook.text_cell).
 import csv
 import io
 
+from ... import files
 from ...assignment import default_name
 from ...report.gradebook import recorded_assignment, text_cell
 from ...textsafety import safe_text
@@ -71,19 +72,8 @@ def new_column(source):
 def read_template(path):
     """The rows of a gradebook CSV downloaded from Canvas (Grades > Export), as csv reads
     them (a BOM and Excel's re-save tolerated)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(TEMPLATE_BYTES + 1)
-    except OSError as error:
-        raise ExportError(f"--template {safe_text(path, 200)}: cannot read it "
-                          f"({error.strerror or error})") from None
-    if len(raw) > TEMPLATE_BYTES:
-        raise ExportError(f"--template {safe_text(path, 200)}: larger than 16 MB")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ExportError(f"--template {safe_text(path, 200)}: not UTF-8 text (save it as "
-                          f"CSV UTF-8)") from None
+    text = files.read_text(path, TEMPLATE_BYTES, ExportError,
+                           name=f"--template {safe_text(path, 200)}", hint=" (save it as CSV UTF-8)")
     try:
         lines = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as error:
