@@ -14,7 +14,6 @@ import re
 import pytest
 import torch
 
-from conftest import KIT
 from grader import assignment
 from grader.catalog import Catalog
 from grader.catalog.carry import OwnCode, answered_pairs

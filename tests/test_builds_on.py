@@ -505,7 +505,6 @@ def test_grading_converts_the_earlier_notebook_the_declaration_asks_the_student_
     and attention.ipynb (both the solutions' code); dan's attention repeats valid_lens the
     wrong way, which his own TransformerEncoderBlock calls, so he loses points there and
     ann, whose attention is right, gets 100."""
-    import csv
     from conftest import student_provided_kit
     kit = student_provided_kit(tmp_path / "kit")
     attention = (kit / "solutions" / "attention.py").read_text(encoding="utf-8")
@@ -649,7 +648,6 @@ def test_a_canvas_class_uploading_the_earlier_module_apart_is_graded_with_it(tmp
     zhaomin only transformer.py (it cannot be imported without attention: 0, and her
     feedback asks for the file; nothing of wangli's reaches her), and the row of each keeps
     its Canvas user id."""
-    import csv
     import shutil
     from conftest import student_provided_kit
     kit = student_provided_kit(tmp_path / "kit")

@@ -250,7 +250,6 @@ def test_a_per_case_match_the_part_rejected_is_not_shown(graded):
 
 @pytest.mark.slow
 def test_diagnoses_reach_results_json_and_grades_csv(graded):
-    import csv
     import json
     results, out = graded
     folder = results["two_mistakes"].folder if hasattr(results["two_mistakes"], "folder") \

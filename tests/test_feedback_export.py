@@ -13,7 +13,6 @@ import zipfile
 
 import pytest
 
-from conftest import KIT
 from grader import overrides
 from grader.platforms import exports
 from grader.platforms import feedback as platform_feedback

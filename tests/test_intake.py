@@ -1014,7 +1014,6 @@ def test_stage_never_raises_on_odd_arguments(tmp_path):
 # ----------------------------------------------------------------------------- found, not guessed
 
 def _zip_bytes(entries):
-    import io
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive_file:
         for name, data in entries:

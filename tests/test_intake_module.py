@@ -147,8 +147,6 @@ def test_grade_names_the_transformer_file_end_to_end(tmp_path):
     `transformer-1.py` is the work (over a newer notes.py), a broken one is told
     'transformer.py is not valid Python', and report.html carries the declaration's title."""
     import csv
-    import subprocess
-    import sys
     canvas = tmp_path / "canvas"
     _write(canvas / "wangli_10000_90000_transformer-1.py", "def broken(:\n")
     _write(canvas / "wangli_10000_90007_notes.py", OLD)

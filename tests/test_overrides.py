@@ -207,11 +207,6 @@ def _cli(*args, no_grading=False):
                           timeout=300)
 
 
-def grades(out):
-    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as handle:
-        return {r["submission"]: r for r in csv.DictReader(handle)}
-
-
 def _results(out, name):
     return json.loads((out / name / "results.json").read_text(encoding="utf-8"))
 
@@ -438,7 +433,6 @@ submission_31000002:
 
 @pytest.mark.slow
 def test_canvas_moodle_and_gradescope_through_policy_override_regrade_and_export(tmp_path):
-    import datetime
     source = open(SOLUTION, encoding="utf-8").read()
     zero = open(os.path.join(SUBMISSIONS, "zero_stub.py"), encoding="utf-8").read()
     canvas = tmp_path / "canvas"

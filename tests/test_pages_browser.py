@@ -12,7 +12,6 @@ off. (The policy also allows only the page's own script, by its hash, so the tes
 the page drops that one line to run its measuring script.)
 """
 import json
-import os
 import re
 import shutil
 import subprocess
