@@ -8,9 +8,8 @@ the command's usage checks, sets the language and runs it.
 """
 import argparse
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
-from . import i18n
+from . import __version__, i18n
 from .commands import (export, grade, gradebook, gradescope, merge, nbgrader, override, release,
                        show, similarity, validate)
 from .commands.arguments import assignment_argument, load_assignment
@@ -34,21 +33,11 @@ def build_parser():
                                    "(tests_hidden/<name>/assignment.toml). The gradebook folder "
                                    "is --gradebook DIR in every command (--out, --from: the "
                                    "same).")
-    parser.add_argument("--version", action="version", version=f"grader {_version()}")
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         assignment_argument(command.add_parser(commands))
     return parser
-
-
-def _version():
-    """The installed kit's version (pyproject.toml's), or "unknown" from a bare checkout."""
-    for name in ("attention-kit", "attention_kit"):
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            continue
-    return "unknown"
 
 
 def _named(args):

@@ -25,9 +25,8 @@ import re
 import socket
 import stat
 import time
-from importlib import metadata
 
-from . import files
+from . import __version__, files
 from .textsafety import safe_text
 
 SHARD_FILE = "shard.json"
@@ -136,14 +135,6 @@ def machine():
     return found
 
 
-def grader_version():
-    """The installed kit's version (its code is in the suite fingerprint too)."""
-    try:
-        return metadata.version("attention-kit")
-    except Exception:  # noqa: BLE001 - run from a checkout without installing
-        return "unknown"
-
-
 def settings_of(options):
     """What every shard of a class must be graded with: each field of the SuiteOptions but
     the paths (the suite fingerprint hashes what they hold), the isolation level (recorded on
@@ -195,7 +186,7 @@ def write_record(out_dir, shard, parts, all_parts, suite, isolation_level, setti
     record = {"kind": "attention-kit shard", "format": FORMAT,
               "shard": shard.index if shard else 1, "of": shard.count if shard else 1,
               "parts": list(parts), "all_parts": list(all_parts),
-              "suite": suite, "grader_version": grader_version(), "isolation": isolation_level,
+              "suite": suite, "grader_version": __version__, "isolation": isolation_level,
               "machine": machine(), "settings": dict(settings),
               "graded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "rows": [[name, folder, folder_digests(os.path.join(out_dir, folder))]

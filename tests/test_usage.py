@@ -126,9 +126,18 @@ def test_every_command_takes_the_gradebook_as_gradebook_and_its_older_spelling(a
 
 
 def test_version_is_the_installed_kits():
+    """One version, written once (grader/__init__.py), read by the install (pyproject.toml's
+    dynamic version) and said by the command line and each shard's record."""
     import re
+    from importlib.metadata import version
+    with open(os.path.join(KIT, "grader", "__init__.py"), encoding="utf-8") as handle:
+        declared = re.search(r'(?m)^__version__ = "([^"]+)"$', handle.read())[1]
     with open(os.path.join(KIT, "pyproject.toml"), encoding="utf-8") as handle:
-        declared = re.search(r'(?m)^version = "([^"]+)"$', handle.read())[1]
+        pyproject = handle.read()
+    assert re.search(r'(?m)^dynamic = \["version"\]', pyproject)
+    assert 'version = { attr = "grader.__version__" }' in pyproject
+    assert not re.search(r'(?m)^version = "', pyproject)  # no second place to change
+    assert version("attention-kit") == declared  # what the install recorded
     done = run_grader("--version", timeout=120)
     assert done.returncode == 0 and done.stdout == f"grader {declared}\n"
 
