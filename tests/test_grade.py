@@ -170,3 +170,50 @@ def test_the_readme_example_table_is_what_a_run_gives(graded_examples):
             documented[stem] = cells[-1].split(":")[0].split(",")[0].strip()
     assert set(documented) == set(EXPECTED)
     assert {n: rows[n]["total"] for n in documented} == documented
+
+
+SLEEPS_ONCE = """_slept = []
+
+
+def _sleep_the_first_time():
+    if not _slept:
+        _slept.append(True)
+        import time
+        time.sleep(30)
+"""
+
+
+@pytest.mark.slow
+def test_a_test_stopped_by_pytest_timeout_is_the_students_and_says_its_limit(tmp_path):
+    """The trusted process runs the hidden suite with few of pytest's plugins (trusted.py
+    leaves capture and warnings out, among others): a test that pytest-timeout stops there is
+    still blamed on the submission, with the message a student reads, and the report comes.
+    Run as a trusted process started fresh runs it; `sequence_mask`'s first call sleeps past
+    a 2 s limit (its later calls, by the session's end, do not)."""
+    import subprocess
+    import sys
+    from grader import forkserver
+    from grader.grade import SuiteOptions
+    with open(SOLUTION, encoding="utf-8") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith("def sequence_mask("))
+    body = next(i for i in range(first, len(lines)) if lines[i].rstrip().endswith(":")) + 1
+    lines.insert(body, "    _sleep_the_first_time()\n")
+    submission = tmp_path / "attention.py"
+    submission.write_text(SLEEPS_ONCE + "".join(lines), encoding="utf-8")
+    read, write = os.pipe()
+    args = SuiteOptions(no_gpu=True, carry_forward="off").pytest_args() + [
+        "--submission", str(submission), "--stage-dir", str(tmp_path), "--timeout", "2", "-x",
+        "--attnkit-report-fd", str(write)]
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path,
+                          env=forkserver.environment(), pass_fds=(write,),
+                          capture_output=True, text=True, timeout=600)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        report = json.loads(handle.read())
+    failed = [t for t in report["tests"] if t["outcome"] == "failed"]
+    assert done.returncode == 1 and len(failed) == 1, done.stdout[-3000:]
+    assert failed[0]["target"] == "sequence_mask" and failed[0]["blame"] == "student"
+    assert failed[0]["message"] == ("This test took longer than its time limit (2.0 s) and "
+                                    "was stopped."), failed[0]["message"]
+    assert "Timeout (>2.0s) from pytest-timeout." in done.stdout  # its console, as it was
