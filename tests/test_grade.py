@@ -217,3 +217,23 @@ def test_a_test_stopped_by_pytest_timeout_is_the_students_and_says_its_limit(tmp
     assert failed[0]["message"] == ("This test took longer than its time limit (2.0 s) and "
                                     "was stopped."), failed[0]["message"]
     assert "Timeout (>2.0s) from pytest-timeout." in done.stdout  # its console, as it was
+
+
+@pytest.mark.slow
+def test_the_hidden_suite_run_by_hand_leaves_no_stage_folder(tmp_path):
+    """pytest run by hand on a hidden suite (no --stage-dir, which `grader grade` always
+    passes) makes the workers' stage folder itself: it goes when the session ends. Each such
+    run left one in the temporary folder, with the worker's runtime in it."""
+    import subprocess
+    import sys
+    from grader import forkserver
+    from grader.grade import SuiteOptions
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    args = SuiteOptions(no_gpu=True).pytest_args() + ["--submission", SOLUTION, "-k",
+                                                      "sequence_mask"]
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path,
+                          env=dict(forkserver.environment(), TMPDIR=str(scratch)),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-3000:]
+    assert os.listdir(scratch) == []

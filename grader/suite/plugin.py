@@ -11,6 +11,7 @@ The run's state is one Session (session.py) on pytest's config, `config.attnkit_
 """
 import json
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -85,7 +86,9 @@ def pytest_runtestloop(session):
         raise pytest.UsageError(f"pass --submission PATH (the "
                                 f"{_session(config).assignment.module_file} to grade)")
     limits = Limits(**json.loads(config.getoption("--limits")))
-    stage = config.getoption("--stage-dir") or tempfile.mkdtemp(prefix="attnkit-stage-")
+    stage = config.getoption("--stage-dir")
+    if not stage:  # run by hand: a folder of its own, removed when the session ends
+        stage = config.attnkit_own_stage = tempfile.mkdtemp(prefix="attnkit-stage-")
     os.chmod(stage, 0o711)
     level = isolation.choose(config.getoption("--isolation"))
     config.attnkit_isolation = level
@@ -100,6 +103,17 @@ def pytest_runtestloop(session):
 
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
+    try:
+        _finish(config, exitstatus)
+    finally:  # once the worker has stopped
+        own = getattr(config, "attnkit_own_stage", None)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
+
+
+def _finish(config, exitstatus):
+    """The worker stopped (asked nothing after Ctrl-C), once the diagnoses and error carried
+    forward, which still ask it, are done."""
     student = getattr(config, "attnkit_student", None)
     if student is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
         # Ctrl-C (the grader's interrupt_all): it came in the middle of whatever ran, an
