@@ -4,10 +4,14 @@ import csv
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from conftest import KIT, SOLUTION
+from grader import forkserver
+from grader.grade import SuiteOptions
 from grading import grades, run_grader
 
 EXAMPLES = os.path.join(KIT, "examples")
@@ -183,6 +187,14 @@ def _sleep_the_first_time():
 """
 
 
+def _suite_by_hand(options, tmp_path, *args, env=None, pass_fds=()):
+    """The hidden suite run as pytest in a process of its own, as a trusted process started
+    fresh (or an instructor by hand) runs it, with `options`' arguments and `args`."""
+    return subprocess.run([sys.executable, "-m", "pytest", *options.pytest_args(), *args],
+                          cwd=tmp_path, env=dict(forkserver.environment(), **(env or {})),
+                          pass_fds=pass_fds, capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.slow
 def test_a_test_stopped_by_pytest_timeout_is_the_students_and_says_its_limit(tmp_path):
     """The trusted process runs the hidden suite with few of pytest's plugins (trusted.py
@@ -190,10 +202,6 @@ def test_a_test_stopped_by_pytest_timeout_is_the_students_and_says_its_limit(tmp
     still blamed on the submission, with the message a student reads, and the report comes.
     Run as a trusted process started fresh runs it; `sequence_mask`'s first call sleeps past
     a 2 s limit (its later calls, by the session's end, do not)."""
-    import subprocess
-    import sys
-    from grader import forkserver
-    from grader.grade import SuiteOptions
     with open(SOLUTION, encoding="utf-8") as handle:
         lines = handle.read().splitlines(keepends=True)
     first = next(i for i, line in enumerate(lines) if line.startswith("def sequence_mask("))
@@ -202,12 +210,10 @@ def test_a_test_stopped_by_pytest_timeout_is_the_students_and_says_its_limit(tmp
     submission = tmp_path / "attention.py"
     submission.write_text(SLEEPS_ONCE + "".join(lines), encoding="utf-8")
     read, write = os.pipe()
-    args = SuiteOptions(no_gpu=True, carry_forward="off").pytest_args() + [
-        "--submission", str(submission), "--stage-dir", str(tmp_path), "--timeout", "2", "-x",
-        "--attnkit-report-fd", str(write)]
-    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path,
-                          env=forkserver.environment(), pass_fds=(write,),
-                          capture_output=True, text=True, timeout=600)
+    done = _suite_by_hand(SuiteOptions(no_gpu=True, carry_forward="off"), tmp_path,
+                          "--submission", str(submission), "--stage-dir", str(tmp_path),
+                          "--timeout", "2", "-x", "--attnkit-report-fd", str(write),
+                          pass_fds=(write,))
     os.close(write)
     with os.fdopen(read, "rb") as handle:
         report = json.loads(handle.read())
@@ -224,16 +230,9 @@ def test_the_hidden_suite_run_by_hand_leaves_no_stage_folder(tmp_path):
     """pytest run by hand on a hidden suite (no --stage-dir, which `grader grade` always
     passes) makes the workers' stage folder itself: it goes when the session ends. Each such
     run left one in the temporary folder, with the worker's runtime in it."""
-    import subprocess
-    import sys
-    from grader import forkserver
-    from grader.grade import SuiteOptions
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    args = SuiteOptions(no_gpu=True).pytest_args() + ["--submission", SOLUTION, "-k",
-                                                      "sequence_mask"]
-    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path,
-                          env=dict(forkserver.environment(), TMPDIR=str(scratch)),
-                          capture_output=True, text=True, timeout=600)
+    done = _suite_by_hand(SuiteOptions(no_gpu=True), tmp_path, "--submission", SOLUTION,
+                          "-k", "sequence_mask", env={"TMPDIR": str(scratch)})
     assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-3000:]
     assert os.listdir(scratch) == []
