@@ -30,7 +30,7 @@ from . import paths
 from .sandbox import template
 
 GRADING_COMMANDS = ("grade", "nbgrader", "validate")
-# set per trusted process from the spawn request (zygote.py), the rest of the environment is
+# set per trusted process from the spawn request (grade/serving.py), the rest of the environment is
 # the server's own
 CARRIED = ("ATTNKIT_ISOLATION_CHECKED",)
 # how workers start (sandbox/template.py ENV_MODE): "fresh" for the bench and debugging

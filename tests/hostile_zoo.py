@@ -935,12 +935,14 @@ def _cmdline(pid):
             return handle.read()
     except OSError:
         return b""
-def _parent(pid):
+def _stat(pid, field):  # a number of /proc/PID/stat after the name: 1 its parent, 3 its session
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
+            return int(handle.read().rsplit(")", 1)[1].split()[field])
     except (OSError, ValueError, IndexError):
         return 0
+def _parent(pid):
+    return _stat(pid, 1)
 def _batch():  # the `grader grade` grading this submission: its nearest such ancestor
     pid = os.getpid()
     for _ in range(30):
@@ -966,10 +968,11 @@ def _pids():
 def _servers(mark):  # processes running `mark` whose parent does not: a server, not its forks
     return [p for p in _pids() if mark in _cmdline(p) and mark not in _cmdline(_parent(p))]
 SERVER_MARKS = (b"grader.grade.zygote", b"--server")  # a fork server, started either way
-def _fork_servers():  # sandbox/template.py --server: the template beside it keeps its mark
-    def serving(pid):
-        return any(mark in _cmdline(pid) for mark in SERVER_MARKS)
-    return [p for p in _pids() if serving(p) and not serving(_parent(p))]
+def _fork_servers():  # sandbox/template.py --server: the template beside it keeps its mark, in
+    def serving(pid):  # a session of its own; a held server (grade/held.py), its server's fork,
+        return any(mark in _cmdline(pid) for mark in SERVER_MARKS)  # stays in that one's
+    return [p for p in _pids() if serving(p)
+            and (not serving(_parent(p)) or _stat(p, 3) == _stat(_parent(p), 3))]
 def _my_template():  # the template this worker was forked from: its keeper's parent
     template = _parent(os.getppid())
     return template if b"sandbox/template.py" in _cmdline(template) else None
@@ -977,9 +980,10 @@ def _templates():  # its own, else those started alone (never a server beside on
     mine = _my_template()
     return [mine] if mine else [p for p in _servers(b"sandbox/template.py")
                                 if b"--server" not in _cmdline(p)]
-def _trusted_forks():  # the fork servers' children but the template beside one
-    servers = set(_fork_servers())
-    return [p for p in _pids() if _parent(p) in servers and p != _my_template()]
+def _trusted_forks():  # the fork servers' children but the template beside one and the
+    servers = set(_fork_servers())  # held servers (servers themselves)
+    return [p for p in _pids() if _parent(p) in servers and p not in servers
+            and p != _my_template()]
 def _kill(pids):
     for pid in pids:
         try:

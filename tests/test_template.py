@@ -325,12 +325,12 @@ def test_a_trusted_process_that_dies_for_every_submission_is_a_grader_error(tmp_
 @pytest.mark.parametrize("level", LEVELS, ids=[f"{lv.level}{'-uid' if lv.uid else ''}" for lv in LEVELS])
 def test_a_sandbox_begun_before_pytest_is_the_one_its_submission_finishes(tmp_path, level):
     """The fork server begins a submission's first sandbox before pytest starts
-    (implementations.start_early, from the trusted process's own arguments: zygote.py): the
+    (implementations.start_early, from the trusted process's own arguments: grade/serving.py): the
     session's Submission of that file, folder and settings takes it and finishes it (one
     worker, its placeholder already there), and grades with it; one begun with other
     settings is stopped and never used; one no session takes is stopped by discard_early."""
     from grader import assignment
-    from grader.grade import zygote
+    from grader.grade import serving
     from grader.harness import implementations
     from grader.harness.implementations import Submission
     declared = assignment.load("attention")
@@ -342,7 +342,7 @@ def test_a_sandbox_begun_before_pytest_is_the_one_its_submission_finishes(tmp_pa
     args = [declared.folder, "--isolation", level.level, "--limits",
             __import__("json").dumps(limits.__dict__), "--no-gpu", "--submission",
             str(folder / "attention.py"), "--stage-dir", stage]
-    zygote._begin_sandbox(args)
+    serving.begin_sandbox(args)
     begun = implementations._EARLY.get((str(folder / "attention.py"), stage))
     assert begun is not None and begun[0].proc is None  # begun, not finished
     if level.level != "none":
@@ -358,7 +358,7 @@ def test_a_sandbox_begun_before_pytest_is_the_one_its_submission_finishes(tmp_pa
         student.stop()
     assert not implementations._EARLY
     # begun with other limits: stopped, and the session starts its own
-    zygote._begin_sandbox(args)
+    serving.begin_sandbox(args)
     other = implementations._EARLY[(str(folder / "attention.py"), stage)][0]
     student = Submission(str(folder / "attention.py"), level, Limits(memory_mb=1400), stage,
                          assignment=declared)
@@ -369,7 +369,7 @@ def test_a_sandbox_begun_before_pytest_is_the_one_its_submission_finishes(tmp_pa
         assert other._holder is None
     finally:
         student.stop()
-    zygote._begin_sandbox(args)  # and one no session takes
+    serving.begin_sandbox(args)  # and one no session takes
     left = implementations._EARLY[(str(folder / "attention.py"), stage)][0]
     implementations.discard_early()
     assert not implementations._EARLY and left._holder is None

@@ -22,8 +22,8 @@ from ..sandbox import cleanup, isolation, template
 from ..sandbox.limits import Limits
 from . import turns
 
-# the events pipe (sandbox/client.py EVENTS_FD; zygote.py FD_ENVIRONMENT): named here, not
-# imported from zygote.py, which `python -m grader.grade.zygote` runs as __main__
+# the events pipe (sandbox/client.py EVENTS_FD; serving.py FD_ENVIRONMENT): named here, not
+# imported from serving.py, which only the fork server loads
 EVENTS_ENV = "ATTNKIT_EVENTS_FD"
 
 
@@ -474,6 +474,14 @@ class _PacedTurn:
 
 _LOST = object()  # the status of a child whose fork server died before it
 
+# how a trusted process started (results.json extra_data.isolation.trusted_start): one path
+# (tests/test_held.py compares the reports of the first and the last)
+TRUSTED_STARTS = {
+    "held": "forked from a session that configured pytest and collected the hidden suite once "
+            "per batch",
+    "forked": "forked from a fork server that imported torch and pytest once per batch",
+    "fresh": "a fresh process"}
+
 
 def _start_child(zygote, args, pipes, cwd, template_fd, theirs):
     """The trusted process running pytest in `cwd`: forked from `zygote`, or started fresh
@@ -599,6 +607,7 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
     args = [*options.pytest_args(), *extra_args]
     with tempfile.TemporaryDirectory(prefix="attnkit-trusted-") as cwd:
         pid, zygote, proc = _start_child(zygote, args, pipes, cwd, template_fd, turn.theirs)
+        start = "fresh" if zygote is None else zygote.starts.pop(pid, "forked")
         pipes.close_write_ends()
         turn.close_their_end()
         with _RUNNING_LOCK:
@@ -613,8 +622,11 @@ def run_pytest(options, extra_args, timeout, zygote=None, notes=None, take_turn=
                 _RUNNING.pop(pid, None)
             turn.give_back(restarts, notes)
         pipes.join()
-    return _read_report(options, pipes, status, timeout, notes,
-                        {"trusted_cpu": child_cpu, "turn_wait": turn.waited})
+    report, console = _read_report(options, pipes, status, timeout, notes,
+                                   {"trusted_cpu": child_cpu, "turn_wait": turn.waited})
+    if isinstance(report.get("isolation"), dict):
+        report["isolation"]["trusted_start"] = TRUSTED_STARTS[start]
+    return report, console
 
 
 def catalog(options, zygote=None):

@@ -35,7 +35,7 @@ import time
 
 from ..sandbox import template
 
-# the child's end of its turn channel in a trusted process (zygote.py FD_ENVIRONMENT)
+# the child's end of its turn channel in a trusted process (serving.py FD_ENVIRONMENT)
 TURN_ENV = "ATTNKIT_TURN_FD"
 
 

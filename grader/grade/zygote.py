@@ -4,16 +4,15 @@ Importing torch and pytest costs about two seconds; a batch pays it once. The zy
 trusted process that imports them and then waits. For each submission `grader grade` sends
 it, over a Unix socket, the pytest arguments and two file descriptors (the private report
 pipe and the console pipe); the zygote forks a child that runs the hidden suite with them
-and reports the child's exit status when it ends. The zygote never runs student code: the
-child starts the submission's worker exactly as a fresh process would (grader/sandbox).
+and reports the child's exit status when it ends: a submission's child from a held server,
+which configured pytest and collected the suite once for the batch (held.py). The zygote
+never runs student code: the child starts the submission's worker exactly as a fresh
+process would (grader/sandbox). Its side of the socket is serving.py.
 
     server = Zygote(env)              # python -m grader.grade.zygote, in its own process
     pid = server.spawn(args, report_fd, console_fd, cwd)
     status = server.wait(pid, timeout)
 """
-import argparse
-import gc
-import importlib
 import json
 import os
 import select
@@ -24,15 +23,9 @@ import sys
 import threading
 import time
 
-from .. import assignment as assignments
 from .. import forkserver
-from ..sandbox import isolation, template
-from ..sandbox.limits import Limits
+from ..sandbox import template
 from ..sandbox.template import wait_cpu
-from . import turns
-
-PRELOAD = ("torch", "pytest", "_pytest.python", "grader.harness", "grader.grade.plugin",
-           "grader.suite.plugin", "grader.sandbox.client", "pytest_timeout")
 
 
 class ZygoteGone(Exception):
@@ -59,6 +52,7 @@ class Zygote:
         self.prepared = {}   # what the server said of prepare()'s requests
         self._later, self._asked = [], []  # prepare()'s requests; those not sent yet
         self.children = {}   # pid -> the generation of the server that forked it
+        self.starts = {}     # pid -> how it started: "held" or "forked" (trusted.TRUSTED_STARTS)
         self.generation, self.restarts, self.stopped = 0, 0, None
         # the worker template forked beside the first server (forkserver.launch), for
         # trusted.start_worker_template to take; None where workers start fresh
@@ -183,7 +177,7 @@ class Zygote:
 
     def spawn(self, args, report_fd, console_fd, cwd, fds=None):
         """Start one trusted grading process; returns its pid. fds: {name: fd} it also gets
-        (named in its environment: see _child)."""
+        (named in its environment: serving.become_trusted)."""
         fds = dict(fds or {})
         request = json.dumps({"args": args, "cwd": cwd, "fds": list(fds),
                               "env": self.carried}).encode() + b"\n"
@@ -198,8 +192,10 @@ class Zygote:
                     self.changed.wait(1)
                 if not self.replies:
                     raise ZygoteGone("the fork server did not answer")
-                pid = self.replies.pop(0)["pid"]
+                reply = self.replies.pop(0)
+                pid = reply["pid"]
                 self.children[pid] = self.generation
+                self.starts[pid] = "held" if reply.get("start") == "held" else "forked"
             self._ask_later()
             return pid
 
@@ -338,202 +334,16 @@ def _still_there(pid):
         return False
 
 
-# -- the server side ------------------------------------------------------------------
-FD_ENVIRONMENT = {"template": "ATTNKIT_WORKER_TEMPLATE_FD", "events": "ATTNKIT_EVENTS_FD",
-                  "turn": turns.TURN_ENV}
-
-
-def _child(args, report_fd, console_fd, cwd, memo_fd, named=None, carried=None):
-    os.setsid()
-    for name, value in (carried or {}).items():  # the level grade_batch checked
-        if name in forkserver.CARRIED and isinstance(value, str):
-            os.environ[name] = value
-    for name, fd in (named or {}).items():  # the batch's current template, the events pipe
-        if name in FD_ENVIRONMENT:
-            os.environ[FD_ENVIRONMENT[name]] = str(fd)
-    os.dup2(console_fd, 1)
-    os.dup2(console_fd, 2)
-    os.close(console_fd)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.chdir(cwd)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    import pytest  # in the child only: serve() preloaded it; the grader's side never imports it
-    args = [a.replace("{report_fd}", str(report_fd)) for a in args]
-    _begin_sandbox(args)
-    try:
-        code = pytest.main(args)
-    except BaseException:
-        code = 3
-    try:
-        from ..harness.implementations import discard_early  # in the child only: torch
-        discard_early()
-    except BaseException:
-        pass
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:  # what it computed that every submission needs, for the children forked after it
-        from ..harness import memo  # in the child only: torch, preloaded by serve()
-        with os.fdopen(memo_fd, "wb") as out:
-            out.write(memo.export())
-    except BaseException:
-        pass
-    os._exit(int(code))
-
-
-# imported once the suite is prepared, while the batch's first submission is graded: what
-# follow-through marking needs (autograd with given gradients imports torch's symbolic shapes,
-# and sympy with them: 0.3 s in each trusted process that asks)
-WARM = ("torch.fx.experimental.symbolic_shapes", "torch.nested._internal.nested_tensor")
-
-
-def _begin_sandbox(args):
-    """Before pytest starts: the submission's first sandbox set going (harness start_early),
-    so that bwrap builds it while pytest configures itself and collects; the suite's
-    Submission then finishes it. Anything unexpected: nothing begun, it starts as before."""
-    try:
-        parser = argparse.ArgumentParser(add_help=False)
-        for name in ("--submission", "--stage-dir", "--isolation", "--limits"):
-            parser.add_argument(name)
-        parser.add_argument("--no-gpu", action="store_true")
-        parser.add_argument("--collect-only", action="store_true")
-        known, _rest = parser.parse_known_args(args)
-        if not known.submission or not known.stage_dir or known.collect_only:
-            return
-        import torch  # in the child only: heavy, preloaded by serve()
-        if torch.cuda.is_available() and not known.no_gpu:
-            return  # GPU workers start fresh, in the suite's session
-        from ..harness.implementations import start_early  # in the child only: torch
-        declared = assignments.load_folder(args[0])
-        os.chmod(known.stage_dir, 0o711)
-        start_early(known.submission, isolation.choose(known.isolation or "auto"),
-                    Limits(**json.loads(known.limits or "{}")), known.stage_dir,
-                    assignment=declared)
-    except Exception:  # noqa: BLE001 - an optimisation: the session starts its worker itself
-        return
-
-
-def _warm():
-    try:
-        for name in WARM:
-            importlib.import_module(name)
-        return {"warmed": True}
-    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
-        return {"warmed": False, "error": f"{type(error).__name__}: {error}"[:500]}
-
-
-def _freeze():
-    """What this server holds now is left out of every garbage collection of the processes it
-    forks (gc.freeze): a collection there would otherwise touch each object and copy every
-    page of it (torch's and pytest's modules, the prepared suite) into the child. No
-    collection first: after the imports it found nothing to free and cost 0.09 s, before the
-    batch's first fork (its catalog) and again before the catalog's end was said."""
-    gc.freeze()
-
-
-def _prepare(what):
-    """The suite prepared here once (grader/suite/warm.py); a failure is no failure of the
-    batch: each trusted process then computes what it needs itself."""
-    try:
-        from ..suite import warm  # heavy (torch, the harness): in the server, after its preload
-        return {"prepared": warm.prepare(what["hidden_tests"], what["solution"])}
-    except Exception as error:  # noqa: BLE001 - an optimisation, said and skipped
-        return {"prepared": None, "error": f"{type(error).__name__}: {error}"[:500]}
-
-
-def _reap(children, template_pid, sock):
-    """Reap the children that ended (`children`: their pids, the template's among them) and
-    say how each ended; False when the grader has let go."""
-    while children:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        children.discard(pid)
-        said = "template_exited" if pid == template_pid else "exited"
-        try:
-            sock.sendall(json.dumps({said: pid, "status": os.waitstatus_to_exitcode(status),
-                                     "cpu": usage.ru_utime + usage.ru_stime}).encode() + b"\n")
-        except OSError:
-            return False
-    return True
-
-
-def serve(sock_fd, template_pid=None):
-    """Serve the grader on `sock_fd` until it lets go. `template_pid`: the worker template
-    forked beside this server (its child; its pid said already: template.py
-    serve_beside_server): reaped here, its end said to the grader."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=sock_fd)
-    # before the preload: a template that ends meanwhile wakes the loop below
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    for name in PRELOAD:
-        importlib.import_module(name)
-    _freeze()
-    from ..harness import memo  # heavy: torch, imported by the preload above first
-    children = set() if template_pid is None else {template_pid}
-    memos = {}  # read end of a child's memo pipe -> what it sent so far
-    os.write(wake_w, b"\0")  # one look for a child that ended before the handler was set
-    while True:
-        ready, _, _ = select.select([sock, wake_r, *memos], [], [])
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-        for fd in [r for r in ready if r in memos]:
-            chunk = os.read(fd, 1 << 20)
-            if chunk and len(memos[fd]) + len(chunk) <= memo.MAX_EXPORT_BYTES:
-                memos[fd] += chunk
-            elif not chunk:  # the child is done: keep what it computed
-                memo.absorb(bytes(memos.pop(fd)))
-                os.close(fd)
-        if not _reap(children, template_pid, sock):
-            return  # the grader has let go
-
-        if sock in ready:
-            try:
-                message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 2 + len(FD_ENVIRONMENT))
-            except OSError:
-                return
-            if not message:
-                return  # the batch is over
-            request = json.loads(message)
-            if "prepare" in request:
-                said = _prepare(request["prepare"])
-                _freeze()
-                sock.sendall(json.dumps(said).encode() + b"\n")
-                continue
-            if "warm" in request:
-                said = _warm()
-                _freeze()
-                sock.sendall(json.dumps(said).encode() + b"\n")
-                continue
-            memo_r, memo_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                sock.close()
-                signal.set_wakeup_fd(-1)
-                os.close(wake_r)
-                os.close(wake_w)
-                for fd in [memo_r, *memos]:
-                    os.close(fd)
-                names = [n for n in request.get("fds", []) if isinstance(n, str)]
-                _child(request["args"], fds[0], fds[1], request["cwd"], memo_w,
-                       dict(zip(names, fds[2:])), request.get("env"))
-            os.close(memo_w)
-            memos[memo_r] = bytearray()
-            for fd in fds:
-                os.close(fd)
-            children.add(pid)
-            sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-
-
 if __name__ == "__main__":
     # argv: the socket, and the pid of the template forked beside this server, if one was
-    # (sandbox/template.py serve_beside_server)
-    serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    # (sandbox/template.py serve_beside_server). The server's side (torch, pytest) is loaded
+    # here only: the grader's side of this module never imports it.
+    from grader.grade import held, serving
+    FORKED = serving.serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    if FORKED is not None and FORKED.held is not None:
+        held.hold(FORKED)        # a held server (never returns)
+    elif FORKED is not None:
+        serving.run_trusted(FORKED)  # a trusted process forked before pytest (never returns)
     # the batch is over: leave without the interpreter's teardown of torch and pytest (about
     # 0.15 s of the batch's wall time); nothing of this process is kept for after
     sys.stdout.flush()

@@ -185,7 +185,7 @@ def start_early(path, isolation, limits, stage_dir, gpu=False, assignment=None):
     """Begin the sandbox of `path`'s first worker now (Worker.begin: bwrap builds it while
     this process does other work, pytest's configuration and collection), for the Submission
     of the same path, folder and settings to finish (the batch's fork server calls this in
-    each trusted process before pytest starts: grade/zygote.py). A worker no Submission takes
+    each trusted process before pytest starts: grade/serving.py). A worker no Submission takes
     is stopped by discard_early()."""
     path = os.path.abspath(path)
     worker = Worker(path, isolation, limits, stage_dir, gpu=gpu, assignment=assignment)

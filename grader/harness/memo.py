@@ -3,7 +3,7 @@
 The reference's result for a probe, and each catalog mistake's (grader/catalog), are the
 same for every submission. A trusted process keeps them here; the fork server computes the
 reference's for every probe the suite asks before it forks any (grader/suite/warm.py), and
-takes what each trusted process added when it ends (grader/grade/zygote.py), so every
+takes what each trusted process added when it ends (grader/grade/serving.py), so every
 trusted process forked after it starts with them. Only trusted code writes here: the
 reference and the catalog's mistakes, run in the trusted process. Nothing a worker sent is
 ever kept.
