@@ -266,7 +266,7 @@ class Server:
             self.sock.sendall(json.dumps(said).encode() + b"\n")
         return True
 
-    def _stop_held(self):
+    def stop_held(self):
         """The held servers let go and reaped (their CPU, and their children's, is then this
         server's): they end on EOF."""
         for held in self.held.values():
@@ -471,5 +471,5 @@ def serve(sock_fd, template_pid=None):
     freeze()
     forked = server.serve()
     if forked is None:
-        server._stop_held()
+        server.stop_held()
     return forked
