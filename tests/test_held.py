@@ -3,7 +3,6 @@ pytest itself: the same report, field for field, for right, wrong and broken sub
 Which runs a session is held for (serving.held_key), and what happens when a held server
 cannot hold its session or dies."""
 import os
-import shutil
 import signal
 import tempfile
 
@@ -212,4 +211,3 @@ def test_a_held_server_that_dies_takes_its_fork_server_with_it_and_the_next_is_h
         assert _as_compared(second) == _as_compared(first)
     finally:
         batch.close()
-    shutil.rmtree(stage, ignore_errors=True)
