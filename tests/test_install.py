@@ -58,10 +58,27 @@ def test_readme_test_command_is_what_ci_runs():
     # it is the last; the check that the test extra alone is enough (.ci/test-extra) runs
     # before it, in the same venv while it has the test extra and nothing more
     assert commands[-1] == ci[0]
-    first = commands.index("python -m pip install --no-compile torch==2.13.0 -e '.[test]'")
+    # pip installs torch (the README's way: this machine's CPU build); the extras go on top,
+    # the test extra alone before the check, the docs and nbgrader extras after it
+    torch = commands.index("python -m pip install -q --no-compile torch==2.13.0")
+    test = commands.index("extras test")
     check = next(i for i, line in enumerate(commands) if "bash .ci/test-extra check-or-fresh .venv" in line)
-    docs = next(i for i, line in enumerate(commands) if "-e '.[docs]'" in line)
-    assert first < check < docs < commands.index(ci[0]), commands
+    rest = commands.index("extras docs,nbgrader")
+    assert torch < test < check < rest < commands.index(ci[0]), commands
+
+
+def test_ci_installs_an_extra_with_uv_or_pip_alike():
+    """`.ci/run`'s `extras`: uv where it could be installed, pip where not; both install the
+    same thing (the kit, editable, with the extras named) into the same venv, and neither
+    compiles (compileall does, beside the check and the docs build)."""
+    with open(os.path.join(KIT, ".ci", "run"), encoding="utf-8") as handle:
+        text = handle.read()
+    body = text.split("extras() {", 1)[1].split("\n}\n", 1)[0]
+    installs = [line.strip() for line in body.splitlines() if " install " in line]
+    assert installs == [
+        '"$tools/bin/uv" pip install -q --python .venv/bin/python -e ".[$1]"',
+        'python -m pip install -q --no-compile -e ".[$1]"'], installs
+    assert 'python -m pip install -q --target "$tools" uv' in text
 
 
 def test_gradescope_setup_installs_no_nbgrader():
