@@ -58,27 +58,36 @@ def test_readme_test_command_is_what_ci_runs():
     # it is the last; the check that the test extra alone is enough (.ci/test-extra) runs
     # before it, in the same venv while it has the test extra and nothing more
     assert commands[-1] == ci[0]
-    # pip installs torch (the README's way: this machine's CPU build); the extras go on top,
-    # the test extra alone before the check, the docs and nbgrader extras after it
-    torch = commands.index("python -m pip install -q --no-compile torch==2.13.0")
+    # torch first (this machine's CPU build, by uv or by pip); the extras go on top, the test
+    # extra alone before the check, the docs and nbgrader extras after it
+    torch = [i for i, line in enumerate(commands) if "torch==2.13.0" in line and i < len(commands) - 1]
+    assert [commands[i].strip() for i in torch] == [
+        "'torch==2.13.0+cpu' pip", ".venv/bin/python -m pip install -q --no-compile torch==2.13.0"]
     test = commands.index("extras test")
     check = next(i for i, line in enumerate(commands) if "bash .ci/test-extra check-or-fresh .venv" in line)
     rest = commands.index("extras docs,nbgrader")
-    assert torch < test < check < rest < commands.index(ci[0]), commands
+    assert max(torch) < test < check < rest < commands.index(ci[0]), commands
 
 
-def test_ci_installs_an_extra_with_uv_or_pip_alike():
-    """`.ci/run`'s `extras`: uv where it could be installed, pip where not; both install the
-    same thing (the kit, editable, with the extras named) into the same venv, and neither
-    compiles (compileall does, beside the check and the docs build)."""
+def test_ci_installs_with_uv_or_pip_alike():
+    """`.ci/run` installs with uv where it could be installed, with pip where not: both put
+    the same torch wheel (its CPU build, from the folder pip's configuration names) and then
+    the same thing (the kit, editable, with the extras named) into the same venv, and
+    neither compiles (compileall does, beside the check and the docs build)."""
     with open(os.path.join(KIT, ".ci", "run"), encoding="utf-8") as handle:
         text = handle.read()
     body = text.split("extras() {", 1)[1].split("\n}\n", 1)[0]
     installs = [line.strip() for line in body.splitlines() if " install " in line]
     assert installs == [
-        '"$tools/bin/uv" pip install -q --python .venv/bin/python -e ".[$1]"',
+        '"$uv" pip install -q --python .venv/bin/python -e ".[$1]"',
         'python -m pip install -q --no-compile -e ".[$1]"'], installs
-    assert 'python -m pip install -q --target "$tools" uv' in text
+    assert 'python3 -m pip install -q --target "$tools" uv' in text
+    torch = text.split('torch_wheels=${PIP_FIND_LINKS:-}', 1)[1].split("\nfi\n", 1)[0]
+    assert 'compgen -G "$torch_wheels/torch-2.13.0+cpu-*.whl"' in torch
+    assert ('"$uv" pip install -q --python .venv/bin/python --find-links "$torch_wheels" \\\n'
+            "        'torch==2.13.0+cpu' pip") in torch
+    assert "    python3 -m venv .venv\n    .venv/bin/python -m pip install -q --no-compile " \
+           "torch==2.13.0" in torch
 
 
 def test_gradescope_setup_installs_no_nbgrader():
