@@ -92,7 +92,10 @@ def _stop(pid_files):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-    deadline = time.monotonic() + 20
+    # a short grace, then SIGKILL: the cluster's state is thrown away with its folder, and
+    # slurmctld, past "Saving all slurm state", took the whole 20 s it was once given in each
+    # full run of the suite (1.2 s when this file runs alone), its worker idle meanwhile
+    deadline = time.monotonic() + 3
     for path in pid_files:
         pid = _pid(path)
         while pid and time.monotonic() < deadline:
